@@ -1,0 +1,85 @@
+"""Checkpoints: weights in safetensors (no pickle: loading never runs code), config and vocabularies in JSON.
+
+A checkpoint is a folder:
+    model.safetensors   the weights
+    config.json         ModelConfig as JSON
+    vocab.json          {"src": [...], "tgt": [...]} (index -> token)
+    README.md           the model card (written by hand; not needed for loading)
+"""
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .config import ModelConfig
+from .errors import CheckpointError
+from .transformer import Transformer
+from .vocab import Vocab
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints"
+WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
+PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".ckpt")
+
+
+def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path, extra: dict | None = None):
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    save_file(state, path / WEIGHTS, metadata={"format": "pt"})
+    (path / CONFIG).write_text(json.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})}, indent=2))
+    (path / VOCAB).write_text(json.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
+
+
+def _fail(path, what: str, fix: str = "Retrain with `python -m model.train`, or restore checkpoints/ with `git checkout -- checkpoints`."):
+    raise CheckpointError(f"Checkpoint {path}: {what}. {fix}")
+
+
+def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]:
+    """Load and validate a checkpoint folder (or its model.safetensors); the model comes back in eval mode.
+
+    Each way a checkpoint can be wrong gives one CheckpointError saying what and what to do.
+    """
+    path = Path(path) if path is not None else DEFAULT_CHECKPOINT
+    if path.suffix in PICKLE_SUFFIXES:
+        _fail(path, "is a pickle file, which can run code when loaded, so it is refused",
+              "Convert it to a checkpoint folder with model.safetensors, config.json and vocab.json.")
+    folder = path.parent if path.suffix == ".safetensors" else path
+    if not folder.exists():
+        _fail(folder, "does not exist", "Pass --checkpoint with a checkpoint folder, or restore checkpoints/ with `git checkout -- checkpoints`.")
+    for name in (WEIGHTS, CONFIG, VOCAB):
+        if not (folder / name).is_file():
+            _fail(folder, f"has no {name}")
+    try:
+        raw = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+        raw.pop("training", None)
+        cfg = ModelConfig.from_dict(raw)
+    except (ValueError, TypeError, AssertionError) as e:
+        _fail(folder / CONFIG, f"is not a valid model config ({e})")
+    try:
+        vocab = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
+        src_vocab, tgt_vocab = Vocab(vocab["src"]), Vocab(vocab["tgt"])
+    except (ValueError, KeyError, TypeError, AssertionError) as e:
+        _fail(folder / VOCAB, f"is not a valid vocabulary file ({e})")
+    if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
+        _fail(folder, f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)} tokens but the config says "
+                      f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
+    try:
+        state = load_file(folder / WEIGHTS)
+    except (SafetensorError, OSError, ValueError) as e:
+        _fail(folder / WEIGHTS, f"is corrupt or truncated ({e})")
+    model = Transformer(cfg)
+    expected = model.state_dict()
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        _fail(folder / WEIGHTS, f"does not fit the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    for k, v in state.items():
+        if v.shape != expected[k].shape:
+            _fail(folder / WEIGHTS, f"does not fit the config: {k} has shape {tuple(v.shape)}, "
+                                    f"the config needs {tuple(expected[k].shape)}")
+        if not torch.isfinite(v).all():
+            _fail(folder / WEIGHTS, f"is corrupt: {k} holds NaN or infinite values")
+    model.load_state_dict(state)
+    return model.to(device).eval(), src_vocab, tgt_vocab

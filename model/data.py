@@ -1,0 +1,84 @@
+"""Multi30k files, and length-bucketed batches of token ids for training and evaluation."""
+
+import gzip
+import os
+import random
+from pathlib import Path
+
+import torch
+
+from .vocab import EOS_ID, PAD_ID, SOS_ID, Vocab, tokenize
+
+SPLITS = {
+    "train": ("train.de.gz", "train.en.gz"),
+    "val": ("val.de.gz", "val.en.gz"),
+    "test": ("test_2016_flickr.de.gz", "test_2016_flickr.en.gz"),
+}
+DATA_ENV = "MULTI30K_DIR"
+
+
+def read_lines(path) -> list[str]:
+    """Lines of a plain or .gz UTF-8 text file, newline stripped."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\r\n") for line in f]
+
+
+def default_data_dir() -> Path | None:
+    """$MULTI30K_DIR, else ../shared/data/multi30k beside the checkout; None when neither has the files."""
+    candidates = [os.environ.get(DATA_ENV), Path(__file__).resolve().parents[2] / "shared/data/multi30k"]
+    for c in candidates:
+        if c and all((Path(c) / f).is_file() for pair in SPLITS.values() for f in pair):
+            return Path(c)
+    return None
+
+
+def load_split(data_dir, split: str) -> tuple[list[str], list[str]]:
+    """German and English sentences of one split; a clear error naming the missing files."""
+    de_name, en_name = SPLITS[split]
+    de, en = Path(data_dir) / de_name, Path(data_dir) / en_name
+    missing = [str(p) for p in (de, en) if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"Multi30k {split} files not found: {', '.join(missing)}. Put the files of the "
+            f"multi30k/dataset repository's data/task1/raw/ folder ({de_name}, {en_name}) in {data_dir}, "
+            f"or pass --data-dir DIR.")
+    src, tgt = read_lines(de), read_lines(en)
+    if len(src) != len(tgt):
+        raise ValueError(f"{de} has {len(src)} lines but {en} has {len(tgt)}")
+    return src, tgt
+
+
+def encode_pairs(src_lines, tgt_lines, src_vocab: Vocab, tgt_vocab: Vocab, max_positions: int):
+    """Lists of id sequences, each <sos> tokens <eos>, cut to fit the model's positions."""
+    keep = max_positions - 2
+
+    def enc(line, lang, vocab):
+        return [SOS_ID] + vocab.encode(tokenize(line, lang)[:keep]) + [EOS_ID]
+
+    return ([enc(s, "de", src_vocab) for s in src_lines], [enc(t, "en", tgt_vocab) for t in tgt_lines])
+
+
+def pad(seqs: list[list[int]]) -> torch.Tensor:
+    """(B, max len) long tensor, right-padded with <pad>."""
+    n = max(len(s) for s in seqs)
+    out = torch.full((len(seqs), n), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+    return out
+
+
+def bucket_batches(src_ids, tgt_ids, batch_size: int, seed: int | None = None) -> list[list[int]]:
+    """Indices grouped into batches of similar length (little padding).
+
+    With a seed: lengths get a little noise so batches differ per epoch, and batch order is
+    shuffled. Without: sorted, deterministic (evaluation).
+    """
+    rng = random.Random(seed)
+    noise = (lambda: rng.random()) if seed is not None else (lambda: 0.0)
+    order = sorted(range(len(src_ids)), key=lambda i: (len(src_ids[i]) + noise() * 3, len(tgt_ids[i])))
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if seed is not None:
+        rng.shuffle(batches)
+    return batches

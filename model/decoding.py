@@ -1,0 +1,160 @@
+"""Greedy decoding with a key/value cache, beam search, and teacher forcing.
+
+Encode once; then feed one token a step, the decoder's earlier keys and values (and the
+cross-attention keys and values of the encoder output) coming from a cache. Every step
+records the chosen token's probability, the top-k alternatives and the entropy, and the
+attention rows of that step, which together are exactly the maps of one teacher-forced
+pass over the generated sequence (tests/test_decoding.py proves it).
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from .vocab import EOS_ID, PAD_ID, SOS_ID
+
+
+@dataclass
+class Decoded:
+    """Greedy output for a batch. Rows past a sentence's <eos> are junk; `lengths` says where each ends."""
+
+    ids: torch.Tensor  # (B, N) generated tokens, <eos> included where produced
+    lengths: torch.Tensor  # (B,) generated tokens per sentence, <eos> included
+    probs: torch.Tensor  # (B, N) probability of each chosen token
+    entropy: torch.Tensor  # (B, N) entropy of each step's distribution, nats
+    top_ids: torch.Tensor  # (B, N, k)
+    top_probs: torch.Tensor  # (B, N, k)
+    encoder_attentions: torch.Tensor | None = None  # (L, B, H, S, S)
+    decoder_attentions: torch.Tensor | None = None  # (L, B, H, N, N) lower triangle filled
+    cross_attentions: torch.Tensor | None = None  # (L, B, H, N, S)
+
+
+def _step_stats(logits, top_k):
+    """logits (B, V) -> log-probs (B, V), entropy (B,), top-k probs and ids (B, k)."""
+    logp = logits.float().log_softmax(-1)
+    p = logp.exp()
+    entropy = -(p * logp).nan_to_num().sum(-1)  # 0 * -inf counts as 0
+    top_p, top_i = p.topk(top_k, dim=-1)
+    return logp, entropy, top_p, top_i
+
+
+@torch.no_grad()
+def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=True,
+                  force: dict | None = None) -> Decoded:
+    """src (B, S) padded source ids -> Decoded.
+
+    force: {step: token id} makes step `step` (0-based) emit that token instead of the argmax,
+    and greedy decoding goes on from there (what-if decoding).
+    """
+    B = src.size(0)
+    max_len = min(max_len, model.cfg.max_positions)  # the decoder input at step t sits at position t
+    memory, enc_maps = model.encode(src, head_mask, need_weights)
+    src_mask = model.src_mask(src)
+    cache = model.new_cache()
+    y = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    lengths = torch.full((B,), max_len, dtype=torch.long, device=src.device)
+    ids, probs, ents, tps, tis, self_rows, cross_rows = [], [], [], [], [], [], []
+    for t in range(max_len):
+        logits, s_maps, c_maps = model.decode(y, memory, src_mask, head_mask, cache, start=t,
+                                              need_weights=need_weights)
+        logp, entropy, top_p, top_i = _step_stats(logits[:, -1], top_k)
+        nxt = logp.argmax(-1)  # (B,)
+        if force and t in force:
+            nxt = torch.full_like(nxt, force[t])
+        nxt = nxt.masked_fill(done, PAD_ID)
+        ids.append(nxt)
+        probs.append(logp.gather(-1, nxt[:, None]).squeeze(-1).exp())
+        ents.append(entropy)
+        tps.append(top_p)
+        tis.append(top_i)
+        if need_weights:
+            self_rows.append(torch.stack([m[:, :, 0] for m in s_maps]))  # (L, B, H, t+1)
+            cross_rows.append(torch.stack([m[:, :, 0] for m in c_maps]))  # (L, B, H, S)
+        newly = (nxt == EOS_ID) & ~done
+        lengths[newly] = t + 1
+        done |= newly
+        if done.all():
+            break
+        y = nxt[:, None]
+    out = Decoded(torch.stack(ids, 1), lengths, torch.stack(probs, 1), torch.stack(ents, 1),
+                  torch.stack(tis, 1), torch.stack(tps, 1))
+    if need_weights:
+        N = len(self_rows)
+        L, _, H, _ = self_rows[0].shape
+        dec = self_rows[0].new_zeros(L, B, H, N, N)
+        for t, row in enumerate(self_rows):
+            dec[..., t, :t + 1] = row
+        out.encoder_attentions = torch.stack(enc_maps)  # (L, B, H, S, S)
+        out.decoder_attentions = dec
+        out.cross_attentions = torch.stack(cross_rows, 3)  # (L, B, H, N, S)
+    return out
+
+
+@torch.no_grad()
+def teacher_forced(model, src, tgt_in, head_mask=None, need_weights=True):
+    """One forward pass: src (B, S), decoder inputs tgt_in (B, T) -> Output (logits and maps)."""
+    return model(src, tgt_in, head_mask=head_mask, need_weights=need_weights)
+
+
+@dataclass
+class Hypothesis:
+    ids: list  # generated token ids, <eos> included when finished
+    score: float  # summed log-probability
+    normalized: float  # score / len ** alpha: what beams are ranked by
+
+
+@torch.no_grad()
+def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> list:
+    """src (1, S) -> the n-best Hypotheses, best first, with beam width `beam`.
+
+    Scores are summed log-probabilities, ranked after dividing by length ** alpha (GNMT's
+    length normalisation, simplified). Search stops once `beam` hypotheses have ended.
+    Width 1 is exactly greedy decoding.
+    """
+    assert src.size(0) == 1, "beam search takes one sentence at a time"
+    K = beam
+    max_len = min(max_len, model.cfg.max_positions)
+    memory, _ = model.encode(src, head_mask, need_weights=False)
+    memory = memory.expand(K, -1, -1)  # (K, S, D)
+    src_mask = model.src_mask(src).expand(K, -1, -1, -1)
+    cache = model.new_cache()
+    scores = torch.full((K,), float("-inf"), device=src.device)
+    scores[0] = 0.0  # at the start only one live hypothesis
+    seqs = [[] for _ in range(K)]
+    y = torch.full((K, 1), SOS_ID, dtype=torch.long, device=src.device)
+    finished: list[Hypothesis] = []
+    for t in range(max_len):
+        logits, _, _ = model.decode(y, memory, src_mask, head_mask, cache, start=t, need_weights=False)
+        cand = scores[:, None] + logits[:, -1].float().log_softmax(-1)  # (K, V)
+        V = cand.size(1)
+        top_s, top_i = cand.view(-1).topk(2 * K)
+        keep_beams, keep_toks, keep_scores = [], [], []
+        for s, i in zip(top_s.tolist(), top_i.tolist()):
+            b, tok = divmod(i, V)
+            if s == float("-inf"):
+                break
+            if tok == EOS_ID or t == max_len - 1:
+                ids = seqs[b] + [tok]
+                finished.append(Hypothesis(ids, s, s / len(ids) ** alpha))
+            else:
+                keep_beams.append(b)
+                keep_toks.append(tok)
+                keep_scores.append(s)
+            if len(keep_beams) == K:
+                break
+        if len(finished) >= K or not keep_beams:
+            break
+        while len(keep_beams) < K:  # fewer live candidates than beams: fill with dead copies
+            keep_beams.append(keep_beams[0])
+            keep_toks.append(keep_toks[0])
+            keep_scores.append(float("-inf"))
+        index = torch.tensor(keep_beams, device=src.device)
+        for layer_cache in cache:  # cross-attention keys are the same for every beam: no reorder
+            sc = layer_cache["self"]
+            sc["k"], sc["v"] = sc["k"].index_select(0, index), sc["v"].index_select(0, index)
+        seqs = [seqs[b] + [tok] for b, tok in zip(keep_beams, keep_toks)]
+        scores = torch.tensor(keep_scores, device=src.device)
+        y = torch.tensor(keep_toks, device=src.device)[:, None]
+    finished.sort(key=lambda h: -h.normalized)
+    return finished[:K]

@@ -1,0 +1,104 @@
+"""Loss, perplexity and BLEU of a checkpoint on a parallel corpus (SPEC.md, Metrics).
+
+    python -m model.evaluate --src test.de.gz --ref test.en.gz [--checkpoint PATH] [--beam K]
+
+prints one JSON line with n, bleu, loss, ppl (and the settings used).
+"""
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from .data import bucket_batches, encode_pairs, pad, read_lines
+from .errors import CheckpointError, InputError
+from .vocab import PAD_ID, tokenize
+
+
+def token_loss(logits, target, label_smoothing=0.0):
+    """Summed cross-entropy over non-padding target tokens, and their count."""
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1),
+                           ignore_index=PAD_ID, reduction="sum", label_smoothing=label_smoothing)
+    return loss, int((target != PAD_ID).sum())
+
+
+@torch.no_grad()
+def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None) -> float:
+    """Mean cross-entropy per non-padding target token, teacher forcing, dropout off, no smoothing."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for idx in bucket_batches(src_ids, tgt_ids, batch_size):
+        src, tgt = pad([src_ids[i] for i in idx]).to(device), pad([tgt_ids[i] for i in idx]).to(device)
+        out = model(src, tgt[:, :-1], head_mask=head_mask, need_weights=False)
+        loss, n = token_loss(out.logits, tgt[:, 1:])
+        total, count = total + float(loss), count + n
+    model.train(was_training)
+    return total / count
+
+
+def bleu(hyps: list[str], refs: list[str]) -> float:
+    """Corpus BLEU on lower-cased spaCy tokens joined by spaces (= torchtext bleu_score x 100)."""
+    refs = [" ".join(tokenize(r, "en")) for r in refs]
+    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score
+
+
+def translate_all(translator, sentences, beam=1, progress=False) -> list[str]:
+    """Output token strings for every sentence ('' for an empty one), greedy batched or beam."""
+    out = [""] * len(sentences)
+    usable = [i for i, s in enumerate(sentences) if s.strip()]
+    if beam == 1:
+        results = translator.translate_batch([sentences[i] for i in usable], with_maps=False)
+        for i, r in zip(usable, results):
+            out[i] = r.text
+    else:
+        for i in tqdm(usable, desc=f"beam {beam}", disable=not progress):
+            out[i] = translator.translate(sentences[i], beam=beam).text
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--src", required=True, help="German sentences, one per line (plain or .gz)")
+    p.add_argument("--ref", required=True, help="English references, one per line (plain or .gz)")
+    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
+    p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy)")
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    args = p.parse_args(argv)
+
+    from .translator import Translator  # after argument parsing: --help stays fast
+
+    try:
+        translator = Translator.load(args.checkpoint, args.device)
+        src, ref = read_lines(args.src), read_lines(args.ref)
+    except (CheckpointError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if len(src) != len(ref):
+        print(f"error: {args.src} has {len(src)} lines but {args.ref} has {len(ref)}", file=sys.stderr)
+        return 2
+    if args.beam < 1:
+        print(f"error: --beam must be at least 1, got {args.beam}", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    try:
+        hyps = translate_all(translator, src, args.beam, progress=sys.stderr.isatty())
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
+    loss = evaluate_loss(translator.model, s_ids, t_ids, translator.device)
+    print(json.dumps({"n": len(src), "bleu": round(bleu(hyps, ref), 2), "loss": round(loss, 4),
+                      "ppl": round(math.exp(loss), 3), "beam": args.beam, "device": translator.device_name,
+                      "seconds": round(time.time() - t0, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

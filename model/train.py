@@ -1,0 +1,201 @@
+"""Train the reference model on Multi30k.
+
+    python -m model.train --data-dir ../shared/data/multi30k [--out checkpoints] [--epochs 10] ...
+    torchrun --nproc_per_node 2 -m model.train --data-dir ...   # DistributedDataParallel
+
+Adam, batches of 128 pairs bucketed by length, gradient-norm clip 1.0, cross-entropy
+that ignores padding (SPEC.md). The best-validation epoch is kept; --average K then
+tries the mean of the K best epochs' weights and keeps it if its validation loss is
+lower. Every epoch saves a resumable state in --work-dir; --resume continues from it.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from .checkpoint import save_checkpoint
+from .config import ModelConfig
+from .data import bucket_batches, encode_pairs, load_split, pad
+from .device import describe, pick_device
+from .evaluate import evaluate_loss, token_loss
+from .transformer import Transformer
+from .vocab import PAD_ID, Vocab, tokenize
+
+
+def lr_at(step: int, lr: float, warmup: int, decay: bool) -> float:
+    """Linear warm-up over `warmup` steps, then constant or (decay) inverse-square-root."""
+    if warmup and step < warmup:
+        return lr * (step + 1) / warmup
+    if decay and warmup:
+        return lr * math.sqrt(warmup / (step + 1))
+    return lr
+
+
+def average_state(paths) -> dict:
+    states = [load_file(p) for p in paths]
+    return {k: sum(s[k].double() for s in states).div(len(states)).to(states[0][k].dtype) for k in states[0]}
+
+
+def setup_distributed():
+    """(rank, world) under torchrun; (0, 1) otherwise."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    dist.init_process_group(backend)
+    rank = dist.get_rank()
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    return rank, world
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", required=True, help="folder with the Multi30k .gz files")
+    p.add_argument("--out", default="checkpoints", help="checkpoint folder to write (default: checkpoints)")
+    p.add_argument("--work-dir", default="runs/train", help="per-epoch snapshots and resume state")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=128, help="global batch, in sentence pairs")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--warmup", type=int, default=0, help="linear warm-up steps (0: constant lr, the reference)")
+    p.add_argument("--decay", action="store_true", help="inverse-square-root decay after the warm-up")
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--average", type=int, default=1, help="try averaging the K best epochs")
+    p.add_argument("--positions", choices=["learned", "sinusoidal"], default="learned")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast for the forward pass")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--limit", type=int, default=0, help="use only the first N training pairs (tests)")
+    p.add_argument("--max-steps", type=int, default=0, help="stop each epoch after N steps (tests)")
+    p.add_argument("--resume", action="store_true", help="continue from --work-dir/state.pt")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rank, world = setup_distributed()
+    is_main = rank == 0
+    log = (lambda *a: print(*a, flush=True)) if is_main else (lambda *a: None)
+    device = torch.device("cuda", torch.cuda.current_device()) if world > 1 and torch.cuda.is_available() \
+        else pick_device(args.device)
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+
+    try:
+        train_src, train_tgt = load_split(args.data_dir, "train")
+        val_src, val_tgt = load_split(args.data_dir, "val")
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.limit:
+        train_src, train_tgt = train_src[:args.limit], train_tgt[:args.limit]
+    t0 = time.time()
+    # Vocabularies come from the training split only (SPEC), whatever --limit says about what we train on.
+    src_vocab = Vocab.build(tokenize(s, "de") for s in train_src)
+    tgt_vocab = Vocab.build(tokenize(s, "en") for s in train_tgt)
+    cfg = ModelConfig(len(src_vocab), len(tgt_vocab), positions=args.positions, dropout=args.dropout)
+    tr_s, tr_t = encode_pairs(train_src, train_tgt, src_vocab, tgt_vocab, cfg.max_positions)
+    va_s, va_t = encode_pairs(val_src, val_tgt, src_vocab, tgt_vocab, cfg.max_positions)
+    log(f"vocab de {len(src_vocab)} en {len(tgt_vocab)}; {len(tr_s)} train / {len(va_s)} val pairs; "
+        f"tokenized in {time.time() - t0:.1f}s; device {describe(device)}; processes {world}")
+
+    model = Transformer(cfg).to(device)
+    log(f"parameters {model.n_params():,}")
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    work = Path(args.work_dir)
+    if is_main:
+        work.mkdir(parents=True, exist_ok=True)
+    history, start_epoch, step = [], 0, 0
+    if args.resume and (work / "state.pt").is_file():
+        state = torch.load(work / "state.pt", weights_only=True)  # tensors and plain types only: no code runs
+        model.load_state_dict(load_file(work / f"epoch{state['epoch']:02d}.safetensors"))
+        opt.load_state_dict(state["optimizer"])
+        history, start_epoch, step = json.loads(state["history"]), state["epoch"], state["step"]
+        torch.set_rng_state(state["rng"])
+        log(f"resumed after epoch {start_epoch}")
+    train_model = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+
+    for epoch in range(start_epoch + 1, args.epochs + 1):
+        model.train()
+        batches = bucket_batches(tr_s, tr_t, args.batch_size, seed=args.seed * 1000 + epoch)
+        if args.max_steps:
+            batches = batches[:args.max_steps]
+        t_epoch, tokens, loss_sum = time.time(), 0, 0.0
+        bar = tqdm(batches, desc=f"epoch {epoch}", disable=not is_main or args.no_progress, leave=False)
+        for idx in bar:
+            # Each process takes its share of the same global batch; the loss is normalised by the
+            # global token count so the summed gradients equal one process on the whole batch.
+            mine = idx[rank::world]
+            src = pad([tr_s[i] for i in mine]).to(device)
+            tgt = pad([tr_t[i] for i in mine]).to(device)
+            n_global = sum(len(tr_t[i]) - 1 for i in idx)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+                out = train_model(src, tgt[:, :-1], need_weights=False)
+            loss, n = token_loss(out.logits, tgt[:, 1:], args.label_smoothing)
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, args.lr, args.warmup, args.decay)
+            opt.zero_grad(set_to_none=True)
+            (loss * world / n_global).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            opt.step()
+            step += 1
+            tokens += n_global
+            loss_sum += loss.item() * world  # this process's share, scaled; exact when world == 1
+            bar.set_postfix(loss=f"{loss.item() / max(n, 1):.3f}")
+        train_time = time.time() - t_epoch
+        if not is_main:
+            continue
+        val_loss = evaluate_loss(model, va_s, va_t, device)
+        train_loss = loss_sum / tokens
+        rec = {"epoch": epoch, "train_loss": round(train_loss, 4), "val_loss": round(val_loss, 4),
+               "val_ppl": round(math.exp(val_loss), 3), "tokens_per_s": round(tokens / train_time),
+               "epoch_s": round(train_time, 1), "lr": opt.param_groups[0]["lr"]}
+        history.append(rec)
+        log(f"epoch {epoch:2d} | train loss {train_loss:.3f} ppl {math.exp(train_loss):7.3f} | "
+            f"val loss {val_loss:.3f} ppl {math.exp(val_loss):7.3f} | {rec['tokens_per_s']:,} tok/s | "
+            f"{train_time:.0f}s")
+        snap = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        save_file(snap, work / f"epoch{epoch:02d}.safetensors")
+        torch.save({"optimizer": opt.state_dict(), "epoch": epoch, "step": step,
+                    "history": json.dumps(history), "rng": torch.get_rng_state()}, work / "state.pt")
+        if val_loss <= min(h["val_loss"] for h in history) + 1e-12:
+            save_checkpoint(model, src_vocab, tgt_vocab, args.out, {"args": vars(args), "history": history,
+                                                                      "best_epoch": epoch})
+            log(f"  saved best epoch {epoch} to {args.out}")
+
+    if is_main and history:
+        best = min(history, key=lambda h: h["val_loss"])
+        chosen = {"best_epoch": best["epoch"], "val_loss": best["val_loss"]}
+        if args.average > 1:
+            top = sorted(history, key=lambda h: h["val_loss"])[:args.average]
+            epochs = sorted(h["epoch"] for h in top)
+            model.load_state_dict(average_state([work / f"epoch{e:02d}.safetensors" for e in epochs]))
+            avg_loss = evaluate_loss(model, va_s, va_t, device)
+            log(f"average of epochs {epochs}: val loss {avg_loss:.3f} ppl {math.exp(avg_loss):.3f} "
+                f"(best single: epoch {best['epoch']}, {best['val_loss']:.3f})")
+            if avg_loss < best["val_loss"]:
+                chosen = {"averaged_epochs": epochs, "val_loss": round(avg_loss, 4)}
+                save_checkpoint(model, src_vocab, tgt_vocab, args.out,
+                                {"args": vars(args), "history": history, **chosen})
+        log("result " + json.dumps(chosen))
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The public entry point: sentences in, plain `Translation` results out.
+
+    tr = Translator.load()                      # shipped checkpoint, best device
+    result = tr.translate("Ein Hund läuft.")    # tokens, maps, step trace
+"""
+
+import numpy as np
+import torch
+
+from .checkpoint import load_checkpoint
+from .data import pad
+from .decoding import beam_search, greedy_decode, teacher_forced
+from .device import describe, pick_device
+from .errors import InputError
+from .result import Step, Translation
+from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
+
+MAX_OUTPUT = 50  # generated tokens at most (SPEC: greedy decoding, max 50 tokens)
+
+
+class Translator:
+    def __init__(self, model, src_vocab, tgt_vocab):
+        self.model = model.eval()
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.cfg = model.cfg
+        self.device = next(model.parameters()).device
+
+    @classmethod
+    def load(cls, checkpoint=None, device=None) -> "Translator":
+        """Load a checkpoint (default: the shipped one) on `device` (default: best available)."""
+        model, sv, tv = load_checkpoint(checkpoint, pick_device(device))
+        return cls(model, sv, tv)
+
+    @property
+    def device_name(self) -> str:
+        return describe(self.device)
+
+    def source_ids(self, sentence: str) -> tuple[list[str], list[int], int]:
+        """Tokens (with <sos>/<eos>), their ids, and how many tokens were cut to fit the positions."""
+        if not isinstance(sentence, str):
+            raise InputError(f"expected a sentence as text, got {type(sentence).__name__}")
+        tokens = tokenize(sentence, "de")
+        if not any(t.strip() for t in tokens):
+            raise InputError("the sentence is empty: type a German sentence")
+        keep = self.cfg.max_positions - 2
+        cut = max(0, len(tokens) - keep)
+        tokens = tokens[:keep]
+        return ["<sos>", *tokens, "<eos>"], [SOS_ID, *self.src_vocab.encode(tokens), EOS_ID], cut
+
+    def translate(self, sentence: str, beam: int = 1, top_k: int = 5, max_len: int = MAX_OUTPUT,
+                  head_mask=None, force: dict | None = None) -> Translation:
+        """Translate one sentence with every attention map and the step trace."""
+        if beam == 1:
+            return self.translate_batch([sentence], top_k=top_k, max_len=max_len, head_mask=head_mask,
+                                        force=force)[0]
+        if beam < 1:
+            raise InputError(f"beam width must be at least 1, got {beam}")
+        src_tokens, ids, cut = self.source_ids(sentence)
+        src = torch.tensor([ids], device=self.device)
+        best = beam_search(self.model, src, beam, max_len, head_mask=head_mask)[0]
+        return self.analyze(sentence, best.ids, top_k=top_k, head_mask=head_mask)
+
+    def analyze(self, sentence: str, output_ids: list, top_k: int = 5, head_mask=None) -> Translation:
+        """A Translation for a given output (ids, <eos> included if produced) by one teacher-forced pass."""
+        src_tokens, ids, cut = self.source_ids(sentence)
+        src = torch.tensor([ids], device=self.device)
+        tgt_in = torch.tensor([[SOS_ID, *output_ids[:-1]]], device=self.device)
+        out = teacher_forced(self.model, src, tgt_in, head_mask)
+        logp = out.logits[0].float().log_softmax(-1)  # (T, V)
+        p = logp.exp()
+        entropy = -(p * logp).nan_to_num().sum(-1)
+        top_p, top_i = p.topk(top_k, dim=-1)
+        chosen = torch.tensor(output_ids, device=self.device)
+        probs = p.gather(-1, chosen[:, None]).squeeze(-1)
+        maps = [torch.stack(m)[:, 0].float().cpu().numpy() for m in
+                (out.encoder_attentions, out.decoder_attentions, out.cross_attentions)]
+        return self._result(sentence, src_tokens, ids, cut, list(output_ids), probs.tolist(), entropy.tolist(),
+                            top_i.tolist(), top_p.tolist(), maps)
+
+    def translate_batch(self, sentences: list, batch_size: int = 64, top_k: int = 5, max_len: int = MAX_OUTPUT,
+                        with_maps: bool = True, head_mask=None, force: dict | None = None) -> list:
+        """Greedy translations of many sentences, batched by length; order kept.
+
+        Raises InputError for an empty sentence; callers that must go on past one
+        (model.translate) check each sentence with `source_ids` first.
+        """
+        prepared = [self.source_ids(s) for s in sentences]
+        order = sorted(range(len(sentences)), key=lambda i: len(prepared[i][1]))
+        results = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            src = pad([prepared[i][1] for i in chunk]).to(self.device)
+            dec = greedy_decode(self.model, src, max_len, top_k, head_mask, with_maps, force)
+            cpu = {k: (v.float() if v.is_floating_point() else v).cpu() for k, v in vars(dec).items()
+                   if v is not None}
+            for b, i in enumerate(chunk):
+                tokens, ids, cut = prepared[i]
+                n, S = int(cpu["lengths"][b]), len(ids)
+                maps = None
+                if with_maps:
+                    maps = [cpu["encoder_attentions"][:, b, :, :S, :S].numpy(),
+                            cpu["decoder_attentions"][:, b, :, :n, :n].numpy(),
+                            cpu["cross_attentions"][:, b, :, :n, :S].numpy()]
+                results[i] = self._result(sentences[i], tokens, ids, cut, cpu["ids"][b, :n].tolist(),
+                                          cpu["probs"][b, :n].tolist(), cpu["entropy"][b, :n].tolist(),
+                                          cpu["top_ids"][b, :n].tolist(), cpu["top_probs"][b, :n].tolist(), maps)
+        return results
+
+    def _result(self, sentence, src_tokens, src_ids, cut, out_ids, probs, entropy, top_ids, top_probs, maps):
+        itos = self.tgt_vocab.itos
+        out_tokens = [itos[i] for i in out_ids]
+        steps = [Step(tok, float(p), float(e), tuple((itos[j], float(q)) for j, q in zip(ti, tp)))
+                 for tok, p, e, ti, tp in zip(out_tokens, probs, entropy, top_ids, top_probs)]
+        words = out_ids[:-1] if out_ids and out_ids[-1] == EOS_ID else out_ids
+        empty = np.zeros((0,), dtype=np.float32)
+        enc, dec, cross = maps if maps is not None else (empty, empty, empty)
+        return Translation(
+            source=sentence, src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
+            output_tokens=[itos[i] for i in words], encoder_attentions=enc, decoder_attentions=dec,
+            cross_attentions=cross, steps=steps,
+            src_unknown=[i == UNK_ID for i in src_ids], truncated=cut, device=self.device_name)
+

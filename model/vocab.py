@@ -1,0 +1,54 @@
+"""Tokenization and vocabularies, exactly as SPEC.md says.
+
+spaCy's rule-based tokenizer of a blank pipeline, lower-cased; vocabularies from
+the training split only, tokens seen at least twice, specials first, then by
+descending count with ties in alphabetical order.
+"""
+
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable
+
+UNK, PAD, SOS, EOS = "<unk>", "<pad>", "<sos>", "<eos>"
+SPECIALS = (UNK, PAD, SOS, EOS)
+UNK_ID, PAD_ID, SOS_ID, EOS_ID = range(4)
+
+
+@lru_cache(maxsize=None)
+def _spacy_tokenizer(lang: str):
+    import spacy  # imported lazily: it takes a second and viz/ never needs it
+
+    return spacy.blank(lang).tokenizer
+
+
+def tokenize(text: str, lang: str) -> list[str]:
+    """Lower-cased spaCy tokens of one sentence (outer whitespace stripped).
+
+    Inner runs of odd whitespace stay as spaCy's whitespace tokens, as in the reference
+    tutorial: that is what gives SPEC's vocabulary sizes (7,853 / 5,893).
+    """
+    return [t.text.lower() for t in _spacy_tokenizer(lang)(text.strip())]
+
+
+class Vocab:
+    def __init__(self, itos: list[str]):
+        assert tuple(itos[:4]) == SPECIALS, f"vocabulary must start with {SPECIALS}, got {itos[:4]}"
+        assert len(set(itos)) == len(itos), "vocabulary has duplicate tokens"
+        self.itos = list(itos)
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, tokenized: Iterable[list[str]], min_freq: int = 2) -> "Vocab":
+        counts = Counter(tok for sent in tokenized for tok in sent)
+        kept = [t for t, c in counts.items() if c >= min_freq and t not in SPECIALS]
+        kept.sort(key=lambda t: (-counts[t], t))
+        return cls(list(SPECIALS) + kept)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        return [self.stoi.get(t, UNK_ID) for t in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        return [self.itos[i] for i in ids]

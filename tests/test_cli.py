@@ -1,0 +1,120 @@
+"""The command-line contracts of SPEC.md, on a tiny checkpoint and on the shipped one."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import CHECKPOINT, ROOT
+from model.checkpoint import save_checkpoint
+from model.vocab import Vocab
+from test_decoding import ENGLISH, GERMAN
+
+
+def run(*args, stdin=""):
+    return subprocess.run([sys.executable, "-m", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+@pytest.fixture
+def tiny_ckpt(tmp_path, tiny_model):
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "ckpt")
+    return str(tmp_path / "ckpt")
+
+
+def check_json_line(obj):
+    """The --json invariants of SPEC.md for one line."""
+    S, T = len(obj["src_tokens"]), len(obj["tgt_tokens"])
+    assert obj["src_tokens"][0] == "<sos>" and obj["src_tokens"][-1] == "<eos>"
+    assert obj["tgt_tokens"][0] == "<sos>" and len(obj["steps"]) == T
+    assert obj["tgt_tokens"][1:] == [s["token"] for s in obj["steps"][:-1]]
+    enc, dec, cross = (np.array(obj[k]) for k in ("encoder_attentions", "decoder_attentions", "cross_attentions"))
+    assert enc.shape[2:] == (S, S) and dec.shape[2:] == (T, T) and cross.shape[2:] == (T, S)
+    for m in (enc, dec, cross):
+        np.testing.assert_allclose(m.sum(-1), 1.0, atol=1e-5)
+    assert (dec[..., np.triu_indices(T, 1)[0], np.triu_indices(T, 1)[1]] == 0).all()
+    for s in obj["steps"]:
+        assert 0 <= s["prob"] <= 1 and s["top"][0][1] >= s["prob"] - 1e-6
+        assert all(isinstance(t, str) and 0 <= p <= 1 for t, p in s["top"])
+
+
+def test_translate_writes_one_line_per_input_line(tiny_ckpt):
+    inp = "Ein Hund läuft.\n\n   \nZwei Männer <b>x</b> 😀\n" + "hund " * 150 + "\n"
+    r = run("model.translate", "--checkpoint", tiny_ckpt, stdin=inp)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    assert len(lines) == 6 and lines[-1] == ""  # five lines, each ended by a newline
+    assert lines[1] == lines[2] == ""
+    assert "line 2: the sentence is empty" in r.stderr and "line 3" in r.stderr
+    assert "line 5: 128 tokens cut: the model has 24 positions" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_translate_json_satisfies_the_invariants(tiny_ckpt, tmp_path):
+    f = tmp_path / "in.de.gz"
+    with gzip.open(f, "wt", encoding="utf-8") as g:
+        g.write("Ein Hund läuft im Park.\n\nZwei Männer.\n")
+    r = run("model.translate", "--checkpoint", tiny_ckpt, "--input", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and lines[1] == ""
+    for line in (lines[0], lines[2]):
+        check_json_line(json.loads(line))
+    assert json.loads(lines[0])["source"] == "Ein Hund läuft im Park."
+
+
+def test_translate_with_a_bad_checkpoint_says_what_to_do(tmp_path):
+    r = run("model.translate", "--checkpoint", str(tmp_path / "missing"), stdin="Ein Hund.\n")
+    assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "x.pt").write_bytes(b"not really")
+    r = run("model.translate", "--checkpoint", str(tmp_path / "x.pt"), stdin="Ein Hund.\n")
+    assert r.returncode == 2 and "pickle" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_evaluate_prints_one_json_line(tiny_ckpt, tmp_path):
+    (tmp_path / "s.de").write_text("Ein Hund läuft.\nZwei Männer.\n", encoding="utf-8")
+    (tmp_path / "r.en").write_text("A dog runs.\nTwo men.\n", encoding="utf-8")
+    r = run("model.evaluate", "--src", str(tmp_path / "s.de"), "--ref", str(tmp_path / "r.en"),
+            "--checkpoint", tiny_ckpt)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["n"] == 2 and 0 <= out["bleu"] <= 100 and out["loss"] > 0
+    assert out["ppl"] == pytest.approx(np.exp(out["loss"]), rel=1e-3)
+    (tmp_path / "r.en").write_text("A dog runs.\n", encoding="utf-8")
+    r = run("model.evaluate", "--src", str(tmp_path / "s.de"), "--ref", str(tmp_path / "r.en"),
+            "--checkpoint", tiny_ckpt)
+    assert r.returncode == 2 and "has 2 lines" in r.stderr
+
+
+def shipped():
+    if not (CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip("no shipped checkpoint")
+
+
+@pytest.mark.parametrize("german,words", [
+    ("Ein Mann fährt Fahrrad.", {"man", "bike"}),
+    ("Zwei Hunde spielen im Schnee.", {"two", "dogs", "snow"}),
+    ("Eine Frau singt auf einer Bühne.", {"woman", "stage"}),
+])
+def test_shipped_model_translates_known_sentences(german, words):
+    shipped()
+    r = run("model.translate", stdin=german + "\n")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip().split()
+    assert words <= set(out) | {"bicycle" if "bike" in out else "bike"} or words - {"bike"} <= set(out), out
+    assert out[-1] == "."
+
+
+def test_shipped_model_json_and_beam():
+    shipped()
+    r = run("model.translate", "--json", stdin="Ein kleines Mädchen klettert auf einen Baum.\n")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    check_json_line(obj)
+    assert np.array(obj["encoder_attentions"]).shape[:2] == (3, 8)
+    r = run("model.translate", "--beam", "4", stdin="Ein kleines Mädchen klettert auf einen Baum.\n\n")
+    assert r.returncode == 0 and len(r.stdout.split("\n")) == 3
+    assert {"girl", "tree"} <= set(r.stdout.split())

@@ -1,0 +1,82 @@
+"""Tokenization, vocabulary order, batching and device choice."""
+
+import gzip
+
+import pytest
+import torch
+
+from model.data import bucket_batches, load_split, pad, read_lines
+from model.device import pick_device
+from model.vocab import SPECIALS, Vocab, tokenize
+
+
+def test_tokenize_lowercases_with_spacy_rules():
+    assert tokenize("Ein Mann, der läuft.", "de") == ["ein", "mann", ",", "der", "läuft", "."]
+    assert tokenize("  A man's dog.\n", "en") == ["a", "man", "'s", "dog", "."]
+
+
+def test_vocab_order_specials_then_count_then_alphabet():
+    v = Vocab.build([["b", "a", "c", "a"], ["b", "a", "d", "c", "e"]], min_freq=2)
+    assert v.itos == list(SPECIALS) + ["a", "b", "c"]  # a:3; b,c:2 (alphabetical); d,e seen once
+    assert v.encode(["a", "zzz"]) == [4, 0]
+    assert v.decode([4, 5]) == ["a", "b"]
+
+
+def test_vocab_rejects_a_wrong_start():
+    with pytest.raises(AssertionError):
+        Vocab(["<pad>", "<unk>", "<sos>", "<eos>"])
+
+
+def test_real_vocabulary_sizes_and_order(data_dir):
+    """SPEC: 7,853 German and 5,893 English tokens from the training split."""
+    de, en = load_split(data_dir, "train")
+    assert len(de) == len(en) == 29000
+    vde = Vocab.build(tokenize(s, "de") for s in de)
+    ven = Vocab.build(tokenize(s, "en") for s in en)
+    assert (len(vde), len(ven)) == (7853, 5893)
+    assert vde.itos[4:9] == [".", "ein", "einem", "in", "eine"]
+    assert ven.itos[4:9] == ["a", ".", "in", "the", "on"]
+
+
+def test_shipped_vocabulary_equals_a_rebuild(data_dir, translator):
+    de, en = load_split(data_dir, "train")
+    assert translator.src_vocab.itos == Vocab.build(tokenize(s, "de") for s in de).itos
+    assert translator.tgt_vocab.itos == Vocab.build(tokenize(s, "en") for s in en).itos
+
+
+def test_missing_split_names_the_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="train.de.gz"):
+        load_split(tmp_path, "train")
+
+
+def test_read_lines_plain_and_gz(tmp_path):
+    (tmp_path / "a.txt").write_text("eins\nzwei\n", encoding="utf-8")
+    with gzip.open(tmp_path / "a.gz", "wt", encoding="utf-8") as f:
+        f.write("eins\nzwei\n")
+    assert read_lines(tmp_path / "a.txt") == read_lines(tmp_path / "a.gz") == ["eins", "zwei"]
+
+
+def test_bucketing_covers_every_pair_once_and_groups_lengths():
+    src = [[0] * n for n in [5, 1, 9, 3, 7, 2, 8, 4]]
+    batches = bucket_batches(src, src, 3)
+    assert sorted(i for b in batches for i in b) == list(range(8))
+    assert [len(src[i]) for i in batches[0]] == [1, 2, 3]
+    shuffled = bucket_batches(src, src, 3, seed=1)
+    assert sorted(i for b in shuffled for i in b) == list(range(8))
+    assert shuffled == bucket_batches(src, src, 3, seed=1)  # seeded: reproducible
+
+
+def test_pad():
+    assert pad([[2, 5, 3], [2, 3]]).tolist() == [[2, 5, 3], [2, 3, 1]]
+
+
+def test_device_choice(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_DEVICE", "cpu")
+    assert pick_device() == torch.device("cpu")
+    assert pick_device("cpu") == torch.device("cpu")
+    monkeypatch.delenv("TRANSFORMER_DEVICE")
+    expected = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    assert pick_device().type == expected
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            pick_device("cuda")
