@@ -8,6 +8,7 @@ A checkpoint is a folder:
 """
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -20,6 +21,7 @@ from .transformer import Transformer
 from .vocab import Vocab
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints"
+CHECKPOINT_ENV = "TRANSFORMER_CHECKPOINT"  # overrides the default for every tool and the app
 WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".ckpt")
 
@@ -40,9 +42,11 @@ def _fail(path, what: str, fix: str = "Retrain with `python -m model.train`, or 
 def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]:
     """Load and validate a checkpoint folder (or its model.safetensors); the model comes back in eval mode.
 
+    Without a path: $TRANSFORMER_CHECKPOINT, else the shipped checkpoints/.
+
     Each way a checkpoint can be wrong gives one CheckpointError saying what and what to do.
     """
-    path = Path(path) if path is not None else DEFAULT_CHECKPOINT
+    path = Path(path or os.environ.get(CHECKPOINT_ENV) or DEFAULT_CHECKPOINT)
     if path.suffix in PICKLE_SUFFIXES:
         _fail(path, "is a pickle file, which can run code when loaded, so it is refused",
               "Convert it to a checkpoint folder with model.safetensors, config.json and vocab.json.")

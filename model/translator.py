@@ -35,6 +35,11 @@ class Translator:
     def device_name(self) -> str:
         return describe(self.device)
 
+    def position_tables(self) -> dict:
+        """The position encodings the model adds, as numpy (P, D) tables: source and target."""
+        return {side: emb.position_table().detach().float().cpu().numpy()
+                for side, emb in (("source", self.model.src_embed), ("target", self.model.tgt_embed))}
+
     def source_ids(self, sentence: str) -> tuple[list[str], list[int], int]:
         """Tokens (with <sos>/<eos>), their ids, and how many tokens were cut to fit the positions."""
         if not isinstance(sentence, str):

@@ -1,0 +1,47 @@
+"""Token labels and input checks shared by every figure.
+
+Plotly draws tick and hover text as a small subset of HTML, so a token like
+"<script>" or "<sos>" would vanish or be read as markup. Every token shown in a
+figure goes through `plain`, which escapes it: the user's text is always text.
+"""
+
+import html
+
+import numpy as np
+
+
+def plain(token: str) -> str:
+    """Escape a token for Plotly text; empty or whitespace tokens get a visible stand-in."""
+    if not token.strip():
+        return "␣" if token else "∅"
+    return html.escape(token, quote=False)
+
+
+def positioned(tokens, unknown=None) -> list[str]:
+    """Labels 'i: token' (escaped), marked ' [unk]' where the model does not know the token.
+
+    The position makes repeated tokens ("a ... a") distinct in hover text.
+    """
+    unknown = unknown if unknown is not None else [False] * len(tokens)
+    return [f"{i}: {plain(t)}{' [unk]' if u else ''}" for i, (t, u) in enumerate(zip(tokens, unknown))]
+
+
+def tick_labels(tokens, unknown=None) -> list[str]:
+    unknown = unknown if unknown is not None else [False] * len(tokens)
+    return [plain(t) + (" [unk]" if u else "") for t, u in zip(tokens, unknown)]
+
+
+def check_tokens(tokens, name: str):
+    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"{name} must be a list of strings (tokens), got {type(tokens).__name__}")
+
+
+def check_weights(weights, ndim: int, what: str) -> np.ndarray:
+    """An attention array as float numpy, with a clear error saying what to pass instead."""
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != ndim:
+        raise ValueError(f"{what} must have {ndim} dimensions, got shape {w.shape}")
+    if w.size and (not np.isfinite(w).all() or w.min() < -1e-6 or w.max() > 1 + 1e-6):
+        raise ValueError(f"{what} must hold attention weights in [0, 1] (after softmax), "
+                         f"got values in [{np.nanmin(w):.3g}, {np.nanmax(w):.3g}]")
+    return w

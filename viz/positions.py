@@ -1,0 +1,82 @@
+"""Positional encodings: the model's learned tables and the paper's sinusoids, as heatmaps and curves."""
+
+import numpy as np
+import plotly.graph_objects as go
+
+
+def sinusoidal(n_positions: int, d_model: int) -> np.ndarray:
+    """The paper's table (section 3.5): PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)."""
+    pos = np.arange(n_positions)[:, None]
+    angle = pos / np.power(10000.0, np.arange(0, d_model, 2) / d_model)[None, :]  # (P, D/2)
+    table = np.zeros((n_positions, d_model))
+    table[:, 0::2], table[:, 1::2] = np.sin(angle), np.cos(angle)
+    return table
+
+
+def _check_table(table) -> np.ndarray:
+    t = np.asarray(table, dtype=float)
+    if t.ndim != 2 or not np.isfinite(t).all():
+        raise ValueError(f"table must be a finite (positions, dimensions) array, got shape {t.shape}")
+    return t
+
+
+def _mark_used(fig, used: int, horizontal: bool, both=False):
+    """Shade the positions the current sentence uses (0 .. used-1)."""
+    if used <= 0:
+        return
+    kw = dict(fillcolor="rgba(255, 80, 0, 0.12)", line=dict(color="#ff5000", width=2))
+    if horizontal or both:
+        fig.add_hrect(y0=-0.5, y1=used - 0.5, **kw)
+    if not horizontal or both:
+        fig.add_vrect(x0=-0.5, x1=used - 0.5, **kw)
+
+
+def position_heatmap(table, used: int = 0, title=""):
+    """Positions (rows) x dimensions (columns); the sentence's positions outlined."""
+    t = _check_table(table)
+    P, D = t.shape
+    lim = float(np.abs(t).max()) or 1.0
+    fig = go.Figure(go.Heatmap(z=t, x=list(range(D)), y=list(range(P)), colorscale="RdBu", zmid=0, zmin=-lim,
+                               zmax=lim, colorbar=dict(title=dict(text="value"), thickness=12),
+                               hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"))
+    _mark_used(fig, used, horizontal=True)
+    fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(title=dict(text="dimension")),
+                      yaxis=dict(title=dict(text="position"), autorange="reversed"))
+    return fig
+
+
+def cosine_similarity(table) -> np.ndarray:
+    t = _check_table(table)
+    norm = np.linalg.norm(t, axis=1, keepdims=True)
+    unit = t / np.where(norm == 0, 1, norm)
+    return unit @ unit.T  # (P, P)
+
+
+def similarity_heatmap(table, used: int = 0, title=""):
+    """Cosine similarity between every pair of positions; nearby positions look alike in a good encoding."""
+    sim = cosine_similarity(table)
+    P = sim.shape[0]
+    fig = go.Figure(go.Heatmap(z=sim, x=list(range(P)), y=list(range(P)), colorscale="RdBu", zmid=0, zmin=-1,
+                               zmax=1, colorbar=dict(title=dict(text="cosine"), thickness=12),
+                               hovertemplate="positions %{y} and %{x}<br>cosine %{z:.4f}<extra></extra>"))
+    _mark_used(fig, used, horizontal=True, both=True)
+    fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(title=dict(text="position"), scaleanchor="y"),
+                      yaxis=dict(title=dict(text="position"), autorange="reversed"))
+    return fig
+
+
+def dimension_curves(table, dims, used: int = 0, title=""):
+    """A few dimensions drawn as curves over position."""
+    t = _check_table(table)
+    bad = [d for d in dims if not 0 <= d < t.shape[1]]
+    if bad:
+        raise ValueError(f"dimensions {bad} out of range: the table has {t.shape[1]}")
+    fig = go.Figure([go.Scatter(x=list(range(t.shape[0])), y=t[:, d], mode="lines", name=f"dim {d}",
+                                hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.4f}}<extra></extra>")
+                     for d in dims])
+    _mark_used(fig, used, horizontal=False)
+    fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(title=dict(text="position")), yaxis=dict(title=dict(text="value")))
+    return fig
