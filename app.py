@@ -8,12 +8,14 @@ The page runs the model once per sentence (cached), then every view reads the pl
 
 import html
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 import viz
+from model.checkpoint import CHECKPOINT_ENV
 from model.errors import CheckpointError, InputError
 from model.translator import Translator
 
@@ -37,14 +39,14 @@ ATTENTION = {  # view -> (result field, query side, key side, causal, caption)
 
 
 @st.cache_resource(show_spinner="Loading the model…")
-def load_translator() -> Translator:
+def load_translator(checkpoint: str | None) -> Translator:
     """One model for every session; never mutated (head masks and the like are call arguments)."""
-    return Translator.load()
+    return Translator.load(checkpoint)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def translate(sentence: str):
-    return load_translator().translate(sentence)
+def translate(checkpoint: str | None, sentence: str):
+    return load_translator(checkpoint).translate(sentence)
 
 
 @st.cache_data(show_spinner=False)
@@ -185,8 +187,9 @@ st.caption("German → English with the small “Attention Is All You Need” mo
            "Multi30k. Type a sentence and press Enter, then look at every head of every layer and step through "
            "the decoding.")
 
+checkpoint = os.environ.get(CHECKPOINT_ENV)  # None: the shipped checkpoints/
 try:
-    translator = load_translator()
+    translator = load_translator(checkpoint)
 except CheckpointError as e:
     st.error(f"**The model could not be loaded.** {e}")
     st.stop()
@@ -214,7 +217,7 @@ if not sentence.strip():
     st.stop()
 
 try:
-    result = translate(sentence)
+    result = translate(checkpoint, sentence)
 except InputError as e:
     st.warning(f"{e}.")
     st.stop()

@@ -1,0 +1,153 @@
+"""The real app.py under streamlit.testing.v1.AppTest, with the shipped checkpoint."""
+
+import json
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import CHECKPOINT, ROOT
+from model.checkpoint import save_checkpoint
+from model.vocab import Vocab
+from test_decoding import ENGLISH, GERMAN
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def app(monkeypatch):
+    if not (CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip("no shipped checkpoint")
+    monkeypatch.delenv("TRANSFORMER_CHECKPOINT", raising=False)
+    return AppTest.from_file(APP, default_timeout=120).run()
+
+
+def typed(app, sentence):
+    app.text_input(key="sentence").input(sentence).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def charts(app):
+    return [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+
+
+def markdown(app):
+    return "\n".join(m.value for m in app.markdown)
+
+
+def test_empty_page_gives_a_hint(app):
+    assert not app.exception
+    assert "Type a German sentence" in app.info[0].value
+    assert not app.get("plotly_chart")
+
+
+def test_sentence_gives_translation_and_views(app):
+    typed(app, "Ein Mann fährt Fahrrad.")
+    md = markdown(app)
+    assert "class='translation'>a man" in md
+    specs = charts(app)
+    assert len(specs) == 2  # the chosen head and the model view of the default (encoder) view
+    assert specs[0]["layout"]["xaxis"]["ticktext"][:3] == ["&lt;sos&gt;", "ein", "mann"]
+    for view in ["Decoder self-attention", "Cross-attention", "Decoding trace", "Positional encodings"]:
+        app.segmented_control(key="view").set_value(view).run()
+        assert not app.exception, view
+        assert charts(app), view
+
+
+def test_layer_and_head_change_what_is_shown(app):
+    typed(app, "Zwei Hunde spielen im Schnee.")
+    app.segmented_control(key="view").set_value("Cross-attention").run()
+    before = charts(app)[0]
+    app.selectbox(key="cross_attentions_layer").set_value(2).run()
+    after_layer = charts(app)[0]
+    app.segmented_control(key="cross_attentions_head").set_value(5).run()
+    after_head = charts(app)[0]
+    assert not app.exception
+    z = [c["data"][0]["z"] for c in (before, after_layer, after_head)]
+    assert z[0] != z[1] != z[2]
+    assert after_head["layout"]["title"]["text"] == "Layer 3, head 6"
+
+
+def test_decoding_trace_steps(app):
+    typed(app, "Eine Frau singt auf einer Bühne.")
+    app.segmented_control(key="view").set_value("Decoding trace").run()
+    assert app.session_state.trace_step == 1
+    first = charts(app)
+    app.button[1].click().run()  # Next
+    assert app.session_state.trace_step == 2 and not app.exception
+    second = charts(app)
+    assert first[0]["data"][0]["x"] != second[0]["data"][0]["x"]  # other candidates
+    app.slider(key="step_slider").set_value(4).run()
+    assert app.session_state.trace_step == 4
+    app.button[0].click().run()  # Previous
+    assert app.session_state.trace_step == 3
+    df = app.dataframe[0].value
+    assert len(df) >= 4 and df["token"].iloc[-1] == "<eos>"
+    assert list(df.columns)[:3] == ["step", "token", "probability"]
+
+
+def test_step_survives_a_new_sentence_and_is_clamped(app):
+    typed(app, "Ein kleines Mädchen in einem rosa Kleid klettert auf einen großen Baum im Park.")
+    app.segmented_control(key="view").set_value("Decoding trace").run()
+    n_long = len(app.dataframe[0].value)
+    app.slider(key="step_slider").set_value(6).run()
+    typed(app, "Ein Junge springt ins Wasser und lacht laut.")
+    assert app.session_state.trace_step == 6  # did not jump back
+    app.slider(key="step_slider").set_value(n_long if len(app.dataframe[0].value) >= n_long else 6).run()
+    typed(app, "Ein Hund.")
+    n_short = len(app.dataframe[0].value)
+    assert n_short < 6
+    assert app.session_state.trace_step == n_short  # clamped to the shorter output
+    assert app.slider(key="step_slider").value == n_short
+
+
+def test_whitespace_input_is_a_hint_not_an_error(app):
+    typed(app, "   ")
+    assert "Type a German sentence" in app.info[0].value and not app.error
+
+
+def test_too_long_input_warns_and_translates(app):
+    typed(app, " ".join(["Ein Hund läuft."] * 40))
+    assert "too long" in app.warning[0].value and "cut" in app.warning[0].value
+    assert charts(app)
+
+
+def test_unknown_words_other_scripts_and_emoji(app):
+    typed(app, "Qwxzy 日本語 😀 Ελληνικά")
+    assert "unknown to the model" in "\n".join(c.value for c in app.caption)
+    assert 'class="chip unk"' in markdown(app)
+    assert charts(app)
+
+
+def test_html_input_is_shown_as_text(app):
+    typed(app, "<script>alert('x')</script> <img src=x onerror=alert(1)> Ein Hund")
+    md = markdown(app)
+    assert "<script" not in md and "</script" not in md and "<img" not in md
+    assert "    assert "alert('x')&lt;/script" in md  # spaCy splits the tag; every piece is escapedlt;/script" in md  # spaCy splits the tag; every piece is escaped
+    for spec in charts(app):
+        assert "</script" not in json.dumps(spec) and "&lt;/script" in json.dumps(spec)
+
+
+def test_missing_checkpoint_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path / "nowhere"))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert "could not be loaded" in at.error[0].value and "does not exist" in at.error[0].value
+
+
+def test_corrupt_checkpoint_is_a_clear_error(monkeypatch, tmp_path, tiny_model):
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
+    (tmp_path / "c/model.safetensors").write_bytes(b"\x00" * 100)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path / "c"))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert "corrupt or truncated" in at.error[0].value
+
+
+def test_example_picker_fills_the_sentence(app):
+    options = app.selectbox(key="example").options
+    app.selectbox(key="example").set_value(options[1]).run()
+    assert app.session_state.sentence == options[1]
+    assert "Multi30k reference" in "\n".join(c.value for c in app.caption)
+    assert shutil.which  # keep imports honest

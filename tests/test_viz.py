@@ -1,0 +1,168 @@
+"""viz/: each figure's traces, shapes, colour scale, labels (repeated and hostile tokens) and masked cells."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import viz
+from model.result import Step
+from model.transformer import sinusoidal_table
+
+
+def rows_summing_to_one(Q, K, seed=0, causal=False):
+    rng = np.random.default_rng(seed)
+    w = rng.random((Q, K))
+    if causal:
+        w = np.tril(w)
+    return w / w.sum(-1, keepdims=True)
+
+
+def test_heatmap_keeps_repeated_tokens_apart():
+    q = ["<sos>", "a", "dog", "and", "a", "cat"]
+    w = rows_summing_to_one(6, 6)
+    fig = viz.attention_heatmap(w, q, q)
+    hm = fig.data[0]
+    assert list(hm.x) == list(range(6)) and list(hm.y) == list(range(6))  # positions, not labels
+    np.testing.assert_array_equal(np.array(hm.z), w)
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;sos&gt;", "a", "dog", "and", "a", "cat"]
+    assert hm.customdata[4][1][1] == "1: a" and hm.customdata[1][4][1] == "4: a"  # hover tells the two apart
+
+
+def test_heatmap_fixed_colour_scale_and_axis_titles():
+    fig = viz.attention_heatmap(rows_summing_to_one(2, 3), ["x", "y"], ["a", "b", "c"])
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    assert fig.data[0].coloraxis == "coloraxis"
+    assert "query" in fig.layout.yaxis.title.text and "key" in fig.layout.xaxis.title.text
+    assert "%{z:.4f}" in fig.data[0].hovertemplate and "query" in fig.data[0].hovertemplate
+    assert fig.layout.yaxis.autorange == "reversed"  # first query on top, as the matrix reads
+
+
+def test_causal_heatmap_draws_future_cells_as_masked():
+    w = rows_summing_to_one(4, 4, causal=True)
+    fig = viz.attention_heatmap(w, list("abcd"), list("abcd"), causal=True)
+    assert len(fig.data) == 2
+    z, masked = np.array(fig.data[0].z, dtype=float), np.array(fig.data[1].z, dtype=float)
+    future = np.triu(np.ones((4, 4), bool), 1)
+    assert np.isnan(z[future]).all() and not np.isnan(z[~future]).any()
+    assert (masked[future] == 1).all() and np.isnan(masked[~future]).all()
+    assert fig.data[1].colorscale[0][1] == viz.MASKED_COLOR and fig.data[1].showscale is False
+    assert "masked" in fig.data[1].hovertemplate
+
+
+def test_non_causal_heatmap_has_no_masked_trace():
+    assert len(viz.attention_heatmap(rows_summing_to_one(3, 3), list("abc"), list("abc")).data) == 1
+
+
+def test_hostile_tokens_are_escaped_everywhere():
+    toks = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&amp;", " "]
+    w = rows_summing_to_one(4, 4)
+    for fig in (viz.attention_heatmap(w, toks, toks), viz.model_view(w[None, None], toks, toks),
+                viz.heads_at_step(w[None, :1], toks), viz.candidates_bar([(t, 0.2) for t in toks], toks[0])):
+        text = fig.to_json()
+        assert "<script>" not in text and "<img" not in text
+        assert "&lt;script&gt;" in text
+    assert viz.plain("&amp;") == "&amp;amp;" and viz.plain(" ") == "␣"
+
+
+def test_mismatched_shapes_raise_clear_errors():
+    with pytest.raises(ValueError, match="3 query tokens"):
+        viz.attention_heatmap(rows_summing_to_one(2, 2), ["a", "b", "c"], ["a", "b"])
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        viz.attention_heatmap(np.full((2, 2), 3.0), ["a", "b"], ["a", "b"])
+    with pytest.raises(ValueError, match="4 dimensions"):
+        viz.model_view(rows_summing_to_one(2, 2), ["a", "b"], ["a", "b"])
+    with pytest.raises(TypeError, match="list of strings"):
+        viz.attention_heatmap(rows_summing_to_one(2, 2), "ab", ["a", "b"])
+
+
+def test_model_view_tiles_every_layer_and_head():
+    L, H, Q, K = 3, 8, 4, 5
+    rng = np.random.default_rng(1)
+    maps = rng.random((L, H, Q, K))
+    maps /= maps.sum(-1, keepdims=True)
+    fig = viz.model_view(maps, list("abcd"), list("vwxyz"))
+    z = np.array(fig.data[0].z, dtype=float)
+    assert z.shape == (L * (Q + 1) - 1, H * (K + 1) - 1)
+    for layer, head in [(0, 0), (1, 5), (2, 7)]:
+        r, c = layer * (Q + 1), head * (K + 1)
+        np.testing.assert_array_equal(z[r:r + Q, c:c + K], maps[layer, head])
+        assert fig.data[0].customdata[r][c][0] == f"layer {layer + 1}, head {head + 1}"
+    assert np.isnan(z[Q, :]).all() and np.isnan(z[:, K]).all()  # gaps between tiles
+    assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]
+    assert len(fig.layout.xaxis.ticktext) == H
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+
+
+def test_model_view_masks_the_future_in_every_tile():
+    maps = np.stack([np.stack([rows_summing_to_one(3, 3, causal=True)] * 2)] * 2)  # (2, 2, 3, 3)
+    fig = viz.model_view(maps, list("abc"), list("abc"), causal=True)
+    masked = np.array(fig.data[1].z, dtype=float)
+    assert np.nansum(masked) == 2 * 2 * 3  # 3 future cells per tile
+    assert masked[0, 1] == 1 and np.isnan(masked[1, 0])
+
+
+def test_select_head_and_mean():
+    maps = np.random.default_rng(0).random((2, 3, 4, 4))
+    np.testing.assert_array_equal(viz.select_head(maps / 2, 1, 2), maps[1, 2] / 2)
+    np.testing.assert_allclose(viz.select_head(maps / 2, 0, None), maps[0].mean(0) / 2)
+    with pytest.raises(ValueError, match="head 3 out of range"):
+        viz.select_head(maps / 2, 0, 3)
+
+
+def test_heads_at_step_rows_are_layer_major():
+    rows = np.random.default_rng(2).random((3, 8, 6)) / 6
+    fig = viz.heads_at_step(rows, list("abcdef"))
+    z = np.array(fig.data[0].z)
+    assert z.shape == (24, 6)
+    np.testing.assert_array_equal(z[8 + 3], rows[1, 3])
+    assert fig.layout.yaxis.ticktext[11] == "L2 H4"
+
+
+def test_candidates_bar_marks_the_chosen_token():
+    fig = viz.candidates_bar([("dog", 0.7), ("cat", 0.2), ("<eos>", 0.05)], "dog")
+    bar = fig.data[0]
+    assert list(bar.x) == [0.7, 0.2, 0.05]
+    assert bar.marker.color[0] != bar.marker.color[1]
+    assert "chosen" in fig.layout.yaxis.ticktext[0] and "&lt;eos&gt;" == fig.layout.yaxis.ticktext[2]
+
+
+def test_steps_table():
+    steps = [Step("a", 0.9, 0.4, (("a", 0.9), ("the", 0.05))), Step("dog", 0.5, 1.2, (("cat", 0.6), ("dog", 0.5)))]
+    df = viz.steps_table(steps)
+    assert list(df["token"]) == ["a", "dog"]
+    assert list(df["runner-up"]) == ["the", "cat"]
+    assert df["margin"].tolist() == [pytest.approx(0.85), pytest.approx(-0.1)]
+
+
+def test_numpy_sinusoids_equal_the_models_torch_table():
+    """Two independent routes to the paper's encodings must agree."""
+    np.testing.assert_allclose(viz.sinusoidal(100, 256), sinusoidal_table(100, 256).numpy(), atol=1e-6)
+
+
+def test_position_figures():
+    table = viz.sinusoidal(20, 8)
+    sim = viz.cosine_similarity(table)
+    np.testing.assert_allclose(np.diag(sim), 1.0)
+    np.testing.assert_allclose(sim, sim.T)
+    fig = viz.similarity_heatmap(table, used=5)
+    assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1
+    assert len(fig.layout.shapes) == 2 and fig.layout.shapes[0].y1 == 4.5  # the sentence's 5 positions
+    fig = viz.position_heatmap(table, used=7)
+    assert np.array(fig.data[0].z).shape == (20, 8) and fig.layout.shapes[0].y1 == 6.5
+    fig = viz.dimension_curves(table, [0, 3], used=7)
+    assert [t.name for t in fig.data] == ["dim 0", "dim 3"]
+    np.testing.assert_allclose(fig.data[1].y, table[:, 3])
+    with pytest.raises(ValueError, match="out of range"):
+        viz.dimension_curves(table, [9])
+
+
+def test_viz_never_imports_torch():
+    for path in Path(viz.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not any(n.startswith("torch") for n in names), path
+    assert torch  # the test itself may use torch, viz/ may not
