@@ -1,51 +1,17 @@
 """The real app in a real browser: `streamlit run app.py` driven by Playwright in Debian's headless Chromium."""
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from bench.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app, \
+    translate_in_page, wait_idle
 from conftest import CHECKPOINT, ROOT
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests/artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 HOSTILE = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> Ein Hund'
 
 pytestmark = pytest.mark.browser
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(port: int, env=None) -> subprocess.Popen:
-    """`streamlit run app.py` on localhost; returns once its health check answers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.3)
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
-    proc.kill()
-    raise RuntimeError("streamlit did not answer its health check within 60 s")
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +21,7 @@ def server():
     port = free_port()
     proc = start_app(port)
     yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 @pytest.fixture(scope="module")
@@ -78,28 +43,15 @@ def page(browser, server):
     errors = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(server)
-    pg.get_by_label("German sentence (press Enter to translate)").wait_for(timeout=30_000)
+    pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
     yield pg
     ctx.close()
     assert not errors, errors
 
 
-def translate(page, sentence: str):
-    box = page.get_by_label("German sentence (press Enter to translate)")
-    box.fill(sentence)
-    box.press("Enter")
-    page.locator(".translation").wait_for(timeout=30_000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .hm').length >= 2", timeout=30_000)
-
-
-def wait_idle(page):
-    """Until Streamlit says it is no longer running the script."""
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
-
-
 def test_translate_view_heads_and_step_through_decoding(page):
     ARTIFACTS.mkdir(exist_ok=True)
-    translate(page, "Zwei Hunde spielen im Schnee.")
+    translate_in_page(page, "Zwei Hunde spielen im Schnee.")
     assert "dogs" in page.locator(".translation").inner_text()
     assert page.locator(".js-plotly-plot .hm").count() >= 2  # the chosen head and the model view
     page.screenshot(path=str(ARTIFACTS / "encoder.png"), full_page=True)
@@ -118,7 +70,7 @@ def test_translate_view_heads_and_step_through_decoding(page):
 
 
 def test_hostile_html_creates_no_element(page):
-    translate(page, HOSTILE)
+    translate_in_page(page, HOSTILE)
     wait_idle(page)
     assert page.evaluate("window.__pwned") is None
     assert page.locator("img[src='x']").count() == 0
@@ -138,6 +90,4 @@ def test_missing_checkpoint_page(browser, tmp_path):
         assert pg.get_by_text("Traceback").count() == 0
         ctx.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    assert shutil.which  # keep the import used
+        stop_app(proc)

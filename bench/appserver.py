@@ -1,0 +1,68 @@
+"""Start `streamlit run app.py` on a free localhost port (shared by the browser tests and the app benchmark)."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Debian's Chromium as root in a sandbox with a closed network: no sandbox, no background traffic.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+INPUT_LABEL = "German sentence (press Enter to translate)"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(port: int, env=None) -> subprocess.Popen:
+    """`streamlit run app.py` on 127.0.0.1:port; returns once its health check answers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return proc
+        except OSError:
+            time.sleep(0.3)
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
+    proc.kill()
+    raise RuntimeError("streamlit did not answer its health check within 60 s")
+
+
+def stop_app(proc: subprocess.Popen):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def translate_in_page(page, sentence: str, timeout_ms=30_000):
+    """Type a sentence, press Enter, and wait until its translation and heatmaps are drawn."""
+    box = page.get_by_label(INPUT_LABEL)
+    box.fill(sentence)
+    box.press("Enter")
+    wait_idle(page, timeout_ms)
+    page.locator(".translation").wait_for(timeout=timeout_ms)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .hm').length >= 2", timeout=timeout_ms)
+
+
+def wait_idle(page, timeout_ms=30_000):
+    """Until Streamlit has finished the run: no status widget, no stale (faded) elements."""
+    page.wait_for_timeout(50)
+    page.wait_for_function(
+        "!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+        "!document.querySelector('[data-stale=\"true\"]')", timeout=timeout_ms)
