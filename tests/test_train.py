@@ -1,0 +1,103 @@
+"""Training: a few steps lower the loss, resume continues, and 2 DDP processes equal 1 on the same global batch."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conftest import ROOT, random_batch
+from model.evaluate import token_loss
+from model.train import lr_at
+
+PAIRS = [("Ein Hund läuft im Park.", "A dog runs in the park."),
+         ("Zwei Männer spielen Fußball.", "Two men play soccer."),
+         ("Eine Frau liest ein Buch.", "A woman reads a book."),
+         ("Ein Kind spielt im Park.", "A child plays in the park."),
+         ("Zwei Hunde laufen im Schnee.", "Two dogs run in the snow."),
+         ("Ein Mann liest ein Buch.", "A man reads a book.")] * 4
+
+
+@pytest.fixture
+def tiny_data(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    for split, (de, en) in {"train": ("train.de.gz", "train.en.gz"), "val": ("val.de.gz", "val.en.gz")}.items():
+        for name, col in ((de, 0), (en, 1)):
+            with gzip.open(d / name, "wt", encoding="utf-8") as f:
+                f.write("\n".join(p[col] for p in PAIRS) + "\n")
+    return d
+
+
+def train(data, out, work, *extra, procs=1):
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs),
+                "-m", "model.train"] if procs > 1 else [sys.executable, "-m", "model.train"]
+    r = subprocess.run([*launcher, "--data-dir", str(data), "--out", str(out), "--work-dir", str(work),
+                        "--batch-size", "8", "--no-progress", "--seed", "7", *extra],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def test_a_few_steps_lower_the_loss(tiny_model):
+    src, tgt = random_batch(tiny_model.cfg, B=4)
+    model = tiny_model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(30):
+        loss, n = token_loss(model(src, tgt[:, :-1], need_weights=False).logits, tgt[:, 1:])
+        opt.zero_grad()
+        (loss / n).backward()
+        opt.step()
+        losses.append(loss.item() / n)
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_train_cli_learns_saves_and_resumes(tiny_data, tmp_path):
+    out, work = tmp_path / "ckpt", tmp_path / "work"
+    r = train(tiny_data, out, work, "--epochs", "2")
+    assert "epoch  2 |" in r.stdout and "tok/s" in r.stdout
+    history = json.loads((out / "config.json").read_text())["training"]["history"]
+    assert history[1]["val_loss"] < history[0]["val_loss"]
+    r = train(tiny_data, out, work, "--epochs", "3", "--resume")
+    assert "resumed after epoch 2" in r.stdout and "epoch  3 |" in r.stdout and "epoch  1 |" not in r.stdout
+    from model.checkpoint import load_checkpoint
+
+    model, sv, tv = load_checkpoint(out)
+    assert "hund" in sv.stoi and "dog" in tv.stoi
+
+
+def test_train_cli_without_data_says_which_files(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "model.train", "--data-dir", str(tmp_path)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 2 and "train.de.gz" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_two_ddp_processes_equal_one_on_the_same_global_batch(tiny_data, tmp_path):
+    """gloo on CPU: same global batches, dropout off, so the parameters must agree after a few steps."""
+    common = ("--epochs", "1", "--max-steps", "3", "--dropout", "0")
+    train(tiny_data, tmp_path / "one", tmp_path / "w1", *common)
+    train(tiny_data, tmp_path / "two", tmp_path / "w2", *common, procs=2)
+    one, two = load_file(tmp_path / "w1/epoch01.safetensors"), load_file(tmp_path / "w2/epoch01.safetensors")
+    torch.manual_seed(7)
+    from model.transformer import Transformer
+    from model.config import ModelConfig
+
+    cfg = json.loads((tmp_path / "one/config.json").read_text())
+    cfg.pop("training")
+    init = Transformer(ModelConfig(**cfg)).state_dict()
+    moved = 0
+    for k in one:
+        torch.testing.assert_close(two[k], one[k], atol=2e-5, rtol=1e-4)
+        moved += not torch.equal(one[k], init[k])
+    assert moved > len(one) // 2  # training really changed the weights
+
+
+def test_learning_rate_schedule():
+    assert lr_at(0, 1e-3, 0, False) == lr_at(500, 1e-3, 0, True) == 1e-3  # the reference: constant
+    assert lr_at(0, 1e-3, 10, True) == pytest.approx(1e-4)
+    assert lr_at(9, 1e-3, 10, True) == pytest.approx(1e-3)
+    assert lr_at(39, 1e-3, 10, True) == pytest.approx(1e-3 * (10 / 40) ** 0.5)
