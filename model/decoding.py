@@ -104,9 +104,16 @@ class Hypothesis:
     normalized: float  # score / len ** alpha: what beams are ranked by
 
 
+@dataclass
+class BeamResult:
+    hypotheses: list  # the n-best Hypotheses, best first
+    trace: list  # per step: the 2K candidates looked at, [{"ids", "score", "status"}] with status
+    #              "kept" (stays in the beam), "finished" (ended with <eos>) or "pruned" (fell out)
+
+
 @torch.no_grad()
-def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> list:
-    """src (1, S) -> the n-best Hypotheses, best first, with beam width `beam`.
+def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> BeamResult:
+    """src (1, S) -> the n-best Hypotheses and the search trace, with beam width `beam`.
 
     Scores are summed log-probabilities, ranked after dividing by length ** alpha (GNMT's
     length normalisation, simplified). Search stops once `beam` hypotheses have ended.
@@ -124,25 +131,29 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> li
     seqs = [[] for _ in range(K)]
     y = torch.full((K, 1), SOS_ID, dtype=torch.long, device=src.device)
     finished: list[Hypothesis] = []
+    trace = []
     for t in range(max_len):
         logits, _, _ = model.decode(y, memory, src_mask, head_mask, cache, start=t, need_weights=False)
         cand = scores[:, None] + logits[:, -1].float().log_softmax(-1)  # (K, V)
         V = cand.size(1)
         top_s, top_i = cand.view(-1).topk(2 * K)
-        keep_beams, keep_toks, keep_scores = [], [], []
+        keep_beams, keep_toks, keep_scores, step = [], [], [], []
         for s, i in zip(top_s.tolist(), top_i.tolist()):
             b, tok = divmod(i, V)
             if s == float("-inf"):
                 break
-            if tok == EOS_ID or t == max_len - 1:
-                ids = seqs[b] + [tok]
+            ids = seqs[b] + [tok]
+            if len(keep_beams) == K:
+                step.append({"ids": ids, "score": s, "status": "pruned"})
+            elif tok == EOS_ID or t == max_len - 1:
                 finished.append(Hypothesis(ids, s, s / len(ids) ** alpha))
+                step.append({"ids": ids, "score": s, "status": "finished"})
             else:
                 keep_beams.append(b)
                 keep_toks.append(tok)
                 keep_scores.append(s)
-            if len(keep_beams) == K:
-                break
+                step.append({"ids": ids, "score": s, "status": "kept"})
+        trace.append(step)
         if len(finished) >= K or not keep_beams:
             break
         while len(keep_beams) < K:  # fewer live candidates than beams: fill with dead copies
@@ -157,4 +168,4 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> li
         scores = torch.tensor(keep_scores, device=src.device)
         y = torch.tensor(keep_toks, device=src.device)[:, None]
     finished.sort(key=lambda h: -h.normalized)
-    return finished[:K]
+    return BeamResult(finished[:K], trace)

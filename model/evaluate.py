@@ -1,6 +1,6 @@
 """Loss, perplexity and BLEU of a checkpoint on a parallel corpus (SPEC.md, Metrics).
 
-    python -m model.evaluate --src test.de.gz --ref test.en.gz [--checkpoint PATH] [--beam K]
+    python -m model.evaluate --src test.de.gz --ref test.en.gz [--checkpoint PATH] [--beam K] [--mask-heads SPEC]
 
 prints one JSON line with n, bleu, loss, ppl (and the settings used).
 """
@@ -46,21 +46,35 @@ def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=Non
 def bleu(hyps: list[str], refs: list[str]) -> float:
     """Corpus BLEU on lower-cased spaCy tokens joined by spaces (= torchtext bleu_score x 100)."""
     refs = [" ".join(tokenize(r, "en")) for r in refs]
-    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score
+    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True).score
 
 
-def translate_all(translator, sentences, beam=1, progress=False) -> list[str]:
+def sentence_bleu(hyp_tokens: list[str], reference: str) -> float:
+    """BLEU of one output against one reference, tokenized as for corpus BLEU (sacrebleu's smoothing)."""
+    ref = " ".join(tokenize(reference, "en"))
+    return sacrebleu.sentence_bleu(" ".join(hyp_tokens), [ref], tokenize="none").score
+
+
+def translate_all(translator, sentences, beam=1, heads_off=None, progress=False) -> list[str]:
     """Output token strings for every sentence ('' for an empty one), greedy batched or beam."""
     out = [""] * len(sentences)
     usable = [i for i, s in enumerate(sentences) if s.strip()]
     if beam == 1:
-        results = translator.translate_batch([sentences[i] for i in usable], with_maps=False)
+        results = translator.translate_batch([sentences[i] for i in usable], with_maps=False, heads_off=heads_off)
         for i, r in zip(usable, results):
             out[i] = r.text
     else:
         for i in tqdm(usable, desc=f"beam {beam}", disable=not progress):
-            out[i] = translator.translate(sentences[i], beam=beam).text
+            out[i] = translator.translate(sentences[i], beam=beam, heads_off=heads_off).text
     return out
+
+
+def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=False) -> dict:
+    """BLEU, loss and perplexity of the translator on a parallel corpus."""
+    hyps = translate_all(translator, src, beam, heads_off, progress)
+    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
+    loss = evaluate_loss(translator.model, s_ids, t_ids, translator.device, head_mask=translator._mask(heads_off))
+    return {"n": len(src), "bleu": round(bleu(hyps, ref), 2), "loss": round(loss, 4), "ppl": round(math.exp(loss), 3)}
 
 
 def main(argv=None):
@@ -70,6 +84,7 @@ def main(argv=None):
     p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
     p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy)")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
     args = p.parse_args(argv)
 
     from .translator import Translator  # after argument parsing: --help stays fast
@@ -88,15 +103,12 @@ def main(argv=None):
         return 2
     t0 = time.time()
     try:
-        hyps = translate_all(translator, src, args.beam, progress=sys.stderr.isatty())
+        result = score(translator, src, ref, args.beam, args.mask_heads, progress=sys.stderr.isatty())
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
-    loss = evaluate_loss(translator.model, s_ids, t_ids, translator.device)
-    print(json.dumps({"n": len(src), "bleu": round(bleu(hyps, ref), 2), "loss": round(loss, 4),
-                      "ppl": round(math.exp(loss), 3), "beam": args.beam, "device": translator.device_name,
-                      "seconds": round(time.time() - t0, 1)}))
+    print(json.dumps({**result, "beam": args.beam, "mask_heads": args.mask_heads or "",
+                      "device": translator.device_name, "seconds": round(time.time() - t0, 1)}))
     return 0
 
 

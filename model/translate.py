@@ -1,12 +1,18 @@
 """Translate German sentences, one per line, to English.
 
     python -m model.translate [--checkpoint PATH] [--input FILE] [--beam K] [--json]
+                              [--mask-heads SPEC] [--force STEP:TOKEN ...]
 
 Reads stdin by default (or --input, plain or .gz); writes exactly one line per input
 line, in order: the output tokens joined by spaces, or with --json one object with
 tokens, every attention map and the step trace. An empty or unusable line gives an
 empty output line and its reason on stderr; a sentence longer than the model's
 positions is cut to fit, and stderr says so.
+
+--mask-heads switches heads off for the whole run (SPEC as in model/heads.py, 0-based:
+"enc.0.3,cross.2.*"); --force STEP:TOKEN makes output step STEP (0-based) emit TOKEN,
+greedy decoding going on from there (repeatable; a line whose output ends before STEP
+gets an empty line and the reason on stderr).
 """
 
 import argparse
@@ -26,20 +32,28 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="one JSON object per line with maps and steps")
     p.add_argument("--top-k", type=int, default=5, help="alternatives recorded per step (--json)")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
+    p.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
+                   help="make output step STEP (0-based) emit TOKEN; repeatable")
     args = p.parse_args(argv)
     if args.beam < 1 or args.top_k < 1:
         print("error: --beam and --top-k must be at least 1", file=sys.stderr)
         return 2
 
+    from .heads import parse_head_mask
     from .translator import Translator  # after argument parsing: --help stays fast
 
     try:
+        force = parse_force(args.force)
         translator = Translator.load(args.checkpoint, args.device)
+        parse_head_mask(args.mask_heads, translator.cfg)  # a bad SPEC stops here, before any work
+        if force and args.beam > 1:
+            raise InputError("--force works with greedy decoding: leave out --beam")
         if args.input:
             lines = read_lines(args.input)
         else:
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace").read().splitlines()
-    except (CheckpointError, OSError, ValueError) as e:
+    except (CheckpointError, OSError, ValueError) as e:  # InputError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -55,11 +69,19 @@ def main(argv=None):
                   file=sys.stderr)
         usable.append(n - 1)
 
-    if args.beam == 1:
-        done = translator.translate_batch([lines[i] for i in usable], top_k=args.top_k, with_maps=args.json)
+    opts = dict(top_k=args.top_k, heads_off=args.mask_heads)
+    if force:  # one at a time: a forced step may lie beyond one line's output and not another's
+        results = {}
+        for i in usable:
+            try:
+                results[i] = translator.translate(lines[i], force=force, **opts)
+            except InputError as e:
+                print(f"line {i + 1}: {e}; wrote an empty line", file=sys.stderr)
+    elif args.beam == 1:
+        results = dict(zip(usable, translator.translate_batch([lines[i] for i in usable], with_maps=args.json,
+                                                              **opts)))
     else:
-        done = [translator.translate(lines[i], beam=args.beam, top_k=args.top_k) for i in usable]
-    results = dict(zip(usable, done))
+        results = {i: translator.translate(lines[i], beam=args.beam, **opts) for i in usable}
     out = sys.stdout
     for i in range(len(lines)):
         r = results.get(i)
@@ -71,6 +93,17 @@ def main(argv=None):
             out.write(r.text + "\n")
     out.flush()
     return 0
+
+
+def parse_force(items: list) -> dict:
+    """["3:cat", ...] -> {3: "cat"}; a clear error for anything else."""
+    force = {}
+    for item in items:
+        step, sep, token = item.partition(":")
+        if not sep or not step.strip().isdigit() or not token:
+            raise InputError(f"--force {item!r} is not STEP:TOKEN, e.g. 2:cat")
+        force[int(step)] = token
+    return force
 
 
 if __name__ == "__main__":

@@ -1,7 +1,13 @@
 """The public entry point: sentences in, plain `Translation` results out.
 
-    tr = Translator.load()                      # shipped checkpoint, best device
-    result = tr.translate("Ein Hund läuft.")    # tokens, maps, step trace
+    tr = Translator.load()                                  # shipped checkpoint, best device
+    r = tr.translate("Ein Hund läuft.")                     # tokens, maps, step trace
+    r = tr.translate("Ein Hund läuft.", heads_off="cross.2") # with heads switched off (model/heads.py)
+    r = tr.translate("Ein Hund läuft.", force={1: "cat"})   # what-if: step 1 says "cat", greedy after
+    r, loss = tr.score_reference("Ein Hund läuft.", "A dog runs.")
+
+Interventions are call arguments: the shared model is never edited, so any number of
+users can ask for different ones at the same time.
 """
 
 import numpy as np
@@ -12,6 +18,7 @@ from .data import pad
 from .decoding import beam_search, greedy_decode, teacher_forced
 from .device import describe, pick_device
 from .errors import InputError
+from .heads import parse_head_mask
 from .result import Step, Translation
 from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
 
@@ -40,6 +47,7 @@ class Translator:
         return {side: emb.position_table().detach().float().cpu().numpy()
                 for side, emb in (("source", self.model.src_embed), ("target", self.model.tgt_embed))}
 
+    # inputs ------------------------------------------------------------------------------------
     def source_ids(self, sentence: str) -> tuple[list[str], list[int], int]:
         """Tokens (with <sos>/<eos>), their ids, and how many tokens were cut to fit the positions."""
         if not isinstance(sentence, str):
@@ -52,25 +60,52 @@ class Translator:
         tokens = tokens[:keep]
         return ["<sos>", *tokens, "<eos>"], [SOS_ID, *self.src_vocab.encode(tokens), EOS_ID], cut
 
+    def _mask(self, heads_off: str | None):
+        mask = parse_head_mask(heads_off, self.cfg)
+        return None if mask is None else {k: v.to(self.device) for k, v in mask.items()}
+
+    def _force_ids(self, force: dict | None, max_len: int) -> dict | None:
+        """{step: English token} -> {step: id}, with a clear error for an unknown token or step."""
+        if not force:
+            return None
+        ids = {}
+        for step, token in force.items():
+            if not isinstance(step, int) or not 0 <= step < max_len:
+                raise InputError(f"forced step {step} is outside the output (steps 0 to {max_len - 1})")
+            if token not in self.tgt_vocab.stoi:
+                raise InputError(f"forced token {token!r} is not in the model's English vocabulary")
+            ids[step] = self.tgt_vocab.stoi[token]
+        return ids
+
+    # translation --------------------------------------------------------------------------------
     def translate(self, sentence: str, beam: int = 1, top_k: int = 5, max_len: int = MAX_OUTPUT,
-                  head_mask=None, force: dict | None = None) -> Translation:
+                  heads_off: str | None = None, force: dict | None = None) -> Translation:
         """Translate one sentence with every attention map and the step trace."""
         if beam == 1:
-            return self.translate_batch([sentence], top_k=top_k, max_len=max_len, head_mask=head_mask,
+            return self.translate_batch([sentence], top_k=top_k, max_len=max_len, heads_off=heads_off,
                                         force=force)[0]
-        if beam < 1:
-            raise InputError(f"beam width must be at least 1, got {beam}")
+        return self.beam(sentence, beam, top_k, max_len, heads_off)[0]
+
+    def beam(self, sentence: str, beam: int = 4, top_k: int = 5, max_len: int = MAX_OUTPUT,
+             heads_off: str | None = None):
+        """Beam search: (best Translation, n-best [(tokens, score, normalized)], trace of token steps)."""
+        if not isinstance(beam, int) or beam < 1:
+            raise InputError(f"beam width must be a whole number of at least 1, got {beam}")
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
-        best = beam_search(self.model, src, beam, max_len, head_mask=head_mask)[0]
-        return self.analyze(sentence, best.ids, top_k=top_k, head_mask=head_mask)
+        res = beam_search(self.model, src, beam, max_len, head_mask=self._mask(heads_off))
+        best = self.analyze(sentence, res.hypotheses[0].ids, top_k=top_k, heads_off=heads_off)
+        itos = self.tgt_vocab.itos
+        nbest = [([itos[i] for i in h.ids], h.score, h.normalized) for h in res.hypotheses]
+        trace = [[{**c, "tokens": [itos[i] for i in c["ids"]]} for c in step] for step in res.trace]
+        return best, nbest, trace
 
-    def analyze(self, sentence: str, output_ids: list, top_k: int = 5, head_mask=None) -> Translation:
+    def analyze(self, sentence: str, output_ids: list, top_k: int = 5, heads_off: str | None = None) -> Translation:
         """A Translation for a given output (ids, <eos> included if produced) by one teacher-forced pass."""
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
         tgt_in = torch.tensor([[SOS_ID, *output_ids[:-1]]], device=self.device)
-        out = teacher_forced(self.model, src, tgt_in, head_mask)
+        out = teacher_forced(self.model, src, tgt_in, self._mask(heads_off))
         logp = out.logits[0].float().log_softmax(-1)  # (T, V)
         p = logp.exp()
         entropy = -(p * logp).nan_to_num().sum(-1)
@@ -82,25 +117,39 @@ class Translator:
         return self._result(sentence, src_tokens, ids, cut, list(output_ids), probs.tolist(), entropy.tolist(),
                             top_i.tolist(), top_p.tolist(), maps)
 
+    def score_reference(self, sentence: str, reference: str, heads_off: str | None = None):
+        """Teacher forcing on an English reference: (Translation of the reference, mean loss per token)."""
+        tokens = tokenize(reference or "", "en")
+        if not any(t.strip() for t in tokens):
+            raise InputError("the reference is empty: type an English translation to compare with")
+        ref_ids = self.tgt_vocab.encode(tokens[:self.cfg.max_positions - 1]) + [EOS_ID]
+        r = self.analyze(sentence, ref_ids, heads_off=heads_off)
+        loss = -float(np.mean(np.log(np.maximum([s.prob for s in r.steps], 1e-30))))
+        return r, loss
+
     def translate_batch(self, sentences: list, batch_size: int = 64, top_k: int = 5, max_len: int = MAX_OUTPUT,
-                        with_maps: bool = True, head_mask=None, force: dict | None = None) -> list:
+                        with_maps: bool = True, heads_off: str | None = None, force: dict | None = None) -> list:
         """Greedy translations of many sentences, batched by length; order kept.
 
         Raises InputError for an empty sentence; callers that must go on past one
         (model.translate) check each sentence with `source_ids` first.
         """
         prepared = [self.source_ids(s) for s in sentences]
+        mask, force_ids = self._mask(heads_off), self._force_ids(force, max_len)
         order = sorted(range(len(sentences)), key=lambda i: len(prepared[i][1]))
         results = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             src = pad([prepared[i][1] for i in chunk]).to(self.device)
-            dec = greedy_decode(self.model, src, max_len, top_k, head_mask, with_maps, force)
+            dec = greedy_decode(self.model, src, max_len, top_k, mask, with_maps, force_ids)
             cpu = {k: (v.float() if v.is_floating_point() else v).cpu() for k, v in vars(dec).items()
                    if v is not None}
             for b, i in enumerate(chunk):
                 tokens, ids, cut = prepared[i]
                 n, S = int(cpu["lengths"][b]), len(ids)
+                if force_ids and max(force_ids) >= n:
+                    raise InputError(f"forced step {max(force_ids)} is beyond the output, which ends after step "
+                                     f"{n - 1}")
                 maps = None
                 if with_maps:
                     maps = [cpu["encoder_attentions"][:, b, :, :S, :S].numpy(),
@@ -124,4 +173,3 @@ class Translator:
             output_tokens=[itos[i] for i in words], encoder_attentions=enc, decoder_attentions=dec,
             cross_attentions=cross, steps=steps,
             src_unknown=[i == UNK_ID for i in src_ids], truncated=cut, device=self.device_name)
-

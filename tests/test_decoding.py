@@ -73,15 +73,15 @@ def test_beam_width_one_is_greedy(tiny_model):
         src, _ = random_batch(tiny_model.cfg, B=1, seed=seed)
         greedy = greedy_decode(tiny_model, src, max_len=10, need_weights=False)
         n = int(greedy.lengths[0])
-        best = beam_search(tiny_model, src, beam=1, max_len=10)[0]
+        best = beam_search(tiny_model, src, beam=1, max_len=10).hypotheses[0]
         assert best.ids == greedy.ids[0, :n].tolist()
 
 
 def test_beam_search_finds_at_least_as_likely_an_output(tiny_model):
     """Wider beams never return a hypothesis with a worse normalised score than width 1."""
     src, _ = random_batch(tiny_model.cfg, B=1, seed=5)
-    one = beam_search(tiny_model, src, beam=1, max_len=10)[0]
-    four = beam_search(tiny_model, src, beam=4, max_len=10)
+    one = beam_search(tiny_model, src, beam=1, max_len=10).hypotheses[0]
+    four = beam_search(tiny_model, src, beam=4, max_len=10).hypotheses
     assert len(four) >= 1 and four[0].normalized >= one.normalized - 1e-6
     assert [h.normalized for h in four] == sorted((h.normalized for h in four), reverse=True)
 

@@ -1,0 +1,80 @@
+"""How much each head matters: BLEU drop and loss rise when only that head is switched off.
+
+    python -m model.head_importance --src test.de.gz --ref test.en.gz [--checkpoint PATH] [--out FILE]
+
+After Michel, Levy and Neubig (2019), "Are Sixteen Heads Really Better than One?":
+every head of every kind (encoder self, decoder self, cross) is masked alone, the
+corpus is translated (greedy, batched) and scored. Writes JSON (default:
+CHECKPOINT/head_importance.json, which the app shows):
+    {"baseline": {bleu, loss, ppl, n}, "kinds": {kind: {"bleu": L x H, "loss": L x H}}, ...}
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from .data import read_lines
+from .errors import CheckpointError
+from .evaluate import score
+from .heads import n_layers
+from .transformer import KINDS
+
+
+def head_importance(translator, src, ref, progress=True) -> dict:
+    base = score(translator, src, ref)
+    cfg = translator.cfg
+    jobs = [(k, layer, head) for k in KINDS for layer in range(n_layers(cfg, k)) for head in range(cfg.n_heads)]
+    kinds = {k: {"bleu": [[0.0] * cfg.n_heads for _ in range(n_layers(cfg, k))],
+                 "loss": [[0.0] * cfg.n_heads for _ in range(n_layers(cfg, k))]} for k in KINDS}
+    for k, layer, head in tqdm(jobs, desc="heads", disable=not progress):
+        s = score(translator, src, ref, heads_off=f"{k}.{layer}.{head}")
+        kinds[k]["bleu"][layer][head] = s["bleu"]
+        kinds[k]["loss"][layer][head] = s["loss"]
+    return {"baseline": base, "kinds": kinds,
+            "note": "bleu/loss with only that head masked; layers and heads 0-based; greedy decoding"}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--src", required=True, help="German sentences, one per line (plain or .gz)")
+    p.add_argument("--ref", required=True, help="English references, one per line (plain or .gz)")
+    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
+    p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_importance.json)")
+    p.add_argument("--limit", type=int, default=0, help="only the first N sentences")
+    p.add_argument("--device", default=None)
+    args = p.parse_args(argv)
+
+    from .checkpoint import DEFAULT_CHECKPOINT
+    from .translator import Translator
+
+    try:
+        translator = Translator.load(args.checkpoint, args.device)
+        src, ref = read_lines(args.src), read_lines(args.ref)
+    except (CheckpointError, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if len(src) != len(ref):
+        print(f"error: {args.src} has {len(src)} lines but {args.ref} has {len(ref)}", file=sys.stderr)
+        return 2
+    if args.limit:
+        src, ref = src[:args.limit], ref[:args.limit]
+    t0 = time.time()
+    result = head_importance(translator, src, ref, progress=not args.limit or sys.stderr.isatty())
+    result["data"] = {"src": Path(args.src).name, "ref": Path(args.ref).name, "n": len(src),
+                      "seconds": round(time.time() - t0, 1), "device": translator.device_name}
+    out = Path(args.out) if args.out else Path(args.checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
+    out.write_text(json.dumps(result, indent=1))
+    worst = min(((k, i, j, b) for k, v in result["kinds"].items() for i, row in enumerate(v["bleu"])
+                 for j, b in enumerate(row)), key=lambda x: x[3])
+    print(json.dumps({"out": str(out), "baseline_bleu": result["baseline"]["bleu"],
+                      "most_important": f"{worst[0]}.{worst[1]}.{worst[2]}", "bleu_without_it": worst[3],
+                      "seconds": result["data"]["seconds"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Interventions are exact: head masks, forced tokens, teacher-forced references, beams."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import tiny_config
+from model.errors import InputError
+from model.heads import head_mask_spec, parse_head_mask
+from model.transformer import Transformer
+from model.translator import Translator
+from model.vocab import Vocab
+from test_cli import run
+from test_decoding import ENGLISH, GERMAN
+
+SENT = "Ein Hund läuft im Park."
+
+
+@pytest.fixture
+def tr():
+    torch.manual_seed(3)
+    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+
+
+def test_head_mask_syntax():
+    cfg = tiny_config()  # 2 layers, 4 heads
+    m = parse_head_mask("enc.0.3, cross.1.*,dec.0", cfg)
+    assert m["enc"].tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
+    assert m["cross"].tolist() == [[1, 1, 1, 1], [0, 0, 0, 0]]
+    assert m["dec"].tolist() == [[0, 0, 0, 0], [1, 1, 1, 1]]
+    assert head_mask_spec(m) == "enc.0.3,dec.0,cross.1"
+    assert head_mask_spec(parse_head_mask(head_mask_spec(m), cfg)) == head_mask_spec(m)
+    assert int(parse_head_mask("*.*.2", cfg)["dec"].sum()) == 2 * 4 - 2
+    assert parse_head_mask("", cfg) is None and parse_head_mask("  ", cfg) is None
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("enc.0.4", "no head 4"), ("cross.2.0", "no cross layer 2"), ("attn.0.1", "kind must be"),
+    ("enc.x.1", "not a number"), ("enc", "not KIND.LAYER"), ("enc..1", "not KIND.LAYER")])
+def test_head_mask_errors_say_what_is_wrong(spec, message):
+    with pytest.raises(InputError, match=message):
+        parse_head_mask(spec, tiny_config())
+
+
+def test_masking_nothing_is_the_plain_model_bit_for_bit(tr):
+    a, b = tr.translate(SENT), tr.translate(SENT, heads_off="")
+    assert a.output_tokens == b.output_tokens
+    assert np.array_equal(a.cross_attentions, b.cross_attentions)
+    assert [s.prob for s in a.steps] == [s.prob for s in b.steps]
+
+
+def test_masking_every_head_still_answers(tr):
+    r = tr.translate(SENT, heads_off="*.*.*", max_len=6)
+    assert len(r.steps) >= 1
+    np.testing.assert_allclose(r.cross_attentions.sum(-1), 1.0, atol=1e-5)  # maps show what the heads computed
+
+
+def test_a_masked_head_changes_the_probabilities(tr):
+    plain, masked = tr.translate(SENT, max_len=6), tr.translate(SENT, heads_off="cross.1.*", max_len=6)
+    assert plain.steps[0].prob != masked.steps[0].prob
+
+
+def test_concurrent_users_with_different_masks_get_their_own_results(tr):
+    """Two requests at once on one shared model equal the same requests alone."""
+    specs = ["enc.0.1,cross.1.*", "dec.1.2"]
+    alone = {s: tr.translate(SENT, heads_off=s, max_len=8) for s in specs}
+    together, errors = {}, []
+
+    def work(spec):
+        try:
+            for _ in range(5):
+                together.setdefault(spec, []).append(tr.translate(SENT, heads_off=spec, max_len=8))
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in specs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for s in specs:
+        for r in together[s]:
+            assert r.output_tokens == alone[s].output_tokens
+            np.testing.assert_allclose(r.cross_attentions, alone[s].cross_attentions, atol=1e-6)
+            np.testing.assert_allclose([x.prob for x in r.steps], [x.prob for x in alone[s].steps], atol=1e-6)
+    assert alone[specs[0]].steps[0].prob != alone[specs[1]].steps[0].prob  # the two really differ
+
+
+def test_forcing_the_models_own_choice_changes_nothing(tr):
+    plain = tr.translate(SENT, max_len=8)
+    same = tr.translate(SENT, max_len=8, force={2: plain.steps[2].token})
+    assert same.output_tokens == plain.output_tokens
+    assert np.array_equal(same.cross_attentions, plain.cross_attentions)
+
+
+def test_forcing_another_token_continues_from_it(tr):
+    plain = tr.translate(SENT, max_len=8)
+    other = next(t for t, _ in plain.steps[1].top if t != plain.steps[1].token)
+    forced = tr.translate(SENT, max_len=8, force={1: other})
+    assert forced.steps[1].token == other and forced.steps[0].token == plain.steps[0].token
+    assert forced.steps[1].prob == pytest.approx(dict(plain.steps[1].top)[other], abs=1e-6)
+
+
+def test_forcing_errors(tr):
+    with pytest.raises(InputError, match="not in the model's English vocabulary"):
+        tr.translate(SENT, force={0: "zebra"})
+    with pytest.raises(InputError, match="outside the output"):
+        tr.translate(SENT, force={80: "dog"})
+    with pytest.raises(InputError, match="beyond the output, which ends after step 0"):
+        tr.translate(SENT, force={0: "<eos>", 2: "dog"})  # <eos> first: nothing comes after it
+
+
+def test_teacher_forced_probabilities_equal_free_running_where_they_agree(tr):
+    free = tr.translate(SENT, max_len=8)
+    ref = " ".join(s.token for s in free.steps if s.token != "<eos>")
+    forced, loss = tr.score_reference(SENT, ref)
+    k = len(free.steps) if free.steps[-1].token == "<eos>" else len(free.steps)
+    np.testing.assert_allclose([s.prob for s in forced.steps[:k]], [s.prob for s in free.steps[:k]], atol=1e-5)
+    np.testing.assert_allclose(forced.cross_attentions[:, :, :k], free.cross_attentions[:, :, :k], atol=1e-5)
+    # a reference that differs from step 2 on agrees before it
+    diverging, _ = tr.score_reference(SENT, " ".join([free.steps[0].token, free.steps[1].token, "zebra", "x"]))
+    np.testing.assert_allclose([s.prob for s in diverging.steps[:2]], [s.prob for s in free.steps[:2]], atol=1e-5)
+    assert diverging.steps[2].token == "<unk>"  # "zebra" is not in the tiny vocabulary
+    assert loss == pytest.approx(-np.mean(np.log([s.prob for s in forced.steps])), rel=1e-6)
+
+
+def test_empty_reference_is_a_clear_error(tr):
+    with pytest.raises(InputError, match="reference is empty"):
+        tr.score_reference(SENT, "   ")
+
+
+def test_beam_width_one_equals_greedy_and_beam_trace(tr):
+    greedy = tr.translate(SENT, max_len=10)
+    best, nbest, trace = tr.beam(SENT, beam=1, max_len=10)
+    assert best.output_tokens == greedy.output_tokens
+    best4, nbest4, trace4 = tr.beam(SENT, beam=4, max_len=10)
+    assert nbest4[0][0] == [s.token for s in best4.steps]
+    assert {c["status"] for step in trace4 for c in step} <= {"kept", "finished", "pruned"}
+    assert all(sum(c["status"] == "kept" for c in step) <= 4 for step in trace4)
+    with pytest.raises(InputError, match="beam width"):
+        tr.beam(SENT, beam=0)
+
+
+def test_cli_mask_heads_and_force(tmp_path, tiny_model):
+    from model.checkpoint import save_checkpoint
+
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
+    ck = str(tmp_path / "c")
+    r = run("model.translate", "--checkpoint", ck, "--mask-heads", "enc.0.9", stdin="Ein Hund.\n")
+    assert r.returncode == 2 and "no head 9" in r.stderr and "Traceback" not in r.stderr
+    r = run("model.translate", "--checkpoint", ck, "--force", "0:zebra", stdin="Ein Hund.\n")
+    assert r.returncode == 0 and r.stdout == "\n" and "not in the model's English vocabulary" in r.stderr
+    r = run("model.translate", "--checkpoint", ck, "--force", "x", stdin="Ein Hund.\n")
+    assert r.returncode == 2 and "STEP:TOKEN" in r.stderr
+    r = run("model.translate", "--checkpoint", ck, "--force", "0:dog", "--mask-heads", "cross.1", stdin="Ein Hund.\n")
+    assert r.returncode == 0 and r.stdout.split()[0] == "dog"
+    (tmp_path / "s").write_text("Ein Hund.\n")
+    (tmp_path / "r").write_text("A dog.\n")
+    r = run("model.evaluate", "--checkpoint", ck, "--src", str(tmp_path / "s"), "--ref", str(tmp_path / "r"),
+            "--mask-heads", "*.*.*")
+    assert r.returncode == 0 and '"mask_heads": "*.*.*"' in r.stdout
+
+
+def test_head_importance_cli_agrees_with_evaluate(tmp_path, tiny_model):
+    """Two routes: the importance table's entry for a head equals evaluate --mask-heads for that head."""
+    import json
+
+    from model.checkpoint import save_checkpoint
+
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
+    (tmp_path / "s").write_text("Ein Hund läuft im Park.\nZwei Männer.\n")
+    (tmp_path / "r").write_text("A dog runs in the park.\nTwo men.\n")
+    args = ["--checkpoint", str(tmp_path / "c"), "--src", str(tmp_path / "s"), "--ref", str(tmp_path / "r")]
+    r = run("model.head_importance", *args)
+    assert r.returncode == 0, r.stderr
+    table = json.loads((tmp_path / "c/head_importance.json").read_text())
+    assert set(table["kinds"]) == {"enc", "dec", "cross"}
+    assert all(len(v["loss"]) == 2 and len(v["loss"][0]) == 4 for v in table["kinds"].values())
+    one = json.loads(run("model.evaluate", *args, "--mask-heads", "cross.1.2").stdout)
+    assert table["kinds"]["cross"]["loss"][1][2] == one["loss"]
+    assert table["kinds"]["cross"]["bleu"][1][2] == one["bleu"]
+    base = json.loads(run("model.evaluate", *args).stdout)
+    assert table["baseline"]["loss"] == base["loss"]
+    assert table["kinds"]["cross"]["loss"][1][2] != base["loss"]
