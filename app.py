@@ -15,13 +15,15 @@ import numpy as np
 import streamlit as st
 
 import viz
-from model.checkpoint import CHECKPOINT_ENV
+from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT
 from model.errors import CheckpointError, InputError
+from model.evaluate import sentence_bleu
 from model.translator import Translator
 
 ROOT = Path(__file__).resolve().parent
 VIEWS = ["Encoder self-attention", "Decoder self-attention", "Cross-attention", "Decoding trace",
-         "Positional encodings"]
+         "Positional encodings", "Ablate heads", "Head importance", "Reference", "Beam search"]
+KIND_VIEWS = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
 ATTENTION = {  # view -> (result field, query side, key side, causal, caption)
     "Encoder self-attention": (
         "encoder_attentions", "src", "src", False,
@@ -44,9 +46,33 @@ def load_translator(checkpoint: str | None) -> Translator:
     return Translator.load(checkpoint)
 
 
+# Every model call is cached by its arguments: changing a view, layer, head or step never re-runs the model.
 @st.cache_data(max_entries=128, show_spinner=False)
-def translate(checkpoint: str | None, sentence: str):
-    return load_translator(checkpoint).translate(sentence)
+def translate(checkpoint: str | None, sentence: str, heads_off: str = "", force_step=None, force_token=None):
+    force = None if force_step is None else {force_step: force_token}
+    return load_translator(checkpoint).translate(sentence, heads_off=heads_off, force=force)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def analyze(checkpoint: str | None, sentence: str, output_tokens: tuple, heads_off: str):
+    tr = load_translator(checkpoint)
+    return tr.analyze(sentence, tr.tgt_vocab.encode(list(output_tokens)), heads_off=heads_off)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def score_reference(checkpoint: str | None, sentence: str, reference: str):
+    return load_translator(checkpoint).score_reference(sentence, reference)
+
+
+@st.cache_data(max_entries=32, show_spinner="Searching with beams…")
+def beam(checkpoint: str | None, sentence: str, width: int):
+    return load_translator(checkpoint).beam(sentence, width)
+
+
+@st.cache_data(show_spinner=False)
+def head_importance(checkpoint: str | None) -> dict | None:
+    path = Path(checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 @st.cache_data(show_spinner=False)
@@ -58,6 +84,7 @@ def use_example():
     choice = st.session_state.example
     if choice:
         st.session_state.sentence = choice
+        st.session_state.reference = next(e["en"] for e in examples() if e["de"] == choice)
 
 
 def token_chips(tokens, unknown=None, current=None) -> str:
@@ -71,11 +98,24 @@ def token_chips(tokens, unknown=None, current=None) -> str:
     return " ".join(chips)
 
 
+def diff_chips(diff) -> str:
+    style = {"same": "chip", "removed": "chip del", "added": "chip add"}
+    return " ".join(f'<span class="{style[op]}">{html.escape(t)}</span>' for op, t in diff)
+
+
+def head_label(item: str) -> str:
+    """'cross.1' -> 'layer 2 (all heads)'; 'cross.1.3' -> 'layer 2, head 4' (the page counts from 1)."""
+    parts = item.split(".")
+    return f"layer {int(parts[1]) + 1}" + (f", head {int(parts[2]) + 1}" if len(parts) == 3 else " (all heads)")
+
+
 CHIP_CSS = """<style>
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; background:#eef1f6;
        font-family: ui-monospace, monospace; font-size:0.92em}
 .chip.unk {background:#fff1e6; border:1.5px dashed #e0501a; color:#a83800}
 .chip.now {background:#ff5000; color:white}
+.chip.del {background:#fde2e2; text-decoration:line-through; color:#9b1c1c}
+.chip.add {background:#dcfce7; color:#14532d; font-weight:600}
 .translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
 </style>"""
 
@@ -155,8 +195,29 @@ def trace_view(result):
                                           key_unknown=result.src_unknown,
                                           title="Cross-attention at this step: where each head read the source"),
                         key="trace_cross")
+    what_if(result, t)
     st.markdown("**All steps**")
     st.dataframe(viz.steps_table(result.steps), hide_index=True)
+
+
+def what_if(result, t: int):
+    """Pick another candidate at this step and let greedy decoding go on from it."""
+    step = result.steps[t]
+    alternatives = [tok for tok, _ in step.top if tok != step.token]
+    choice = st.selectbox(f"What if step {t + 1} had said…", ["(the model's choice)", *alternatives], key="what_if")
+    if choice not in alternatives:
+        return
+    alt = translate(checkpoint, result.source, "", t, choice)
+    st.markdown(f"**What-if translation** (step {t + 1} forced to “{html.escape(choice)}”, greedy after): " +
+                diff_chips(viz.token_diff([s.token for s in result.steps], [s.token for s in alt.steps])),
+                unsafe_allow_html=True)
+    st.caption(f"CLI: python -m model.translate --force {t}:{choice}   (steps count from 0 there)")
+    if t + 1 < min(len(alt.steps), len(result.steps)):
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(viz.heads_at_step(result.cross_attentions[:, :, t + 1], result.src_tokens,
+                                          title=f"Original: cross-attention at step {t + 2}"), key="whatif_orig")
+        c2.plotly_chart(viz.heads_at_step(alt.cross_attentions[:, :, t + 1], alt.src_tokens,
+                                          title=f"What-if: cross-attention at step {t + 2}"), key="whatif_alt")
 
 
 @st.fragment
@@ -176,6 +237,108 @@ def positions_view(tables: dict, result):
     dims = st.multiselect("Dimensions to draw", list(range(D)), default=[0, 1, 8, 64, 128], key="pos_dims")
     if dims:
         st.plotly_chart(viz.dimension_curves(table, dims, used, title="Dimensions over position"), key="pos_curves")
+
+
+@st.fragment
+def ablation_view(result):
+    st.caption("Switch heads off for this request only (their output is zeroed; the shared model is never edited) "
+               "and see what the translation loses.")
+    cfg = translator.cfg
+    chosen = []
+    for col, (kind, label) in zip(st.columns(3), KIND_VIEWS.items()):
+        n = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+        options = [f"{kind}.{i}" for i in range(n)] + [f"{kind}.{i}.{h}" for i in range(n) for h in range(cfg.n_heads)]
+        chosen += col.multiselect(label, options, key=f"ablate_{kind}", format_func=head_label,
+                                  placeholder="heads to switch off")
+    if not chosen:
+        st.info("Pick heads (or whole layers) to switch off.")
+        return
+    spec = ",".join(chosen)
+    ablated = translate(checkpoint, result.source, spec)
+    st.markdown("**Original:** " + html.escape(result.text), unsafe_allow_html=True)
+    st.markdown("**Without those heads:** " + diff_chips(viz.token_diff(result.output_tokens, ablated.output_tokens)),
+                unsafe_allow_html=True)
+    st.caption(f"CLI: python -m model.translate --mask-heads {spec}")
+    tokens = tuple(s.token for s in result.steps)
+    after = analyze(checkpoint, result.source, tokens, spec)
+    st.plotly_chart(viz.probability_change(list(tokens), [s.prob for s in result.steps], [s.prob for s in after.steps],
+                                           title="Probability of each originally chosen token, with and without "
+                                                 "those heads"), key="ablate_probs")
+
+
+def open_head():
+    kind, layer, head = st.session_state.importance_pick.split(".")
+    field = ATTENTION[KIND_VIEWS[kind]][0]
+    st.session_state[f"{field}_layer"], st.session_state[f"{field}_head"] = int(layer), int(head)
+    st.session_state.view = KIND_VIEWS[kind]
+
+
+@st.fragment
+def importance_view():
+    table = head_importance(checkpoint)
+    if table is None:
+        st.info("No head-importance table next to this checkpoint. Compute it with `python -m model.head_importance "
+                "--src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz`.")
+        return
+    base = table["baseline"]
+    st.caption(f"For every head: how much test BLEU drops (and loss rises) when only that head is switched off "
+               f"(Michel et al., 2019). Baseline on {table['data']['n']} test sentences: BLEU {base['bleu']:.2f}, "
+               f"loss {base['loss']:.3f}. Red = the model needs this head.")
+    ranked = []
+    for col, (kind, label) in zip(st.columns(3), KIND_VIEWS.items()):
+        drop = base["bleu"] - np.array(table["kinds"][kind]["bleu"])
+        col.plotly_chart(viz.importance_heatmap(drop, title=label), key=f"importance_{kind}")
+        ranked += [(d, f"{kind}.{i}.{h}") for (i, h), d in np.ndenumerate(drop)]
+    ranked.sort(reverse=True)
+    drops = {k: d for d, k in ranked}
+    c1, c2 = st.columns([3, 1])
+    c1.selectbox("Look at a head (most important first)", list(drops), key="importance_pick",
+                 format_func=lambda k: f"{KIND_VIEWS[k.split('.')[0]]}, {head_label(k)}: BLEU −{drops[k]:.2f}")
+    c2.button("Open in its view", on_click=open_head)
+
+
+@st.fragment
+def reference_view(result):
+    ref = st.text_input("English reference (the examples come with theirs)", key="reference")
+    if not ref.strip():
+        st.info("Type an English reference translation to see how likely the model finds each of its words.")
+        return
+    try:
+        forced, loss = score_reference(checkpoint, result.source, ref)
+    except InputError as e:
+        st.warning(f"{e}.")
+        return
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Sentence BLEU of the model's output", f"{sentence_bleu(result.output_tokens, ref):.1f}")
+    c2.metric("Loss per reference token", f"{loss:.3f}")
+    c3.metric("Perplexity", f"{np.exp(loss):.2f}")
+    st.caption("Teacher forcing: the decoder is fed the reference, and at each step we read the probability the "
+               "model gave the reference's next token.")
+    st.dataframe(viz.steps_table(forced.steps).rename(columns={"token": "reference token"}), hide_index=True)
+    layer = st.selectbox("Layer", range(translator.cfg.n_dec_layers), format_func=lambda i: f"layer {i + 1}",
+                         key="reference_layer")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(viz.attention_heatmap(viz.select_head(forced.cross_attentions, layer, None), forced.tgt_tokens,
+                                          forced.src_tokens, title="Cross-attention, teacher-forced on the reference"),
+                    key="reference_forced")
+    c2.plotly_chart(viz.attention_heatmap(viz.select_head(result.cross_attentions, layer, None), result.tgt_tokens,
+                                          result.src_tokens, title="Cross-attention, the model's own output"),
+                    key="reference_free")
+
+
+@st.fragment
+def beam_view(result):
+    width = st.slider("Beam width", 1, 8, 4, key="beam_width")
+    best, nbest, trace = beam(checkpoint, result.source, width)
+    st.markdown(f"**Beam search (width {width}):** " +
+                diff_chips(viz.token_diff(result.output_tokens, best.output_tokens)), unsafe_allow_html=True)
+    st.caption("Struck through: only in the greedy output; green: only in the beam output. Hypotheses are ranked by "
+               "log-probability divided by length^0.6. CLI: python -m model.translate --beam " + str(width))
+    st.markdown("**n-best list**")
+    st.dataframe([{"rank": i + 1, "hypothesis": " ".join(toks), "log-probability": round(sc, 3),
+                   "normalised score": round(norm, 3)} for i, (toks, sc, norm) in enumerate(nbest)], hide_index=True)
+    st.markdown("**The search, step by step** (kept: stays in the beam; finished: ended with <eos>; pruned: fell out)")
+    st.dataframe(viz.beam_table(trace), hide_index=True)
 
 
 # --- the page ----------------------------------------------------------------------------------
@@ -217,7 +380,7 @@ if not sentence.strip():
     st.stop()
 
 try:
-    result = translate(checkpoint, sentence)
+    result = translate(checkpoint, sentence)  # greedy, no intervention
 except InputError as e:
     st.warning(f"{e}.")
     st.stop()
@@ -245,5 +408,13 @@ if view in ATTENTION:
     attention_view(result, view)
 elif view == "Decoding trace":
     trace_view(result)
-else:
+elif view == "Positional encodings":
     positions_view(translator.position_tables(), result)
+elif view == "Ablate heads":
+    ablation_view(result)
+elif view == "Head importance":
+    importance_view()
+elif view == "Reference":
+    reference_view(result)
+else:
+    beam_view(result)

@@ -151,3 +151,73 @@ def test_example_picker_fills_the_sentence(app):
     assert app.session_state.sentence == options[1]
     assert "Multi30k reference" in "\n".join(c.value for c in app.caption)
     assert shutil.which  # keep imports honest
+
+
+def view(app, name):
+    app.segmented_control(key="view").set_value(name).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_ablation_view_shows_new_translation_and_probability_change(app):
+    typed(app, "Ein Mann fährt Fahrrad.")
+    view(app, "Ablate heads")
+    assert "Pick heads" in app.info[0].value
+    app.multiselect(key="ablate_cross").select("cross.0").select("cross.1").select("cross.2").run()
+    assert not app.exception
+    md = markdown(app)
+    assert "Without those heads:" in md
+    assert "--mask-heads cross.0,cross.1,cross.2" in "\n".join(c.value for c in app.caption)
+    fig = charts(app)[0]
+    before, after = fig["data"][0]["y"], fig["data"][1]["y"]
+    assert len(before) == len(after) and before != after  # no cross-attention at all: the model is lost
+
+
+def test_what_if_decoding(app):
+    typed(app, "Ein Mann fährt Fahrrad.")
+    view(app, "Decoding trace")
+    app.button[1].click().run()  # step 2
+    alt = app.selectbox(key="what_if").options[1]
+    app.selectbox(key="what_if").set_value(alt).run()
+    assert not app.exception
+    md = markdown(app)
+    assert "What-if translation" in md and f"forced to “{alt}”" in md
+    assert "--force 1:" in "\n".join(c.value for c in app.caption)
+
+
+def test_reference_view(app):
+    options = app.selectbox(key="example").options
+    app.selectbox(key="example").set_value(options[1]).run()
+    view(app, "Reference")
+    assert app.text_input(key="reference").value  # the example brought its reference
+    bleu, loss, ppl = (float(m.value) for m in app.metric)
+    assert 0 <= bleu <= 100 and loss > 0 and abs(ppl - 2.718281828 ** loss) < 0.01 * ppl
+    assert "reference token" in app.dataframe[0].value.columns
+    app.text_input(key="reference").input("   ").run()
+    assert "Type an English reference" in app.info[0].value and not app.exception
+
+
+def test_beam_view_width_one_is_greedy(app):
+    typed(app, "Zwei Hunde spielen im Schnee.")
+    view(app, "Beam search")
+    app.slider(key="beam_width").set_value(1).run()
+    md = markdown(app)
+    assert "Beam search (width 1)" in md and "chip del" not in md and "chip add" not in md
+    app.slider(key="beam_width").set_value(5).run()
+    assert len(app.dataframe[0].value) == 5 or len(app.dataframe[0].value) >= 1
+    assert set(app.dataframe[1].value["status"]) <= {"kept", "finished", "pruned"}
+
+
+def test_head_importance_links_to_the_head_view(app):
+    if not (CHECKPOINT / "head_importance.json").is_file():
+        pytest.skip("no head_importance.json shipped")
+    typed(app, "Ein Hund.")
+    view(app, "Head importance")
+    assert len(charts(app)) == 3
+    pick = app.selectbox(key="importance_pick").value  # the most important head comes first
+    kind, layer, head = pick.split(".")
+    app.button[0].click().run()
+    assert not app.exception
+    assert app.session_state.view == {"enc": "Encoder self-attention", "dec": "Decoder self-attention",
+                                      "cross": "Cross-attention"}[kind]
+    assert charts(app)[0]["layout"]["title"]["text"] == f"Layer {int(layer) + 1}, head {int(head) + 1}"

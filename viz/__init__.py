@@ -1,6 +1,7 @@
 """Figures for the explorer: numpy arrays and token lists in, Plotly figures out. No torch here."""
 
 from .attention import COLORSCALE, MASKED_COLOR, attention_heatmap, causal_mask, heads_at_step, model_view, select_head
-from .decoding import candidates_bar, steps_table
+from .decoding import (beam_table, candidates_bar, importance_heatmap, probability_change, steps_table,
+                       token_diff)
 from .labels import plain
 from .positions import cosine_similarity, dimension_curves, position_heatmap, similarity_heatmap, sinusoidal

@@ -1,5 +1,8 @@
-"""The decoding trace: candidates at one step, and a table of all steps."""
+"""Decoding and interventions: candidates at one step, tables of steps and beams, diffs, head importance."""
 
+import difflib
+
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -33,3 +36,59 @@ def steps_table(steps) -> pd.DataFrame:
                           "entropy (nats)": round(s.entropy, 3), "runner-up": s.runner_up[0],
                           "runner-up probability": round(s.runner_up[1], 4), "margin": round(s.margin, 4)}
                          for i, s in enumerate(steps)])
+
+
+def token_diff(before, after) -> list:
+    """Word-level diff: [(op, token)] with op "same", "removed" (only in before) or "added" (only in after)."""
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += [("same", t) for t in before[i1:i2]]
+        else:
+            out += [("removed", t) for t in before[i1:i2]] + [("added", t) for t in after[j1:j2]]
+    return out
+
+
+def probability_change(tokens, before, after, title=""):
+    """For each step, the probability of the originally chosen token before and after an intervention."""
+    if not len(tokens) == len(before) == len(after):
+        raise ValueError(f"tokens, before and after must have one entry per step, got "
+                         f"{len(tokens)}, {len(before)}, {len(after)}")
+    x = list(range(len(tokens)))
+    labels = [f"{i + 1}: {plain(t)}" for i, t in enumerate(tokens)]
+    fig = go.Figure([
+        go.Bar(x=x, y=list(before), name="original", marker_color=OTHER_COLOR, customdata=labels,
+               hovertemplate="%{customdata}<br>original %{y:.4f}<extra></extra>"),
+        go.Bar(x=x, y=list(after), name="after", marker_color=CHOSEN_COLOR, customdata=labels,
+               hovertemplate="%{customdata}<br>after %{y:.4f}<extra></extra>")])
+    fig.update_layout(title=dict(text=title), barmode="group", height=340, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(tickmode="array", tickvals=x, ticktext=[plain(t) for t in tokens], tickangle=-50,
+                                 title=dict(text="originally chosen token, step by step")),
+                      yaxis=dict(title=dict(text="probability"), range=[0, 1.05]), plot_bgcolor="white",
+                      legend=dict(orientation="h", y=1.12))
+    return fig
+
+
+def beam_table(trace) -> pd.DataFrame:
+    """The candidates beam search looked at, step by step: hypothesis, score, and what became of it."""
+    return pd.DataFrame([{"step": t + 1, "hypothesis": " ".join(c["tokens"]), "log-probability": round(c["score"], 3),
+                          "status": c["status"]} for t, step in enumerate(trace) for c in step])
+
+
+def importance_heatmap(drop, title="", value="BLEU drop"):
+    """(L, H) drop in a score when each head alone is switched off; larger = more important."""
+    d = np.asarray(drop, dtype=float)
+    if d.ndim != 2:
+        raise ValueError(f"drop must be (layers, heads), got shape {d.shape}")
+    L, H = d.shape
+    lim = float(np.abs(d).max()) or 1.0
+    custom = [[f"layer {i + 1}, head {j + 1}" for j in range(H)] for i in range(L)]
+    fig = go.Figure(go.Heatmap(z=d, x=list(range(H)), y=list(range(L)), customdata=custom, colorscale="RdBu_r",
+                               zmid=0, zmin=-lim, zmax=lim, colorbar=dict(title=dict(text=value), thickness=12),
+                               texttemplate="%{z:.2f}",
+                               hovertemplate="%{customdata}<br>" + value + " %{z:.3f}<extra></extra>"))
+    fig.update_layout(title=dict(text=title), height=120 + 50 * L, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"head {h + 1}" for h in range(H)]),
+                      yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"layer {i + 1}" for i in range(L)],
+                                 autorange="reversed"))
+    return fig
