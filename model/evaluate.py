@@ -77,16 +77,18 @@ def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=Fal
     return {"n": len(src), "bleu": round(bleu(hyps, ref), 2), "loss": round(loss, 4), "ppl": round(math.exp(loss), 3)}
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def corpus_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every corpus tool shares: --src, --ref, --checkpoint, --device."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--src", required=True, help="German sentences, one per line (plain or .gz)")
     p.add_argument("--ref", required=True, help="English references, one per line (plain or .gz)")
     p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
-    p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy)")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
-    p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
-    args = p.parse_args(argv)
+    return p
 
+
+def load_corpus(args):
+    """(translator, src lines, ref lines), or None after printing what is wrong."""
     from .translator import Translator  # after argument parsing: --help stays fast
 
     try:
@@ -94,10 +96,22 @@ def main(argv=None):
         src, ref = read_lines(args.src), read_lines(args.ref)
     except (CheckpointError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return None
     if len(src) != len(ref):
         print(f"error: {args.src} has {len(src)} lines but {args.ref} has {len(ref)}", file=sys.stderr)
+        return None
+    return translator, src, ref
+
+
+def main(argv=None):
+    p = corpus_parser(__doc__)
+    p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy)")
+    p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
+    args = p.parse_args(argv)
+    loaded = load_corpus(args)
+    if loaded is None:
         return 2
+    translator, src, ref = loaded
     if args.beam < 1:
         print(f"error: --beam must be at least 1, got {args.beam}", file=sys.stderr)
         return 2

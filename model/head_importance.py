@@ -9,7 +9,6 @@ CHECKPOINT/head_importance.json, which the app shows):
     {"baseline": {bleu, loss, ppl, n}, "kinds": {kind: {"bleu": L x H, "loss": L x H}}, ...}
 """
 
-import argparse
 import json
 import sys
 import time
@@ -17,9 +16,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .data import read_lines
-from .errors import CheckpointError
-from .evaluate import score
+from .checkpoint import DEFAULT_CHECKPOINT
+from .evaluate import corpus_parser, load_corpus, score
 from .heads import n_layers
 from .transformer import KINDS
 
@@ -39,27 +37,14 @@ def head_importance(translator, src, ref, progress=True) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--src", required=True, help="German sentences, one per line (plain or .gz)")
-    p.add_argument("--ref", required=True, help="English references, one per line (plain or .gz)")
-    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
+    p = corpus_parser(__doc__)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_importance.json)")
     p.add_argument("--limit", type=int, default=0, help="only the first N sentences")
-    p.add_argument("--device", default=None)
     args = p.parse_args(argv)
-
-    from .checkpoint import DEFAULT_CHECKPOINT
-    from .translator import Translator
-
-    try:
-        translator = Translator.load(args.checkpoint, args.device)
-        src, ref = read_lines(args.src), read_lines(args.ref)
-    except (CheckpointError, OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    loaded = load_corpus(args)
+    if loaded is None:
         return 2
-    if len(src) != len(ref):
-        print(f"error: {args.src} has {len(src)} lines but {args.ref} has {len(ref)}", file=sys.stderr)
-        return 2
+    translator, src, ref = loaded
     if args.limit:
         src, ref = src[:args.limit], ref[:args.limit]
     t0 = time.time()
