@@ -69,25 +69,16 @@ def pad(seqs: list[list[int]]) -> torch.Tensor:
     return out
 
 
-def bucket_batches(src_ids, tgt_ids, batch_size: int, seed: int | None = None, pool: int = 100) -> list[list[int]]:
+def bucket_batches(src_ids, tgt_ids, batch_size: int, seed: int | None = None) -> list[list[int]]:
     """Indices grouped into batches of similar length (little padding).
 
-    With a seed (training), as torchtext's BucketIterator: shuffle, cut into pools of
-    `pool` batches, sort each pool by length, batch it, and shuffle the batches, so batches
-    mix differently every epoch. Without a seed (evaluation): sorted, deterministic.
+    With a seed: lengths get a little noise so batches differ per epoch, and batch order is
+    shuffled. Without: sorted, deterministic (evaluation).
     """
-    def by_length(i):
-        return len(src_ids[i]), len(tgt_ids[i])
-
-    order = list(range(len(src_ids)))
-    if seed is None:
-        order.sort(key=by_length)
-        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     rng = random.Random(seed)
-    rng.shuffle(order)
-    batches = []
-    for start in range(0, len(order), pool * batch_size):
-        chunk = sorted(order[start:start + pool * batch_size], key=by_length)
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(batches)
+    noise = (lambda: rng.random()) if seed is not None else (lambda: 0.0)
+    order = sorted(range(len(src_ids)), key=lambda i: (len(src_ids[i]) + noise() * 3, len(tgt_ids[i])))
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if seed is not None:
+        rng.shuffle(batches)
     return batches
