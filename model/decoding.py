@@ -116,8 +116,8 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
     """src (1, S) -> the n-best Hypotheses and the search trace, with beam width `beam`.
 
     Scores are summed log-probabilities, ranked after dividing by length ** alpha (GNMT's
-    length normalisation, simplified). Search stops once `beam` hypotheses have ended.
-    Width 1 is exactly greedy decoding.
+    length normalisation, simplified). Search stops once `beam` hypotheses have ended and
+    no live one can still beat them. Width 1 is exactly greedy decoding.
     """
     assert src.size(0) == 1, "beam search takes one sentence at a time"
     K = beam
@@ -138,14 +138,15 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
         V = cand.size(1)
         top_s, top_i = cand.view(-1).topk(2 * K)
         keep_beams, keep_toks, keep_scores, step = [], [], [], []
-        for s, i in zip(top_s.tolist(), top_i.tolist()):
+        for rank, (s, i) in enumerate(zip(top_s.tolist(), top_i.tolist())):
             b, tok = divmod(i, V)
             if s == float("-inf"):
                 break
             ids = seqs[b] + [tok]
-            if len(keep_beams) == K:
+            ends = tok == EOS_ID or t == max_len - 1
+            if len(keep_beams) == K or (ends and rank >= K):  # an ending counts only among the top K
                 step.append({"ids": ids, "score": s, "status": "pruned"})
-            elif tok == EOS_ID or t == max_len - 1:
+            elif ends:
                 finished.append(Hypothesis(ids, s, s / len(ids) ** alpha))
                 step.append({"ids": ids, "score": s, "status": "finished"})
             else:
@@ -154,8 +155,14 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
                 keep_scores.append(s)
                 step.append({"ids": ids, "score": s, "status": "kept"})
         trace.append(step)
-        if len(finished) >= K or not keep_beams:
+        if not keep_beams:
             break
+        if len(finished) >= K:
+            # Done when no live beam can still beat the K-th best finished one. A live beam's
+            # log-probability only falls; we compare it at its current length, as Hugging Face does.
+            kth = sorted((h.normalized for h in finished), reverse=True)[K - 1]
+            if kth >= max(keep_scores) / (t + 1) ** alpha:
+                break
         while len(keep_beams) < K:  # fewer live candidates than beams: fill with dead copies
             keep_beams.append(keep_beams[0])
             keep_toks.append(keep_toks[0])

@@ -1,7 +1,7 @@
 """Translate German sentences, one per line, to English.
 
     python -m model.translate [--checkpoint PATH] [--input FILE] [--beam K] [--json]
-                              [--mask-heads SPEC] [--force STEP:TOKEN ...]
+                              [--mask-heads SPEC] [--force STEP:TOKEN ...] [--reference FILE]
 
 Reads stdin by default (or --input, plain or .gz); writes exactly one line per input
 line, in order: the output tokens joined by spaces, or with --json one object with
@@ -12,7 +12,9 @@ positions is cut to fit, and stderr says so.
 --mask-heads switches heads off for the whole run (SPEC as in model/heads.py, 0-based:
 "enc.0.3,cross.2.*"); --force STEP:TOKEN makes output step STEP (0-based) emit TOKEN,
 greedy decoding going on from there (repeatable; a line whose output ends before STEP
-gets an empty line and the reason on stderr).
+gets an empty line and the reason on stderr). With --json, --reference FILE (one English
+line per input line) adds each reference's teacher-forced token probabilities, loss and
+sentence BLEU, and --beam K adds the n-best list and the search trace.
 """
 
 import argparse
@@ -35,6 +37,8 @@ def main(argv=None):
     p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
     p.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
                    help="make output step STEP (0-based) emit TOKEN; repeatable")
+    p.add_argument("--reference", default=None, metavar="FILE",
+                   help="English references, one per input line: scored by teacher forcing (with --json)")
     args = p.parse_args(argv)
     if args.beam < 1 or args.top_k < 1:
         print("error: --beam and --top-k must be at least 1", file=sys.stderr)
@@ -49,10 +53,15 @@ def main(argv=None):
         parse_head_mask(args.mask_heads, translator.cfg)  # a bad SPEC stops here, before any work
         if force and args.beam > 1:
             raise InputError("--force works with greedy decoding: leave out --beam")
+        if args.reference and not args.json:
+            raise InputError("--reference adds fields to the --json output: add --json")
         if args.input:
             lines = read_lines(args.input)
         else:
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace").read().splitlines()
+        references = read_lines(args.reference) if args.reference else None
+        if references is not None and len(references) != len(lines):
+            raise InputError(f"{args.reference} has {len(references)} lines but the input has {len(lines)}")
     except (CheckpointError, OSError, ValueError) as e:  # InputError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -81,18 +90,42 @@ def main(argv=None):
         results = dict(zip(usable, translator.translate_batch([lines[i] for i in usable], with_maps=args.json,
                                                               **opts)))
     else:
-        results = {i: translator.translate(lines[i], beam=args.beam, **opts) for i in usable}
+        results, extra = {}, {}
+        for i in usable:
+            results[i], nbest, trace = translator.beam(lines[i], args.beam, **opts)
+            extra[i] = {"nbest": [{"tokens": t, "score": sc, "normalized": nz} for t, sc, nz in nbest],
+                        "beam_trace": [[{k: c[k] for k in ("tokens", "score", "status")} for c in step]
+                                       for step in trace]}
+    if args.beam == 1:
+        extra = {}
+    for i in (usable if references else []):
+        extra.setdefault(i, {})["reference"] = score_reference(translator, lines[i], references[i], i + 1,
+                                                               args.mask_heads)
     out = sys.stdout
     for i in range(len(lines)):
         r = results.get(i)
         if r is None:
             out.write("\n")
         elif args.json:
-            out.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+            out.write(json.dumps({**r.to_json(), **extra.get(i, {})}, ensure_ascii=False) + "\n")
         else:
             out.write(r.text + "\n")
     out.flush()
     return 0
+
+
+def score_reference(translator, sentence: str, reference: str, line: int, heads_off):
+    """The --reference fields of one line, or None (and a note on stderr) for an empty reference."""
+    from .evaluate import sentence_bleu
+
+    try:
+        forced, loss = translator.score_reference(sentence, reference, heads_off=heads_off)
+    except InputError as e:
+        print(f"line {line}: {e}", file=sys.stderr)
+        return None
+    hyp = translator.translate(sentence, heads_off=heads_off).output_tokens
+    return {"tokens": [s.token for s in forced.steps], "probs": [s.prob for s in forced.steps], "loss": loss,
+            "bleu": sentence_bleu(hyp, reference)}
 
 
 def parse_force(items: list) -> dict:

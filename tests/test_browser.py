@@ -91,3 +91,27 @@ def test_missing_checkpoint_page(browser, tmp_path):
         ctx.close()
     finally:
         stop_app(proc)
+
+
+VIEWS = ["Encoder self-attention", "Decoder self-attention", "Cross-attention", "Decoding trace",
+         "Positional encodings", "Ablate heads", "Head importance", "Reference", "Beam search"]
+
+
+def test_every_view_renders_in_the_browser(page):
+    translate_in_page(page, "Ein Mann fährt Fahrrad.")
+    for view in VIEWS:
+        page.get_by_role("radio", name=view).click()
+        wait_idle(page)
+        assert page.locator("[data-testid='stException']").count() == 0, view
+    page.get_by_role("radio", name="Ablate heads").click()
+    wait_idle(page)
+    page.get_by_label("Cross-attention").click()  # the multiselect of cross-attention heads
+    page.get_by_role("option", name="layer 3 (all heads)").click()
+    page.keyboard.press("Escape")
+    page.get_by_text("Without those heads:").wait_for(timeout=30_000)
+    wait_idle(page)
+    page.screenshot(path=str(ARTIFACTS / "ablation.png"), full_page=True)
+    page.get_by_role("radio", name="Beam search").click()
+    page.get_by_text("n-best list").wait_for(timeout=30_000)
+    wait_idle(page)
+    page.screenshot(path=str(ARTIFACTS / "beam.png"), full_page=True)

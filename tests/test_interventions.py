@@ -185,3 +185,28 @@ def test_head_importance_cli_agrees_with_evaluate(tmp_path, tiny_model):
     base = json.loads(run("model.evaluate", *args).stdout)
     assert table["baseline"]["loss"] == base["loss"]
     assert table["kinds"]["cross"]["loss"][1][2] != base["loss"]
+
+
+def test_cli_reference_and_beam_json(tmp_path, tiny_model):
+    import json
+
+    from model.checkpoint import save_checkpoint
+
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
+    ck = str(tmp_path / "c")
+    (tmp_path / "s").write_text("Ein Hund läuft.\nZwei Männer.\n")
+    (tmp_path / "r").write_text("A dog runs.\n\n")
+    r = run("model.translate", "--checkpoint", ck, "--input", str(tmp_path / "s"), "--json", "--reference",
+            str(tmp_path / "r"))
+    assert r.returncode == 0, r.stderr
+    first, second = (json.loads(line) for line in r.stdout.splitlines())
+    ref = first["reference"]
+    assert ref["tokens"] == ["a", "dog", "runs", ".", "<eos>"]
+    assert ref["loss"] == pytest.approx(-np.mean(np.log(ref["probs"])), rel=1e-6)
+    assert second["reference"] is None and "line 2: the reference is empty" in r.stderr
+    r = run("model.translate", "--checkpoint", ck, "--input", str(tmp_path / "s"), "--reference", str(tmp_path / "r"))
+    assert r.returncode == 2 and "add --json" in r.stderr
+    r = run("model.translate", "--checkpoint", ck, "--input", str(tmp_path / "s"), "--json", "--beam", "3")
+    obj = json.loads(r.stdout.splitlines()[0])
+    assert obj["nbest"][0]["tokens"] == [s["token"] for s in obj["steps"]]
+    assert {c["status"] for step in obj["beam_trace"] for c in step} <= {"kept", "finished", "pruned"}
