@@ -95,7 +95,7 @@ def test_step_survives_a_new_sentence_and_is_clamped(app):
     typed(app, "Ein Junge springt ins Wasser und lacht laut.")
     assert app.session_state.trace_step == 6  # did not jump back
     app.slider(key="step_slider").set_value(n_long if len(app.dataframe[0].value) >= n_long else 6).run()
-    typed(app, "Ein Hund.")
+    typed(app, "Hunde.")  # -> "dogs ." <eos>
     n_short = len(app.dataframe[0].value)
     assert n_short < 6
     assert app.session_state.trace_step == n_short  # clamped to the shorter output
