@@ -20,7 +20,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
@@ -30,7 +29,7 @@ from .data import bucket_batches, encode_pairs, load_split, pad
 from .device import describe, pick_device
 from .evaluate import evaluate_loss, token_loss
 from .transformer import Transformer
-from .vocab import PAD_ID, Vocab, tokenize
+from .vocab import Vocab, tokenize
 
 
 def lr_at(step: int, lr: float, warmup: int, decay: bool) -> float:

@@ -152,4 +152,3 @@ def test_beam_translation_has_maps(tiny_translator):
 def test_max_output_respects_positions(tiny_translator):
     dec = greedy_decode(tiny_translator.model, torch.tensor([[SOS_ID, 5, EOS_ID]]), max_len=500)
     assert dec.ids.size(1) <= tiny_translator.cfg.max_positions
-    assert EOS_ID >= 0

@@ -5,3 +5,8 @@ from .decoding import (beam_table, candidates_bar, importance_heatmap, probabili
                        token_diff)
 from .labels import plain
 from .positions import cosine_similarity, dimension_curves, position_heatmap, similarity_heatmap, sinusoidal
+
+__all__ = ["COLORSCALE", "MASKED_COLOR", "attention_heatmap", "beam_table", "candidates_bar", "causal_mask",
+           "cosine_similarity", "dimension_curves", "heads_at_step", "importance_heatmap", "model_view", "plain",
+           "position_heatmap", "probability_change", "select_head", "similarity_heatmap", "sinusoidal",
+           "steps_table", "token_diff"]
