@@ -55,6 +55,13 @@ def test_non_causal_heatmap_has_no_masked_trace():
     assert len(viz.attention_heatmap(rows_summing_to_one(3, 3), list("abc"), list("abc")).data) == 1
 
 
+def test_long_tokens_are_shortened_on_the_axis_but_whole_in_hover():
+    long = "<sehr-langes-wort-mit-bindestrichen>"
+    fig = viz.attention_heatmap(rows_summing_to_one(1, 2), ["a"], [long, "b"])
+    assert fig.layout.xaxis.ticktext[0] == "&lt;sehr-langes-wo…"
+    assert fig.data[0].customdata[0][0][1] == "0: &lt;sehr-langes-wort-mit-bindestrichen&gt;"
+
+
 def test_hostile_tokens_are_escaped_everywhere():
     toks = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&amp;", " "]
     w = rows_summing_to_one(4, 4)

@@ -26,9 +26,11 @@ def positioned(tokens, unknown=None) -> list[str]:
     return [f"{i}: {plain(t)}{' [unk]' if u else ''}" for i, (t, u) in enumerate(zip(tokens, unknown))]
 
 
-def tick_labels(tokens, unknown=None) -> list[str]:
+def tick_labels(tokens, unknown=None, width: int = 16) -> list[str]:
+    """Axis labels: escaped, long tokens shortened to `width` characters (hover text keeps them whole)."""
     unknown = unknown if unknown is not None else [False] * len(tokens)
-    return [plain(t) + (" [unk]" if u else "") for t, u in zip(tokens, unknown)]
+    return [plain(t if len(t) <= width else t[:width - 1] + "…") + (" [unk]" if u else "")
+            for t, u in zip(tokens, unknown)]
 
 
 def check_tokens(tokens, name: str):
