@@ -70,6 +70,11 @@ def beam(checkpoint: str | None, sentence: str, width: int):
 
 
 @st.cache_data(show_spinner=False)
+def position_tables(checkpoint: str | None) -> dict:
+    return load_translator(checkpoint).position_tables()
+
+
+@st.cache_data(show_spinner=False)
 def head_importance(checkpoint: str | None) -> dict | None:
     path = Path(checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
     return json.loads(path.read_text()) if path.is_file() else None
@@ -409,7 +414,7 @@ if view in ATTENTION:
 elif view == "Decoding trace":
     trace_view(result)
 elif view == "Positional encodings":
-    positions_view(translator.position_tables(), result)
+    positions_view(position_tables(checkpoint), result)
 elif view == "Ablate heads":
     ablation_view(result)
 elif view == "Head importance":

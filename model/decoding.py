@@ -29,8 +29,8 @@ class Decoded:
     cross_attentions: torch.Tensor | None = None  # (L, B, H, N, S)
 
 
-def _step_stats(logits, top_k):
-    """logits (B, V) -> log-probs (B, V), entropy (B,), top-k probs and ids (B, k)."""
+def step_stats(logits, top_k):
+    """logits (..., V) -> log-probs (..., V), entropy (...,), top-k probs and ids (..., k)."""
     logp = logits.float().log_softmax(-1)
     p = logp.exp()
     entropy = -(p * logp).nan_to_num().sum(-1)  # 0 * -inf counts as 0
@@ -58,7 +58,7 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
     for t in range(max_len):
         logits, s_maps, c_maps = model.decode(y, memory, src_mask, head_mask, cache, start=t,
                                               need_weights=need_weights)
-        logp, entropy, top_p, top_i = _step_stats(logits[:, -1], top_k)
+        logp, entropy, top_p, top_i = step_stats(logits[:, -1], top_k)
         nxt = logp.argmax(-1)  # (B,)
         if force and t in force:
             nxt = torch.full_like(nxt, force[t])

@@ -73,7 +73,7 @@ def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=Fal
     """BLEU, loss and perplexity of the translator on a parallel corpus."""
     hyps = translate_all(translator, src, beam, heads_off, progress)
     s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
-    loss = evaluate_loss(translator.model, s_ids, t_ids, translator.device, head_mask=translator._mask(heads_off))
+    loss = evaluate_loss(translator.model, s_ids, t_ids, translator.device, head_mask=translator.head_mask(heads_off))
     return {"n": len(src), "bleu": round(bleu(hyps, ref), 2), "loss": round(loss, 4), "ppl": round(math.exp(loss), 3)}
 
 

@@ -79,6 +79,7 @@ def main(argv=None):
         usable.append(n - 1)
 
     opts = dict(top_k=args.top_k, heads_off=args.mask_heads)
+    extra = {}  # per line: further --json fields (beam search, reference)
     if force:  # one at a time: a forced step may lie beyond one line's output and not another's
         results = {}
         for i in usable:
@@ -90,16 +91,14 @@ def main(argv=None):
         results = dict(zip(usable, translator.translate_batch([lines[i] for i in usable], with_maps=args.json,
                                                               **opts)))
     else:
-        results, extra = {}, {}
+        results = {}
         for i in usable:
             results[i], nbest, trace = translator.beam(lines[i], args.beam, **opts)
             extra[i] = {"nbest": [{"tokens": t, "score": sc, "normalized": nz} for t, sc, nz in nbest],
                         "beam_trace": [[{k: c[k] for k in ("tokens", "score", "status")} for c in step]
                                        for step in trace]}
-    if args.beam == 1:
-        extra = {}
-    for i in (usable if references else []):
-        extra.setdefault(i, {})["reference"] = score_reference(translator, lines[i], references[i], i + 1,
+    for i in (results if references else []):
+        extra.setdefault(i, {})["reference"] = score_reference(translator, results[i], references[i], i + 1,
                                                                args.mask_heads)
     out = sys.stdout
     for i in range(len(lines)):
@@ -114,18 +113,17 @@ def main(argv=None):
     return 0
 
 
-def score_reference(translator, sentence: str, reference: str, line: int, heads_off):
-    """The --reference fields of one line, or None (and a note on stderr) for an empty reference."""
+def score_reference(translator, result, reference: str, line: int, heads_off):
+    """The --reference fields of one line's result, or None (and a note on stderr) for an empty reference."""
     from .evaluate import sentence_bleu
 
     try:
-        forced, loss = translator.score_reference(sentence, reference, heads_off=heads_off)
+        forced, loss = translator.score_reference(result.source, reference, heads_off=heads_off)
     except InputError as e:
         print(f"line {line}: {e}", file=sys.stderr)
         return None
-    hyp = translator.translate(sentence, heads_off=heads_off).output_tokens
     return {"tokens": [s.token for s in forced.steps], "probs": [s.prob for s in forced.steps], "loss": loss,
-            "bleu": sentence_bleu(hyp, reference)}
+            "bleu": sentence_bleu(result.output_tokens, reference)}
 
 
 def parse_force(items: list) -> dict:

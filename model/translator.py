@@ -15,7 +15,7 @@ import torch
 
 from .checkpoint import load_checkpoint
 from .data import pad
-from .decoding import beam_search, greedy_decode, teacher_forced
+from .decoding import beam_search, greedy_decode, step_stats, teacher_forced
 from .device import describe, pick_device
 from .errors import InputError
 from .heads import parse_head_mask
@@ -60,7 +60,8 @@ class Translator:
         tokens = tokens[:keep]
         return ["<sos>", *tokens, "<eos>"], [SOS_ID, *self.src_vocab.encode(tokens), EOS_ID], cut
 
-    def _mask(self, heads_off: str | None):
+    def head_mask(self, heads_off: str | None):
+        """A head-mask SPEC (model/heads.py) as tensors on the model's device, or None."""
         mask = parse_head_mask(heads_off, self.cfg)
         return None if mask is None else {k: v.to(self.device) for k, v in mask.items()}
 
@@ -93,7 +94,7 @@ class Translator:
             raise InputError(f"beam width must be a whole number of at least 1, got {beam}")
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
-        res = beam_search(self.model, src, beam, max_len, head_mask=self._mask(heads_off))
+        res = beam_search(self.model, src, beam, max_len, head_mask=self.head_mask(heads_off))
         best = self.analyze(sentence, res.hypotheses[0].ids, top_k=top_k, heads_off=heads_off)
         itos = self.tgt_vocab.itos
         nbest = [([itos[i] for i in h.ids], h.score, h.normalized) for h in res.hypotheses]
@@ -105,13 +106,10 @@ class Translator:
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
         tgt_in = torch.tensor([[SOS_ID, *output_ids[:-1]]], device=self.device)
-        out = teacher_forced(self.model, src, tgt_in, self._mask(heads_off))
-        logp = out.logits[0].float().log_softmax(-1)  # (T, V)
-        p = logp.exp()
-        entropy = -(p * logp).nan_to_num().sum(-1)
-        top_p, top_i = p.topk(top_k, dim=-1)
+        out = teacher_forced(self.model, src, tgt_in, self.head_mask(heads_off))
+        logp, entropy, top_p, top_i = step_stats(out.logits[0], top_k)  # (T, V), (T,), (T, k), (T, k)
         chosen = torch.tensor(output_ids, device=self.device)
-        probs = p.gather(-1, chosen[:, None]).squeeze(-1)
+        probs = logp.gather(-1, chosen[:, None]).squeeze(-1).exp()
         maps = [torch.stack(m)[:, 0].float().cpu().numpy() for m in
                 (out.encoder_attentions, out.decoder_attentions, out.cross_attentions)]
         return self._result(sentence, src_tokens, ids, cut, list(output_ids), probs.tolist(), entropy.tolist(),
@@ -135,7 +133,7 @@ class Translator:
         (model.translate) check each sentence with `source_ids` first.
         """
         prepared = [self.source_ids(s) for s in sentences]
-        mask, force_ids = self._mask(heads_off), self._force_ids(force, max_len)
+        mask, force_ids = self.head_mask(heads_off), self._force_ids(force, max_len)
         order = sorted(range(len(sentences)), key=lambda i: len(prepared[i][1]))
         results = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
