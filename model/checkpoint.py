@@ -1,7 +1,7 @@
 """Checkpoints: weights in safetensors (no pickle: loading never runs code), config and vocabularies in JSON.
 
 A checkpoint is a folder:
-    model.safetensors   the weights
+    model.safetensors   the weights, stored as float16 (half the file; loaded back as float32)
     config.json         ModelConfig as JSON
     vocab.json          {"src": [...], "tgt": [...]} (index -> token)
     README.md           the model card (written by hand; not needed for loading)
@@ -29,7 +29,9 @@ PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".ckpt")
 def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path, extra: dict | None = None):
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    # float16 halves the file (36 -> 18 MB) at a relative rounding of < 5e-4 of each tensor's largest value.
+    state = {k: (v.half() if v.is_floating_point() else v).detach().contiguous().cpu()
+             for k, v in model.state_dict().items()}
     save_file(state, path / WEIGHTS, metadata={"format": "pt"})
     (path / CONFIG).write_text(json.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})}, indent=2))
     (path / VOCAB).write_text(json.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
