@@ -175,7 +175,7 @@ def trace_view(result):
     st.session_state.trace_step = min(st.session_state.get("trace_step", 1), n)
     st.caption("Greedy decoding picks the most likely token at every step. Step through it: what the model "
                "considered, how sure it was, and where each head looked while choosing.")
-    b1, b2, b3 = st.columns([1, 1, 8])
+    b1, b2, b3 = st.columns([1.3, 1.1, 7.6], vertical_alignment="center")
     b1.button("◀ Previous", on_click=move_step, args=(-1, n), disabled=st.session_state.trace_step <= 1)
     b2.button("Next ▶", on_click=move_step, args=(1, n), disabled=st.session_state.trace_step >= n)
     if n > 1:
@@ -296,7 +296,7 @@ def importance_view():
         ranked += [(d, f"{kind}.{i}.{h}") for (i, h), d in np.ndenumerate(drop)]
     ranked.sort(reverse=True)
     drops = {k: d for d, k in ranked}
-    c1, c2 = st.columns([3, 1])
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     c1.selectbox("Look at a head (most important first)", list(drops), key="importance_pick",
                  format_func=lambda k: f"{KIND_VIEWS[k.split('.')[0]]}, {head_label(k)}: BLEU −{drops[k]:.2f}")
     c2.button("Open in its view", on_click=open_head)
@@ -407,6 +407,9 @@ st.markdown("Output tokens: " + token_chips([s.token for s in result.steps]),
 if any(result.src_unknown):
     st.caption(f"{sum(result.src_unknown)} source word(s) are unknown to the model (dashed): it reads each as "
                "<unk> and still translates the sentence.")
+if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
+    st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
+               "words it tends to invent a scene around them. Full sentences show it at its best.")
 
 view = st.segmented_control("View", VIEWS, key="view", default=VIEWS[0], required=True)
 if view in ATTENTION:

@@ -4,7 +4,7 @@
     torchrun --nproc_per_node 2 -m model.train --data-dir ...   # DistributedDataParallel
 
 Adam, batches of 128 pairs bucketed by length, gradient-norm clip 1.0, cross-entropy
-that ignores padding (SPEC.md). The best-validation epoch is kept; --average K then
+that ignores padding (SPEC.md); optionally word dropout (--word-dropout) on the inputs. The best-validation epoch is kept; --average K then
 tries the mean of the K best epochs' weights and keeps it if its validation loss is
 lower. Every epoch saves a resumable state in --work-dir; --resume continues from it.
 """
@@ -29,7 +29,7 @@ from .data import bucket_batches, encode_pairs, load_split, pad
 from .device import describe, pick_device
 from .evaluate import evaluate_loss, token_loss
 from .transformer import Transformer
-from .vocab import Vocab, tokenize
+from .vocab import SPECIALS, UNK_ID, Vocab, tokenize
 
 
 def lr_at(step: int, lr: float, warmup: int, decay: bool) -> float:
@@ -39,6 +39,17 @@ def lr_at(step: int, lr: float, warmup: int, decay: bool) -> float:
     if decay and warmup:
         return lr * math.sqrt(warmup / (step + 1))
     return lr
+
+
+def word_dropout(ids: torch.Tensor, p: float) -> torch.Tensor:
+    """Each real token (no special, no padding) becomes <unk> with probability p (Gal & Ghahramani, 2016).
+
+    p = 0 draws no random numbers, so runs without it stay bit-identical to before it existed.
+    """
+    if p <= 0:
+        return ids
+    drop = (torch.rand(ids.shape, device=ids.device) < p) & (ids >= len(SPECIALS))
+    return ids.masked_fill(drop, UNK_ID)
 
 
 def average_state(paths) -> dict:
@@ -74,6 +85,8 @@ def parse_args(argv=None):
     p.add_argument("--average", type=int, default=1, help="try averaging the K best epochs")
     p.add_argument("--positions", choices=["learned", "sinusoidal"], default="learned")
     p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--word-dropout", type=float, default=0.0,
+                   help="replace each real source and decoder-input token by <unk> with this probability")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for the forward pass")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
@@ -142,8 +155,9 @@ def main(argv=None):
             src = pad([tr_s[i] for i in mine]).to(device)
             tgt = pad([tr_t[i] for i in mine]).to(device)
             n_global = sum(len(tr_t[i]) - 1 for i in idx)
+            src_in, tgt_in = word_dropout(src, args.word_dropout), word_dropout(tgt[:, :-1], args.word_dropout)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
-                out = train_model(src, tgt[:, :-1], need_weights=False)
+                out = train_model(src_in, tgt_in, need_weights=False)
             loss, n = token_loss(out.logits, tgt[:, 1:], args.label_smoothing)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, args.lr, args.warmup, args.decay)

@@ -109,6 +109,18 @@ def test_shipped_model_translates_known_sentences(german, groups):
     assert out[-1] == "."
 
 
+def test_shipped_model_meets_the_quality_bar(data_dir):
+    """Issue 2's bars on test2016, greedy: BLEU >= 36.5 and perplexity <= 5.40 (SPEC metrics)."""
+    shipped()
+    r = run("model.evaluate", "--src", str(data_dir / "test_2016_flickr.de.gz"),
+            "--ref", str(data_dir / "test_2016_flickr.en.gz"))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["n"] == 1000 and out["beam"] == 1
+    assert out["ppl"] == pytest.approx(np.exp(out["loss"]), rel=1e-3)
+    assert out["bleu"] >= 36.5 and out["ppl"] <= 5.40, out
+
+
 def test_shipped_model_json_and_beam():
     shipped()
     r = run("model.translate", "--json", stdin="Ein kleines Mädchen klettert auf einen Baum.\n")
