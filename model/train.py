@@ -4,9 +4,10 @@
     torchrun --nproc_per_node 2 -m model.train --data-dir ...   # DistributedDataParallel
 
 Adam, batches of 128 pairs bucketed by length, gradient-norm clip 1.0, cross-entropy
-that ignores padding (SPEC.md); optionally word dropout (--word-dropout) on the inputs. The best-validation epoch is kept; --average K then
-tries the mean of the K best epochs' weights and keeps it if its validation loss is
-lower. Every epoch saves a resumable state in --work-dir; --resume continues from it.
+that ignores padding (SPEC.md); optionally word dropout on the inputs (--word-dropout).
+The best-validation epoch is kept; --average K then tries the mean of the K best
+epochs' weights and keeps it if its validation loss is lower. Every epoch saves a
+resumable state in --work-dir; --resume continues from it.
 """
 
 import argparse
