@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from conftest import ROOT, random_batch
 from model.evaluate import token_loss
 from model.train import lr_at, word_dropout
-from model.vocab import PAD_ID, SOS_ID, UNK_ID
+from model.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID
 
 PAIRS = [("Ein Hund läuft im Park.", "A dog runs in the park."),
          ("Zwei Männer spielen Fußball.", "Two men play soccer."),
@@ -107,7 +107,7 @@ def test_learning_rate_schedule():
 def test_word_dropout_replaces_only_real_tokens():
     torch.manual_seed(0)
     ids = torch.randint(0, 50, (256, 40))  # specials 0-3 (incl. <pad>) and real tokens mixed
-    real = ids >= 4
+    real = ids >= len(SPECIALS)
     assert word_dropout(ids, 0.0) is ids  # off: nothing drawn, nothing changed
     everything = word_dropout(ids, 1.0)
     assert torch.equal(everything, torch.where(real, torch.full_like(ids, UNK_ID), ids))
@@ -116,7 +116,7 @@ def test_word_dropout_replaces_only_real_tokens():
     assert not changed[~real].any() and (some[changed] == UNK_ID).all()
     rate = changed.sum().item() / real.sum().item()
     assert abs(rate - 0.1) < 0.01, rate  # ~9,400 real tokens: 3 standard deviations is 0.0093
-    specials = torch.tensor([[SOS_ID, PAD_ID, UNK_ID, 3]])
+    specials = torch.tensor([[SOS_ID, PAD_ID, UNK_ID, EOS_ID]])
     assert torch.equal(word_dropout(specials, 1.0), specials)
 
 
