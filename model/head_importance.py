@@ -17,7 +17,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .checkpoint import DEFAULT_CHECKPOINT
-from .evaluate import corpus_parser, load_corpus, score
+from .evaluate import corpus_parser, load_corpus
+from .metrics import score
 from .heads import n_layers
 from .transformer import KINDS
 

@@ -28,7 +28,7 @@ from .checkpoint import save_checkpoint
 from .config import ModelConfig
 from .data import bucket_batches, encode_pairs, load_split, pad
 from .device import describe, pick_device
-from .evaluate import evaluate_loss, token_loss
+from .metrics import evaluate_loss, token_loss
 from .transformer import Transformer
 from .vocab import SPECIALS, UNK_ID, Vocab, tokenize
 

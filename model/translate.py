@@ -115,7 +115,7 @@ def main(argv=None):
 
 def score_reference(translator, result, reference: str, line: int, heads_off):
     """The --reference fields of one line's result, or None (and a note on stderr) for an empty reference."""
-    from .evaluate import sentence_bleu
+    from .metrics import sentence_bleu
 
     try:
         forced, loss = translator.score_reference(result.source, reference, heads_off=heads_off)

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import ROOT, random_batch
-from model.evaluate import token_loss
+from model.metrics import token_loss
 from model.train import lr_at, word_dropout
 from model.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID
 
