@@ -1,8 +1,9 @@
-"""The plain result of translating one sentence: the only thing viz/ and the app see of the model.
+"""The plain results of the model: the only thing viz/ and the app see of it.
 
 No torch here: tokens are strings, maps are numpy arrays shaped layers x heads x query x key.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,3 +63,35 @@ class Translation:
             "steps": [{"token": s.token, "prob": s.prob, "entropy": s.entropy, "top": [list(t) for t in s.top]}
                       for s in self.steps],
         }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One finished hypothesis of a beam search."""
+
+    tokens: list  # generated tokens, <eos> included when it ended with one
+    score: float  # summed log-probability of the tokens
+    normalized: float  # score / len(tokens) ** alpha: what the beams are ranked by
+
+
+@dataclass(frozen=True)
+class BeamSearch:
+    """What a beam search found and how: the best translation, the n-best list and every step's candidates."""
+
+    width: int  # beam width K
+    best: Translation  # the top candidate, with maps and steps from one teacher-forced pass
+    nbest: list  # Candidates, best first (at most K)
+    trace: list  # per step, the 2K candidates looked at:
+    #              [{"tokens": [...], "score": float, "status": "kept" | "finished" | "pruned"}]
+
+
+@dataclass(frozen=True)
+class ReferenceScore:
+    """A given English reference, teacher-forced: its per-token probabilities and maps, and its loss."""
+
+    translation: Translation  # the reference as output: steps hold each reference token's probability
+    loss: float  # mean cross-entropy per reference token, <eos> included (nats)
+
+    @property
+    def ppl(self) -> float:
+        return math.exp(self.loss)

@@ -93,10 +93,11 @@ def main(argv=None):
     else:
         results = {}
         for i in usable:
-            results[i], nbest, trace = translator.beam(lines[i], args.beam, **opts)
-            extra[i] = {"nbest": [{"tokens": t, "score": sc, "normalized": nz} for t, sc, nz in nbest],
-                        "beam_trace": [[{k: c[k] for k in ("tokens", "score", "status")} for c in step]
-                                       for step in trace]}
+            found = translator.beam(lines[i], args.beam, **opts)
+            results[i] = found.best
+            extra[i] = {"nbest": [{"tokens": c.tokens, "score": c.score, "normalized": c.normalized}
+                                  for c in found.nbest],
+                        "beam_trace": found.trace}
     for i in (results if references else []):
         extra.setdefault(i, {})["reference"] = score_reference(translator, results[i], references[i], i + 1,
                                                                args.mask_heads)
@@ -118,11 +119,12 @@ def score_reference(translator, result, reference: str, line: int, heads_off):
     from .metrics import sentence_bleu
 
     try:
-        forced, loss = translator.score_reference(result.source, reference, heads_off=heads_off)
+        scored = translator.score_reference(result.source, reference, heads_off=heads_off)
     except InputError as e:
         print(f"line {line}: {e}", file=sys.stderr)
         return None
-    return {"tokens": [s.token for s in forced.steps], "probs": [s.prob for s in forced.steps], "loss": loss,
+    steps = scored.translation.steps
+    return {"tokens": [s.token for s in steps], "probs": [s.prob for s in steps], "loss": scored.loss,
             "bleu": sentence_bleu(result.output_tokens, reference)}
 
 

@@ -1,10 +1,11 @@
-"""The public entry point: sentences in, plain `Translation` results out.
+"""The public entry point: sentences in, plain results out (model/result.py).
 
     tr = Translator.load()                                  # shipped checkpoint, best device
-    r = tr.translate("Ein Hund läuft.")                     # tokens, maps, step trace
+    r = tr.translate("Ein Hund läuft.")                     # Translation: tokens, maps, step trace
     r = tr.translate("Ein Hund läuft.", heads_off="cross.2") # with heads switched off (model/heads.py)
     r = tr.translate("Ein Hund läuft.", force={1: "cat"})   # what-if: step 1 says "cat", greedy after
-    r, loss = tr.score_reference("Ein Hund läuft.", "A dog runs.")
+    b = tr.beam("Ein Hund läuft.", beam=4)                  # BeamSearch: b.best, b.nbest, b.trace
+    s = tr.score_reference("Ein Hund läuft.", "A dog runs.") # ReferenceScore: s.translation, s.loss, s.ppl
 
 Interventions are call arguments: the shared model is never edited, so any number of
 users can ask for different ones at the same time.
@@ -19,7 +20,7 @@ from .decoding import beam_search, greedy_decode, step_stats, teacher_forced
 from .device import describe, pick_device
 from .errors import InputError
 from .heads import parse_head_mask
-from .result import Step, Translation
+from .result import BeamSearch, Candidate, ReferenceScore, Step, Translation
 from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (SPEC: greedy decoding, max 50 tokens)
@@ -81,15 +82,17 @@ class Translator:
     # translation --------------------------------------------------------------------------------
     def translate(self, sentence: str, beam: int = 1, top_k: int = 5, max_len: int = MAX_OUTPUT,
                   heads_off: str | None = None, force: dict | None = None) -> Translation:
-        """Translate one sentence with every attention map and the step trace."""
+        """Translate one sentence with every attention map and the step trace (greedy, or beam search)."""
+        if force and beam != 1:
+            raise InputError(f"forcing tokens works with greedy decoding (beam 1), not with beam {beam}")
         if beam == 1:
             return self.translate_batch([sentence], top_k=top_k, max_len=max_len, heads_off=heads_off,
                                         force=force)[0]
-        return self.beam(sentence, beam, top_k, max_len, heads_off)[0]
+        return self.beam(sentence, beam, top_k, max_len, heads_off).best
 
     def beam(self, sentence: str, beam: int = 4, top_k: int = 5, max_len: int = MAX_OUTPUT,
-             heads_off: str | None = None):
-        """Beam search: (best Translation, n-best [(tokens, score, normalized)], trace of token steps)."""
+             heads_off: str | None = None) -> BeamSearch:
+        """Beam search: the best Translation, the n-best Candidates and the trace of every step."""
         if not isinstance(beam, int) or beam < 1:
             raise InputError(f"beam width must be a whole number of at least 1, got {beam}")
         src_tokens, ids, cut = self.source_ids(sentence)
@@ -97,9 +100,10 @@ class Translator:
         res = beam_search(self.model, src, beam, max_len, head_mask=self.head_mask(heads_off))
         best = self.analyze(sentence, res.hypotheses[0].ids, top_k=top_k, heads_off=heads_off)
         itos = self.tgt_vocab.itos
-        nbest = [([itos[i] for i in h.ids], h.score, h.normalized) for h in res.hypotheses]
-        trace = [[{**c, "tokens": [itos[i] for i in c["ids"]]} for c in step] for step in res.trace]
-        return best, nbest, trace
+        nbest = [Candidate([itos[i] for i in h.ids], h.score, h.normalized) for h in res.hypotheses]
+        trace = [[{"tokens": [itos[i] for i in c["ids"]], "score": c["score"], "status": c["status"]}
+                  for c in step] for step in res.trace]
+        return BeamSearch(width=beam, best=best, nbest=nbest, trace=trace)
 
     def analyze(self, sentence: str, output_ids: list, top_k: int = 5, heads_off: str | None = None) -> Translation:
         """A Translation for a given output (ids, <eos> included if produced) by one teacher-forced pass."""
@@ -115,15 +119,16 @@ class Translator:
         return self._result(sentence, src_tokens, ids, cut, list(output_ids), probs.tolist(), entropy.tolist(),
                             top_i.tolist(), top_p.tolist(), maps)
 
-    def score_reference(self, sentence: str, reference: str, heads_off: str | None = None):
-        """Teacher forcing on an English reference: (Translation of the reference, mean loss per token)."""
+    def score_reference(self, sentence: str, reference: str, heads_off: str | None = None) -> ReferenceScore:
+        """Teacher forcing on an English reference: its Translation (steps hold the reference tokens'
+        probabilities) and its mean loss per token."""
         tokens = tokenize(reference or "", "en")
         if not any(t.strip() for t in tokens):
             raise InputError("the reference is empty: type an English translation to compare with")
         ref_ids = self.tgt_vocab.encode(tokens[:self.cfg.max_positions - 1]) + [EOS_ID]
         r = self.analyze(sentence, ref_ids, heads_off=heads_off)
         loss = -float(np.mean(np.log(np.maximum([s.prob for s in r.steps], 1e-30))))
-        return r, loss
+        return ReferenceScore(translation=r, loss=loss)
 
     def translate_batch(self, sentences: list, batch_size: int = 64, top_k: int = 5, max_len: int = MAX_OUTPUT,
                         with_maps: bool = True, heads_off: str | None = None, force: dict | None = None) -> list:

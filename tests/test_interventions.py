@@ -111,20 +111,24 @@ def test_forcing_errors(tr):
         tr.translate(SENT, force={80: "dog"})
     with pytest.raises(InputError, match="beyond the output, which ends after step 0"):
         tr.translate(SENT, force={0: "<eos>", 2: "dog"})  # <eos> first: nothing comes after it
+    with pytest.raises(InputError, match="greedy decoding"):  # beam search would silently ignore it
+        tr.translate(SENT, beam=3, force={0: "dog"})
 
 
 def test_teacher_forced_probabilities_equal_free_running_where_they_agree(tr):
     free = tr.translate(SENT, max_len=8)
     ref = " ".join(s.token for s in free.steps if s.token != "<eos>")
-    forced, loss = tr.score_reference(SENT, ref)
+    scored = tr.score_reference(SENT, ref)
+    forced, loss = scored.translation, scored.loss
     k = len(free.steps) if free.steps[-1].token == "<eos>" else len(free.steps)
     np.testing.assert_allclose([s.prob for s in forced.steps[:k]], [s.prob for s in free.steps[:k]], atol=1e-5)
     np.testing.assert_allclose(forced.cross_attentions[:, :, :k], free.cross_attentions[:, :, :k], atol=1e-5)
     # a reference that differs from step 2 on agrees before it
-    diverging, _ = tr.score_reference(SENT, " ".join([free.steps[0].token, free.steps[1].token, "zebra", "x"]))
+    diverging = tr.score_reference(SENT, f"{free.steps[0].token} {free.steps[1].token} zebra x").translation
     np.testing.assert_allclose([s.prob for s in diverging.steps[:2]], [s.prob for s in free.steps[:2]], atol=1e-5)
     assert diverging.steps[2].token == "<unk>"  # "zebra" is not in the tiny vocabulary
     assert loss == pytest.approx(-np.mean(np.log([s.prob for s in forced.steps])), rel=1e-6)
+    assert scored.ppl == pytest.approx(np.exp(loss), rel=1e-12)
 
 
 def test_empty_reference_is_a_clear_error(tr):
@@ -134,12 +138,16 @@ def test_empty_reference_is_a_clear_error(tr):
 
 def test_beam_width_one_equals_greedy_and_beam_trace(tr):
     greedy = tr.translate(SENT, max_len=10)
-    best, nbest, trace = tr.beam(SENT, beam=1, max_len=10)
-    assert best.output_tokens == greedy.output_tokens
-    best4, nbest4, trace4 = tr.beam(SENT, beam=4, max_len=10)
-    assert nbest4[0][0] == [s.token for s in best4.steps]
-    assert {c["status"] for step in trace4 for c in step} <= {"kept", "finished", "pruned"}
-    assert all(sum(c["status"] == "kept" for c in step) <= 4 for step in trace4)
+    one = tr.beam(SENT, beam=1, max_len=10)
+    assert one.width == 1 and one.best.output_tokens == greedy.output_tokens
+    four = tr.beam(SENT, beam=4, max_len=10)
+    assert four.width == 4 and four.nbest[0].tokens == [s.token for s in four.best.steps]
+    assert {c["status"] for step in four.trace for c in step} <= {"kept", "finished", "pruned"}
+    assert all(sum(c["status"] == "kept" for c in step) <= 4 for step in four.trace)
+    # two routes: the search's summed log-probability equals the teacher-forced pass over its output
+    top = four.nbest[0]
+    assert top.score == pytest.approx(sum(np.log(s.prob) for s in four.best.steps), abs=1e-4)
+    assert top.normalized == pytest.approx(top.score / len(top.tokens) ** 0.6, rel=1e-9)
     with pytest.raises(InputError, match="beam width"):
         tr.beam(SENT, beam=0)
 
