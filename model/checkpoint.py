@@ -62,12 +62,12 @@ def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]
         raw = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
         raw.pop("training", None)
         cfg = ModelConfig.from_dict(raw)
-    except (ValueError, TypeError, AssertionError) as e:
+    except (ValueError, TypeError) as e:
         _fail(folder / CONFIG, f"is not a valid model config ({e})")
     try:
         vocab = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
         src_vocab, tgt_vocab = Vocab(vocab["src"]), Vocab(vocab["tgt"])
-    except (ValueError, KeyError, TypeError, AssertionError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         _fail(folder / VOCAB, f"is not a valid vocabulary file ({e})")
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         _fail(folder, f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)} tokens but the config says "

@@ -18,8 +18,20 @@ class ModelConfig:
     pad_id: int = 1  # index of <pad> in both vocabularies (SPEC: <unk>=0 <pad>=1 <sos>=2 <eos>=3)
 
     def __post_init__(self):
-        assert self.d_model % self.n_heads == 0, f"d_model {self.d_model} not divisible by n_heads {self.n_heads}"
-        assert self.positions in ("learned", "sinusoidal"), f"unknown positions {self.positions!r}"
+        # Raised, not asserted: a config comes from a checkpoint's JSON, and `python -O` drops asserts.
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_enc_layers", "n_dec_layers", "n_heads",
+                     "d_ff", "max_positions"):
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:  # type(): True is an int too
+                raise ValueError(f"{name} must be a whole number above 0, got {value!r}")
+        if type(self.pad_id) is not int or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(f"pad_id must be an index into both vocabularies, got {self.pad_id!r}")
+        if type(self.dropout) not in (int, float) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        if self.positions not in ("learned", "sinusoidal"):
+            raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {self.positions!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
 
     @property
     def head_size(self) -> int:
@@ -30,6 +42,9 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ModelConfig":
+        """A config from its JSON; ValueError (or TypeError for a missing key) saying what is wrong."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a config is a JSON object, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

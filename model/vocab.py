@@ -32,8 +32,17 @@ def tokenize(text: str, lang: str) -> list[str]:
 
 class Vocab:
     def __init__(self, itos: list[str]):
-        assert tuple(itos[:4]) == SPECIALS, f"vocabulary must start with {SPECIALS}, got {itos[:4]}"
-        assert len(set(itos)) == len(itos), "vocabulary has duplicate tokens"
+        # Raised, not asserted: a vocabulary comes from a checkpoint's JSON, and `python -O` drops asserts.
+        if not isinstance(itos, (list, tuple)):
+            raise ValueError(f"a vocabulary is a list of tokens, got {type(itos).__name__}")
+        odd = next((t for t in itos if not isinstance(t, str)), None)
+        if odd is not None:
+            raise ValueError(f"vocabulary tokens must be strings, got {odd!r}")
+        if tuple(itos[:4]) != SPECIALS:
+            raise ValueError(f"vocabulary must start with {SPECIALS}, got {tuple(itos[:4])}")
+        if len(set(itos)) != len(itos):
+            dups = sorted(t for t, c in Counter(itos).items() if c > 1)
+            raise ValueError(f"vocabulary has duplicate tokens: {dups[:5]}")
         self.itos = list(itos)
         self.stoi = {t: i for i, t in enumerate(self.itos)}
 

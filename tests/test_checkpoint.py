@@ -2,12 +2,15 @@
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from conftest import CHECKPOINT, random_batch
+from conftest import CHECKPOINT, ROOT, random_batch, tiny_config
+from model.config import ModelConfig
 from model.checkpoint import load_checkpoint, save_checkpoint
 from model.errors import CheckpointError
 from model.vocab import Vocab
@@ -106,3 +109,60 @@ def test_shipped_checkpoint_is_the_reference_model():
     assert model.n_params() == 9_038_341
     assert (CHECKPOINT / "README.md").is_file()
     assert sum(f.stat().st_size for f in CHECKPOINT.iterdir()) <= 40 * 1024 * 1024
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"n_heads": "4"}, "n_heads must be a whole number above 0, got '4'"),
+    ({"n_heads": 3}, "d_model 16 is not divisible by n_heads 3"),
+    ({"d_ff": 0}, "d_ff must be a whole number above 0"),
+    ({"max_positions": 24.0}, "max_positions must be a whole number above 0, got 24.0"),
+    ({"n_enc_layers": True}, "n_enc_layers must be a whole number above 0, got True"),
+    ({"dropout": 1.0}, "dropout must be a number in [0, 1), got 1.0"),
+    ({"dropout": "0.1"}, "dropout must be a number in [0, 1)"),
+    ({"positions": "rotary"}, "positions must be 'learned' or 'sinusoidal', got 'rotary'"),
+    ({"pad_id": 19}, "pad_id must be an index into both vocabularies"),
+])
+def test_config_validation_raises_value_errors(change, message):
+    with pytest.raises(ValueError) as e:
+        tiny_config(**change)
+    assert message in str(e.value)
+
+
+BAD_CONFIGS = {"n_heads_text": {"n_heads": "4"}, "indivisible": {"n_heads": 3}, "dropout": {"dropout": 1.0},
+               "positions": {"positions": "rotary"}}
+
+
+def test_bad_config_is_a_checkpoint_error_under_python_O(saved, tmp_path):
+    """Asserts vanish under `python -O`: validation must still stop a bad config.json with a CheckpointError."""
+    for name, change in BAD_CONFIGS.items():
+        shutil.copytree(saved, tmp_path / name)
+        cfg = json.loads((saved / "config.json").read_text())
+        (tmp_path / name / "config.json").write_text(json.dumps({**cfg, **change}))
+    script = (
+        "import json, sys\n"
+        "from model.checkpoint import load_checkpoint\n"
+        "assert False, 'asserts are on'\n"  # proves -O is in force: this line must not fire
+        "for name in sys.argv[2:]:\n"
+        "    try:\n"
+        "        load_checkpoint(sys.argv[1] + '/' + name)\n"
+        "        print(json.dumps([name, 'loaded', '']))\n"
+        "    except Exception as e:\n"
+        "        print(json.dumps([name, type(e).__name__, str(e)]))\n")
+    r = subprocess.run([sys.executable, "-O", "-c", script, str(tmp_path), *BAD_CONFIGS], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    results = {name: (kind, msg) for name, kind, msg in map(json.loads, r.stdout.splitlines())}
+    expected = {"n_heads_text": "n_heads must be a whole number above 0, got '4'",
+                "indivisible": "d_model 16 is not divisible by n_heads 3",
+                "dropout": "dropout must be a number in [0, 1), got 1.0",
+                "positions": "positions must be 'learned' or 'sinusoidal', got 'rotary'"}
+    for name, fragment in expected.items():
+        kind, msg = results[name]
+        assert kind == "CheckpointError" and "not a valid model config" in msg and fragment in msg, (name, msg)
+
+
+def test_config_round_trips_through_json():
+    cfg = tiny_config(positions="sinusoidal", dropout=0.0)
+    assert ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    with pytest.raises(ValueError, match="unknown config keys"):
+        ModelConfig.from_dict({**cfg.to_dict(), "n_layers": 6})

@@ -22,9 +22,14 @@ def test_vocab_order_specials_then_count_then_alphabet():
     assert v.decode([4, 5]) == ["a", "b"]
 
 
-def test_vocab_rejects_a_wrong_start():
-    with pytest.raises(AssertionError):
-        Vocab(["<pad>", "<unk>", "<sos>", "<eos>"])
+@pytest.mark.parametrize("itos,message", [
+    (["<pad>", "<unk>", "<sos>", "<eos>"], "must start with"),
+    (["<unk>", "<pad>", "<sos>", "<eos>", "a", "b", "a"], "duplicate tokens: \\['a'\\]"),
+    (["<unk>", "<pad>", "<sos>", "<eos>", "a", 7], "must be strings, got 7"),
+    ("<unk> <pad> <sos> <eos>", "a list of tokens")])
+def test_vocab_rejects_a_wrong_list(itos, message):
+    with pytest.raises(ValueError, match=message):  # raised, not asserted: vocabularies come from JSON
+        Vocab(itos)
 
 
 def test_real_vocabulary_sizes_and_order(data_dir):
