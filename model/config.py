@@ -15,7 +15,7 @@ class ModelConfig:
     dropout: float = 0.1  # embeddings, attention weights, sublayer outputs, FFN hidden
     max_positions: int = 100  # positions the model has, <sos> and <eos> included
     positions: str = "learned"  # "learned" embedding or the paper's fixed "sinusoidal" table
-    pad_id: int = 1  # index of <pad> in both vocabularies (SPEC: <unk>=0 <pad>=1 <sos>=2 <eos>=3)
+    pad_id: int = 1  # index of <pad> in both vocabularies (docs/contract.md: <unk>=0 <pad>=1 <sos>=2 <eos>=3)
 
     def __post_init__(self):
         # Raised, not asserted: a config comes from a checkpoint's JSON, and `python -O` drops asserts.

@@ -1,4 +1,4 @@
-"""Loss, perplexity and BLEU of a checkpoint on a parallel corpus (SPEC.md, Metrics).
+"""Loss, perplexity and BLEU of a checkpoint on a parallel corpus (docs/contract.md, Metrics).
 
     python -m model.evaluate --src test.de.gz --ref test.en.gz [--checkpoint PATH] [--beam K] [--mask-heads SPEC]
 

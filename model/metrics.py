@@ -1,4 +1,4 @@
-"""Loss, perplexity and BLEU (SPEC.md, Metrics), and scoring a translator on a corpus.
+"""Loss, perplexity and BLEU (docs/contract.md, Metrics), and scoring a translator on a corpus.
 
 A library module, not a command: model.evaluate, model.train, model.translate and
 model.head_importance all take their metrics from here, so each number is computed one way.

@@ -44,11 +44,11 @@ class Translation:
 
     @property
     def text(self) -> str:
-        """The translation as SPEC prints it: output tokens joined by single spaces."""
+        """The translation as model.translate prints it: output tokens joined by single spaces."""
         return " ".join(self.output_tokens)
 
     def to_json(self) -> dict:
-        """The `--json` line of model.translate (SPEC.md)."""
+        """The `--json` line of model.translate (docs/contract.md)."""
         return {
             "source": self.source,
             "translation": self.text,

@@ -4,7 +4,7 @@
     torchrun --nproc_per_node 2 -m model.train --data-dir ...   # DistributedDataParallel
 
 Adam, batches of 128 pairs bucketed by length, gradient-norm clip 1.0, cross-entropy
-that ignores padding (SPEC.md); optionally word dropout on the inputs (--word-dropout).
+that ignores padding (docs/contract.md); optionally word dropout on the inputs (--word-dropout).
 The best-validation epoch is kept; --average K then tries the mean of the K best
 epochs' weights and keeps it if its validation loss is lower. Every epoch saves a
 resumable state in --work-dir; --resume continues from it.
@@ -117,7 +117,7 @@ def main(argv=None):
     if args.limit:
         train_src, train_tgt = train_src[:args.limit], train_tgt[:args.limit]
     t0 = time.time()
-    # Vocabularies come from the training split only (SPEC), whatever --limit says about what we train on.
+    # Vocabularies come from the training split only (docs/contract.md), whatever --limit says about what we train on.
     src_vocab = Vocab.build(tokenize(s, "de") for s in train_src)
     tgt_vocab = Vocab.build(tokenize(s, "en") for s in train_tgt)
     cfg = ModelConfig(len(src_vocab), len(tgt_vocab), positions=args.positions, dropout=args.dropout)

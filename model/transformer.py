@@ -187,7 +187,7 @@ class Transformer(nn.Module):
         self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec_layers))
-        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # no weight tying (SPEC)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # no weight tying (docs/contract.md)
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)

@@ -23,7 +23,7 @@ from .heads import parse_head_mask
 from .result import BeamSearch, Candidate, ReferenceScore, Step, Translation
 from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
 
-MAX_OUTPUT = 50  # generated tokens at most (SPEC: greedy decoding, max 50 tokens)
+MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)
 
 
 class Translator:

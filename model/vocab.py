@@ -1,4 +1,4 @@
-"""Tokenization and vocabularies, exactly as SPEC.md says.
+"""Tokenization and vocabularies, exactly as docs/contract.md says.
 
 spaCy's rule-based tokenizer of a blank pipeline, lower-cased; vocabularies from
 the training split only, tokens seen at least twice, specials first, then by
@@ -25,7 +25,7 @@ def tokenize(text: str, lang: str) -> list[str]:
     """Lower-cased spaCy tokens of one sentence (outer whitespace stripped).
 
     Inner runs of odd whitespace stay as spaCy's whitespace tokens, as in the reference
-    tutorial: that is what gives SPEC's vocabulary sizes (7,853 / 5,893).
+    tutorial: that is what gives the vocabulary sizes of docs/contract.md (7,853 / 5,893).
     """
     return [t.text.lower() for t in _spacy_tokenizer(lang)(text.strip())]
 

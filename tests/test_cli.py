@@ -1,4 +1,4 @@
-"""The command-line contracts of SPEC.md, on a tiny checkpoint and on the shipped one."""
+"""The command-line contracts of docs/contract.md, on a tiny checkpoint and on the shipped one."""
 
 import gzip
 import json
@@ -26,7 +26,7 @@ def tiny_ckpt(tmp_path, tiny_model):
 
 
 def check_json_line(obj):
-    """The --json invariants of SPEC.md for one line."""
+    """The --json invariants of docs/contract.md for one line."""
     S, T = len(obj["src_tokens"]), len(obj["tgt_tokens"])
     assert obj["src_tokens"][0] == "<sos>" and obj["src_tokens"][-1] == "<eos>"
     assert obj["tgt_tokens"][0] == "<sos>" and len(obj["steps"]) == T
@@ -110,7 +110,7 @@ def test_shipped_model_translates_known_sentences(german, groups):
 
 
 def test_shipped_model_meets_the_quality_bar(data_dir):
-    """Issue 2's bars on test2016, greedy: BLEU >= 36.5 and perplexity <= 5.40 (SPEC metrics)."""
+    """Issue 2's bars on test2016, greedy: BLEU >= 36.5 and perplexity <= 5.40 (docs/contract.md, Metrics)."""
     shipped()
     r = run("model.evaluate", "--src", str(data_dir / "test_2016_flickr.de.gz"),
             "--ref", str(data_dir / "test_2016_flickr.en.gz"))

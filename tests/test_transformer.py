@@ -150,7 +150,7 @@ def test_masked_head_output_is_exactly_zero(tiny_model):
 
 
 def test_reference_parameter_count():
-    """SPEC: 9,038,341 parameters with the real vocabularies (7,853 / 5,893)."""
+    """docs/contract.md: 9,038,341 parameters with the real vocabularies (7,853 / 5,893)."""
     assert Transformer(ModelConfig(7853, 5893)).n_params() == 9_038_341
     # sinusoidal positions are a formula, not parameters: 2 x 100 x 256 fewer
     assert Transformer(ModelConfig(7853, 5893, positions="sinusoidal")).n_params() == 9_038_341 - 51_200

@@ -33,7 +33,7 @@ def test_vocab_rejects_a_wrong_list(itos, message):
 
 
 def test_real_vocabulary_sizes_and_order(data_dir):
-    """SPEC: 7,853 German and 5,893 English tokens from the training split."""
+    """docs/contract.md: 7,853 German and 5,893 English tokens from the training split."""
     de, en = load_split(data_dir, "train")
     assert len(de) == len(en) == 29000
     vde = Vocab.build(tokenize(s, "de") for s in de)
