@@ -11,6 +11,7 @@ import sys
 import time
 
 from .data import read_lines
+from .device import DEVICE_ENV, DEVICE_NAMES
 from .errors import CheckpointError, InputError
 from .metrics import score
 
@@ -21,7 +22,7 @@ def corpus_parser(doc: str) -> argparse.ArgumentParser:
     p.add_argument("--src", required=True, help="German sentences, one per line (plain or .gz)")
     p.add_argument("--ref", required=True, help="English references, one per line (plain or .gz)")
     p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
-    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
     return p
 
 

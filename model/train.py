@@ -27,7 +27,8 @@ from tqdm import tqdm
 from .checkpoint import save_checkpoint
 from .config import ModelConfig
 from .data import bucket_batches, encode_pairs, load_split, pad
-from .device import describe, pick_device
+from .device import DEVICE_ENV, DEVICE_NAMES, describe, pick_device
+from .errors import InputError
 from .metrics import evaluate_loss, token_loss
 from .transformer import Transformer
 from .vocab import SPECIALS, UNK_ID, Vocab, tokenize
@@ -90,7 +91,7 @@ def parse_args(argv=None):
                    help="replace each real source and decoder-input token by <unk> with this probability")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for the forward pass")
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
     p.add_argument("--limit", type=int, default=0, help="use only the first N training pairs (tests)")
     p.add_argument("--max-steps", type=int, default=0, help="stop each epoch after N steps (tests)")
     p.add_argument("--resume", action="store_true", help="continue from --work-dir/state.pt")
@@ -100,11 +101,16 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    try:
+        device = pick_device(args.device)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     rank, world = setup_distributed()
     is_main = rank == 0
     log = (lambda *a: print(*a, flush=True)) if is_main else (lambda *a: None)
-    device = torch.device("cuda", torch.cuda.current_device()) if world > 1 and torch.cuda.is_available() \
-        else pick_device(args.device)
+    if world > 1 and torch.cuda.is_available():  # torchrun: each process on its own GPU
+        device = torch.device("cuda", torch.cuda.current_device())
     random.seed(args.seed)
     torch.manual_seed(args.seed)
 

@@ -23,6 +23,7 @@ import json
 import sys
 
 from .data import read_lines
+from .device import DEVICE_ENV, DEVICE_NAMES
 from .errors import CheckpointError, InputError
 
 
@@ -33,7 +34,7 @@ def main(argv=None):
     p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy, batched)")
     p.add_argument("--json", action="store_true", help="one JSON object per line with maps and steps")
     p.add_argument("--top-k", type=int, default=5, help="alternatives recorded per step (--json)")
-    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
     p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
     p.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
                    help="make output step STEP (0-based) emit TOKEN; repeatable")

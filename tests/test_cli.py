@@ -2,21 +2,33 @@
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import CHECKPOINT, ROOT
 from model.checkpoint import save_checkpoint
+from model.device import DEVICE_NAMES
 from model.vocab import Vocab
 from test_decoding import ENGLISH, GERMAN
 
 
-def run(*args, stdin=""):
+def run(*args, stdin="", env=None):
     return subprocess.run([sys.executable, "-m", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+                          timeout=300, env={**os.environ, **(env or {})})
+
+
+def assert_one_error_line(r, *fragments):
+    """Exit status 2 and exactly one stderr line, `error: ...`, holding every fragment: no traceback."""
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
 
 
 @pytest.fixture
@@ -72,6 +84,35 @@ def test_translate_with_a_bad_checkpoint_says_what_to_do(tmp_path):
     (tmp_path / "x.pt").write_bytes(b"not really")
     r = run("model.translate", "--checkpoint", str(tmp_path / "x.pt"), stdin="Ein Hund.\n")
     assert r.returncode == 2 and "pickle" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args,env,says", [
+    (["--device", "tpu"], {}, "unknown device 'tpu'"),
+    (["--device", "bogus:7"], {}, "unknown device 'bogus:7'"),
+    (["--device", ""], {}, "unknown device ''"),
+    ([], {"TRANSFORMER_DEVICE": "CPU"}, "unknown device 'CPU' (from $TRANSFORMER_DEVICE)"),
+    (["--device", "cuda"], {}, "CUDA is not available here"),
+])
+def test_translate_with_a_bad_device_names_the_valid_ones(tiny_ckpt, args, env, says):
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    r = run("model.translate", "--checkpoint", tiny_ckpt, *args, stdin="Ein Hund.\n", env=env)
+    assert_one_error_line(r, says, DEVICE_NAMES)
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("tool", ["model.evaluate", "model.head_importance", "model.train"])
+def test_every_tool_refuses_a_bad_device_in_one_line(tool, tiny_ckpt, tmp_path):
+    (tmp_path / "s.de").write_text("Ein Hund.\n", encoding="utf-8")
+    (tmp_path / "r.en").write_text("A dog.\n", encoding="utf-8")
+    corpus = ["--src", str(tmp_path / "s.de"), "--ref", str(tmp_path / "r.en"), "--checkpoint", tiny_ckpt]
+    args = {"model.evaluate": corpus,
+            "model.head_importance": [*corpus, "--out", str(tmp_path / "hi.json")],
+            "model.train": ["--data-dir", str(tmp_path), "--out", str(tmp_path / "out"),
+                            "--work-dir", str(tmp_path / "w")]}[tool]
+    r = run(tool, *args, "--device", "tpu")
+    assert_one_error_line(r, "unknown device 'tpu'", DEVICE_NAMES)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "hi.json").exists()
 
 
 def test_evaluate_prints_one_json_line(tiny_ckpt, tmp_path):

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from model.data import bucket_batches, load_split, pad, read_lines
-from model.device import pick_device
+from model.device import DEVICE_NAMES, pick_device
+from model.errors import InputError
 from model.vocab import SPECIALS, Vocab, tokenize
 
 
@@ -85,3 +86,34 @@ def test_device_choice(monkeypatch):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             pick_device("cuda")
+
+
+@pytest.mark.parametrize("name", ["tpu", "CPU", "Cuda", "bogus:7", "cpu:0 ", "cuda:", "cuda:x", "meta", "", " cpu"])
+def test_device_names_outside_the_list_are_input_errors(name):
+    with pytest.raises(InputError) as e:
+        pick_device(name)
+    assert f"unknown device {name!r}" in str(e.value) and DEVICE_NAMES in str(e.value)
+
+
+def test_device_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_DEVICE", "tpu")
+    with pytest.raises(InputError, match=r"unknown device 'tpu' \(from \$TRANSFORMER_DEVICE\)"):
+        pick_device()
+    assert pick_device("cpu") == torch.device("cpu")  # an explicit argument wins over the environment
+    monkeypatch.setenv("TRANSFORMER_DEVICE", "")  # empty: as if unset
+    assert pick_device() == pick_device("auto")
+
+
+def test_unavailable_devices_say_so():
+    if not torch.cuda.is_available():
+        for name in ("cuda", "cuda:0", "cuda:3"):
+            with pytest.raises(InputError, match=f"'{name}' asked for, but CUDA is not available here"):
+                pick_device(name)
+    else:
+        n = torch.cuda.device_count()
+        assert pick_device("cuda:0") == torch.device("cuda", 0)
+        with pytest.raises(InputError, match=f"only {n} CUDA devices"):
+            pick_device(f"cuda:{n}")
+    if not torch.backends.mps.is_available():
+        with pytest.raises(InputError, match="MPS is not available here"):
+            pick_device("mps")
