@@ -51,13 +51,13 @@ def stop_app(proc: subprocess.Popen):
 
 
 def translate_in_page(page, sentence: str, timeout_ms=30_000):
-    """Type a sentence, press Enter, and wait until its translation and heatmaps are drawn."""
+    """Type a sentence, press Enter, and wait until its translation, its map and the model view are drawn."""
     box = page.get_by_label(INPUT_LABEL)
     box.fill(sentence)
     box.press("Enter")
     wait_idle(page, timeout_ms)
     page.locator(".translation").wait_for(timeout=timeout_ms)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .hm').length >= 2", timeout=timeout_ms)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .hm').length >= 1 && document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=timeout_ms)
 
 
 def wait_idle(page, timeout_ms=30_000):

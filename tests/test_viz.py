@@ -36,7 +36,7 @@ def test_heatmap_fixed_colour_scale_and_axis_titles():
     assert fig.data[0].coloraxis == "coloraxis"
     assert "query" in fig.layout.yaxis.title.text and "key" in fig.layout.xaxis.title.text
     assert "%{z:.4f}" in fig.data[0].hovertemplate and "query" in fig.data[0].hovertemplate
-    assert fig.layout.yaxis.autorange == "reversed"  # first query on top, as the matrix reads
+    assert list(fig.layout.yaxis.range) == [1.5, -0.5]  # first query on top, as the matrix reads
 
 
 def test_causal_heatmap_draws_future_cells_as_masked():
@@ -84,30 +84,77 @@ def test_mismatched_shapes_raise_clear_errors():
         viz.attention_heatmap(rows_summing_to_one(2, 2), "ab", ["a", "b"])
 
 
+def model_view_grid(fig, rows, cols, trace=0):
+    """The model view's scatter points back as a (rows, cols) grid of weights (NaN where no point)."""
+    grid = np.full((rows, cols), np.nan)
+    tr = fig.data[trace]
+    values = tr.marker.color if trace == 0 else np.ones(len(tr.x))
+    grid[np.array(tr.y, int), np.array(tr.x, int)] = values
+    return grid
+
+
 def test_model_view_tiles_every_layer_and_head():
     L, H, Q, K = 3, 8, 4, 5
     rng = np.random.default_rng(1)
     maps = rng.random((L, H, Q, K))
     maps /= maps.sum(-1, keepdims=True)
     fig = viz.model_view(maps, list("abcd"), list("vwxyz"))
-    z = np.array(fig.data[0].z, dtype=float)
-    assert z.shape == (L * (Q + 1) - 1, H * (K + 1) - 1)
+    z = model_view_grid(fig, L * (Q + 1) - 1, H * (K + 1) - 1)
+    custom = {(int(y), int(x)): c for x, y, c in zip(fig.data[0].x, fig.data[0].y, fig.data[0].customdata)}
     for layer, head in [(0, 0), (1, 5), (2, 7)]:
         r, c = layer * (Q + 1), head * (K + 1)
         np.testing.assert_array_equal(z[r:r + Q, c:c + K], maps[layer, head])
-        assert fig.data[0].customdata[r][c][0] == f"layer {layer + 1}, head {head + 1}"
+        assert list(custom[(r, c)][:2]) == [layer + 1, head + 1]  # hover counts from 1 like the page
+        assert viz.tile_of({"customdata": list(custom[(r + Q - 1, c + 2)])}) == (layer, head)  # a click names it
     assert np.isnan(z[Q, :]).all() and np.isnan(z[:, K]).all()  # gaps between tiles
     assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]
     assert len(fig.layout.xaxis.ticktext) == H
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    assert fig.layout.clickmode == "event+select"
 
 
 def test_model_view_masks_the_future_in_every_tile():
     maps = np.stack([np.stack([rows_summing_to_one(3, 3, causal=True)] * 2)] * 2)  # (2, 2, 3, 3)
     fig = viz.model_view(maps, list("abc"), list("abc"), causal=True)
-    masked = np.array(fig.data[1].z, dtype=float)
+    masked = model_view_grid(fig, 2 * 4 - 1, 2 * 4 - 1, trace=1)
     assert np.nansum(masked) == 2 * 2 * 3  # 3 future cells per tile
     assert masked[0, 1] == 1 and np.isnan(masked[1, 0])
+    assert fig.data[1].marker.color == viz.MASKED_COLOR and "masked" in fig.data[1].hovertemplate
+
+
+def test_cells_are_square_and_large_enough_and_labels_thin_out():
+    """Issue 9: >= 14 px cells up to ~45 tokens, capped for the longest input, no two tick labels closer
+    than a label needs."""
+    for n in (5, 12, 29, 45):
+        assert viz.cell_px(n) >= 14, n
+    assert viz.cell_px(100) * 100 <= 720  # the longest input keeps a bounded size
+    for n in (5, 29, 45, 98):
+        cell = viz.cell_px(n)
+        step = viz.label_step(cell)
+        assert step * cell >= 20 and (step == 1 or (step - 1) * cell < 20)  # as dense as possible, never closer
+        toks = [f"w{i}" for i in range(n)]
+        fig = viz.attention_heatmap(rows_summing_to_one(n, n), toks, toks)
+        assert list(fig.layout.xaxis.tickvals) == list(range(0, n, step))
+        assert list(fig.layout.xaxis.ticktext) == toks[::step]
+        assert fig.layout.yaxis.scaleanchor == "x"  # square cells
+        assert len(fig.data[0].customdata[0]) == n  # hover keeps every token, thinned or not
+
+
+def test_decoder_rows_say_what_they_predict():
+    rows = viz.predicting(["<sos>", "two", "men"], ["two", "men", "<eos>"])
+    assert rows == ["<sos> → two", "two → men", "men → <eos>"]
+    fig = viz.attention_heatmap(rows_summing_to_one(3, 2), rows, ["zwei", "männer"])
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;sos&gt; → two", "two → men", "men → &lt;eos&gt;"]
+    assert fig.data[0].customdata[0][0][0] == "0: &lt;sos&gt; → two"
+    with pytest.raises(ValueError, match="2 decoder inputs but 3"):
+        viz.predicting(["<sos>", "a"], ["a", "b", "c"])
+
+
+def test_stretched_colours_reach_the_maps_maximum():
+    w = rows_summing_to_one(3, 3) * 0.5
+    fig = viz.attention_heatmap(w, list("abc"), list("abc"), stretch=True)
+    assert fig.layout.coloraxis.cmax == pytest.approx(w.max())
+    assert viz.attention_heatmap(w, list("abc"), list("abc")).layout.coloraxis.cmax == 1
 
 
 def test_select_head_and_mean():

@@ -2,9 +2,16 @@
 
 Pure functions: numpy arrays and token lists in, a Plotly figure out. Cells sit at
 integer positions and tokens are only tick labels, so repeated tokens keep their own
-rows and columns. Every figure uses the same fixed 0-1 colour scale; cells a query
-may not look at (future positions of the decoder) are drawn grey, not as zeros.
+rows and columns. Figures use one fixed 0-1 colour scale unless asked to stretch it;
+cells a query may not look at (future positions of the decoder) are drawn grey, not as
+zeros.
+
+Sizes are in screen pixels and chosen from the number of tokens (issue 9): square
+cells of at least 14 px up to ~45 tokens, a capped size for the longest inputs, and
+tick labels thinned so that none overlaps its neighbour (hover always has every token).
 """
+
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,11 +21,19 @@ from .labels import check_tokens, check_weights, positioned, tick_labels
 COLORSCALE = "Viridis"
 MASKED_COLOR = "#c8c8c8"
 GAP = 1  # empty cells between tiles in the model view
+MAP_PX = 680  # the longer side of one map's plot area at most, in pixels
+CELL_PX = (7, 36)  # smallest and largest cell of one map
+LABEL_PX = 20  # room one tick label needs across its axis: 15 px for a 12 px font, with room to spare
+#               for a figure drawn at 3/4 of its size on a narrow (800 px) screen
+TICK_CHARS = 16  # tick labels longer than this are shortened (hover keeps them whole)
+CHAR_PX = 7  # rough width of one tick-label character, for the margins
+GRID_PX = 1000  # the model view's plot area is at most this wide
+TILE_CELL_PX = (2, 12)  # smallest and largest cell of one model-view tile
 
 
-def _coloraxis(title="weight"):
-    return dict(cmin=0.0, cmax=1.0, colorscale=COLORSCALE,
-                colorbar=dict(title=dict(text=title), thickness=12, len=0.9))
+def _coloraxis(title="weight", cmax=1.0):
+    return dict(cmin=0.0, cmax=cmax, colorscale=COLORSCALE,
+                colorbar=dict(title=dict(text=title), thickness=10, len=0.9, xpad=6))
 
 
 def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:
@@ -38,6 +53,24 @@ def select_head(maps, layer: int, head: int | None) -> np.ndarray:
     return maps[layer, head]
 
 
+def cell_px(n_tokens: int) -> int:
+    """Side of one square cell for a map whose longer side has n_tokens: >= 14 px up to 48 tokens."""
+    return int(min(max(MAP_PX // max(n_tokens, 1), CELL_PX[0]), CELL_PX[1]))
+
+
+def label_step(cell: int) -> int:
+    """Show every k-th tick label so that neighbours, `cell` pixels apart, never overlap."""
+    return math.ceil(LABEL_PX / cell)
+
+
+def _ticks(tokens, unknown, cell: int):
+    """Tick positions and labels, thinned to every k-th token where cells are too small for all."""
+    step = label_step(cell)
+    labels = tick_labels(tokens, unknown, TICK_CHARS)
+    keep = list(range(0, len(tokens), step))
+    return keep, [labels[i] for i in keep]
+
+
 def _masked_trace(x, y, masked, hover, customdata):
     z = np.where(masked, 1.0, np.nan)
     return go.Heatmap(x=x, y=y, z=z, customdata=customdata, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
@@ -46,9 +79,13 @@ def _masked_trace(x, y, masked, hover, customdata):
 
 
 def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title="",
-                      query_unknown=None, key_unknown=None,
+                      query_unknown=None, key_unknown=None, stretch=False,
                       query_axis="query: the token that is looking", key_axis="key: the token looked at"):
-    """One (Q, K) attention map as a heatmap; hover shows query, key and the exact weight."""
+    """One (Q, K) attention map as a heatmap of square cells; hover shows query, key and the exact weight.
+
+    stretch: colour from 0 to this map's largest weight instead of the fixed 0-1 scale (more contrast,
+    but colours no longer compare across maps).
+    """
     w = check_weights(weights, 2, "weights (queries, keys)")
     check_tokens(query_tokens, "query_tokens")
     check_tokens(key_tokens, "key_tokens")
@@ -67,22 +104,35 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
                                hovertemplate=hover + "weight %{z:.4f}<extra></extra>", name="attention"))
     if masked.any():
         fig.add_trace(_masked_trace(x, y, masked, hover, custom))
+
+    cell = cell_px(max(Q, K))
+    x_vals, x_text = _ticks(key_tokens, key_unknown, cell)
+    y_vals, y_text = _ticks(query_tokens, query_unknown, cell)
+    upright = cell >= 28  # wide cells: labels at -45 degrees read best; narrow ones need vertical labels
+    left = CHAR_PX * max((len(t) for t in y_text), default=4) + 40
+    bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
+    cmax = float(np.nanmax(np.where(masked, np.nan, w))) if stretch and w.size else 1.0
     fig.update_layout(
-        title=dict(text=title), coloraxis=_coloraxis(), height=max(320, 26 * Q + 170),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10), plot_bgcolor="white",
-        xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x,
-                   ticktext=tick_labels(key_tokens, key_unknown), tickangle=-50, side="bottom"),
-        yaxis=dict(title=dict(text=query_axis), tickmode="array", tickvals=y,
-                   ticktext=tick_labels(query_tokens, query_unknown), autorange="reversed"),
+        title=dict(text=title), coloraxis=_coloraxis("weight" if not stretch else "weight (stretched)",
+                                                     cmax=max(cmax, 1e-6)),
+        width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x_vals, ticktext=x_text,
+                   tickangle=-45 if upright else -90, side="bottom", automargin=True, showgrid=False,
+                   zeroline=False, range=[-0.5, K - 0.5], constrain="domain", tickfont=dict(size=12)),
+        yaxis=dict(title=dict(text=query_axis), tickmode="array", tickvals=y_vals, ticktext=y_text,
+                   automargin=True, showgrid=False, zeroline=False, range=[Q - 0.5, -0.5],
+                   scaleanchor="x", constrain="domain", tickfont=dict(size=12)),
     )
     return fig
 
 
 def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None):
-    """Every layer (rows) x every head (columns) as small tiles of one heatmap.
+    """Every layer (rows) x every head (columns) as tiles of square markers; a click on a tile selects it.
 
-    One trace instead of L x H subplots: the browser draws it at once. Hover gives
-    layer, head, query, key and weight; gaps between tiles are empty.
+    A scatter of square markers rather than a heatmap: Streamlit reports clicks on scatter
+    points (`st.plotly_chart(on_select=...)`), not on heatmap cells. Each point's customdata
+    is [layer, head, query label, key label] (layer and head 0-based), so a click names its tile.
     """
     m = check_weights(maps, 4, "maps (layers, heads, queries, keys)")
     check_tokens(query_tokens, "query_tokens")
@@ -92,37 +142,49 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
         raise ValueError(f"maps have {Q} queries x {K} keys but there are {len(query_tokens)} query tokens "
                          f"and {len(key_tokens)} key tokens")
     rows, cols = L * (Q + GAP) - GAP, H * (K + GAP) - GAP
-    z = np.full((rows, cols), np.nan)
-    masked_z = np.zeros((rows, cols), dtype=bool)
-    custom = np.full((rows, cols, 3), "", dtype=object)
+    cell = int(min(max(GRID_PX // cols, TILE_CELL_PX[0]), TILE_CELL_PX[1]))
     q_lab = np.array(positioned(query_tokens, query_unknown), dtype=object)
     k_lab = np.array(positioned(key_tokens, key_unknown), dtype=object)
-    future = causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool)
-    for layer in range(L):
-        for head in range(H):
-            r, c = layer * (Q + GAP), head * (K + GAP)
-            z[r:r + Q, c:c + K] = np.where(future, np.nan, m[layer, head])
-            masked_z[r:r + Q, c:c + K] = future
-            custom[r:r + Q, c:c + K, 0] = f"layer {layer + 1}, head {head + 1}"
-            custom[r:r + Q, c:c + K, 1] = q_lab[:, None]
-            custom[r:r + Q, c:c + K, 2] = k_lab[None, :]
-    hover = "%{customdata[0]}<br>query %{customdata[1]}<br>key %{customdata[2]}<br>"
-    x, y = list(range(cols)), list(range(rows))
-    fig = go.Figure(go.Heatmap(x=x, y=y, z=z, customdata=custom, coloraxis="coloraxis", hoverongaps=False,
-                               hovertemplate=hover + "weight %{z:.4f}<extra></extra>", name="attention"))
-    if masked_z.any():
-        fig.add_trace(_masked_trace(x, y, masked_z, hover, custom))
+    layer, head, q, k = np.meshgrid(np.arange(L), np.arange(H), np.arange(Q), np.arange(K), indexing="ij")
+    x = (head * (K + GAP) + k).ravel()  # (L*H*Q*K,)
+    y = (layer * (Q + GAP) + q).ravel()
+    w = m.ravel()
+    # customdata: [layer, head] 1-based as the page counts (hover), then the query and key labels.
+    custom = np.stack([layer.ravel() + 1, head.ravel() + 1, q_lab[q.ravel()], k_lab[k.ravel()]], axis=-1)
+    future = (causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool))[q.ravel(), k.ravel()]
+    hover = "layer %{customdata[0]}, head %{customdata[1]}<br>query %{customdata[2]}<br>key %{customdata[3]}<br>"
+    marker = dict(symbol="square", size=cell, line=dict(width=0))
+    # Large inputs would make tens of thousands of SVG nodes: draw them with WebGL instead.
+    trace = go.Scattergl if x.size > 30_000 else go.Scatter
+    common = dict(mode="markers", showlegend=False, unselected=dict(marker=dict(opacity=1)))
+    data = [trace(x=x[~future], y=y[~future], customdata=custom[~future], name="attention",
+                  marker={**marker, "color": w[~future], "coloraxis": "coloraxis"},
+                  hovertemplate=hover + "weight %{marker.color:.4f}<extra></extra>", **common)]
+    if future.any():
+        data.append(trace(x=x[future], y=y[future], customdata=custom[future], name="masked",
+                          marker={**marker, "color": MASKED_COLOR},
+                          hovertemplate=hover + "masked: a future position<extra></extra>", **common))
+    fig = go.Figure(data)
     fig.update_layout(
-        title=dict(text=title), coloraxis=_coloraxis(), plot_bgcolor="white",
-        height=max(260, min(900, 60 + L * (Q + GAP) * max(4, min(14, 900 // max(cols, 1))))),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        title=dict(text=title), coloraxis=_coloraxis(), width=cell * cols + 180, height=cell * rows + 110,
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10), clickmode="event+select", dragmode=False,
+        hovermode="closest",
         xaxis=dict(tickmode="array", tickvals=[h * (K + GAP) + (K - 1) / 2 for h in range(H)],
-                   ticktext=[f"head {h + 1}" for h in range(H)], showgrid=False, zeroline=False),
+                   ticktext=[f"head {h + 1}" for h in range(H)], showgrid=False, zeroline=False,
+                   range=[-0.5, cols - 0.5], constrain="domain", side="top"),
         yaxis=dict(tickmode="array", tickvals=[i * (Q + GAP) + (Q - 1) / 2 for i in range(L)],
-                   ticktext=[f"layer {i + 1}" for i in range(L)], autorange="reversed", showgrid=False,
+                   ticktext=[f"layer {i + 1}" for i in range(L)], range=[rows - 0.5, -0.5], showgrid=False,
                    zeroline=False, scaleanchor="x", constrain="domain"),
     )
     return fig
+
+
+def tile_of(point: dict) -> tuple[int, int] | None:
+    """(layer, head), 0-based, of a point Streamlit reports from a click on the model view."""
+    data = point.get("customdata")
+    if not data or len(data) < 2:
+        return None
+    return int(data[0]) - 1, int(data[1]) - 1
 
 
 def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis="key: the token looked at"):
@@ -143,12 +205,14 @@ def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis="key
                                              "weight %{z:.4f}<extra></extra>", ygap=0, name="attention"))
     for layer in range(1, L):  # a line between layers
         fig.add_hline(y=layer * H - 0.5, line=dict(color="white", width=3))
+    cell = max(cell_px(K), 14)
+    x_vals, x_text = _ticks(key_tokens, key_unknown, cell)
     fig.update_layout(
         title=dict(text=title), coloraxis=_coloraxis(), height=max(300, 14 * L * H + 150),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10), plot_bgcolor="white",
-        xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x,
-                   ticktext=tick_labels(key_tokens, key_unknown), tickangle=-50),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x_vals, ticktext=x_text,
+                   tickangle=-90 if K > 12 else -45, automargin=True),
         yaxis=dict(title=dict(text="layer and head"), tickmode="array", tickvals=y, ticktext=labels,
-                   autorange="reversed"),
+                   autorange="reversed", automargin=True),
     )
     return fig

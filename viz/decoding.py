@@ -25,8 +25,7 @@ def candidates_bar(top, chosen: str, title=""):
         hovertemplate="%{customdata}<br>probability %{x:.4f}<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=60 + 34 * len(top), margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(title=dict(text="probability"), range=[0, 1.12]),
-                      yaxis=dict(tickmode="array", tickvals=y, ticktext=labels, autorange="reversed"),
-                      plot_bgcolor="white")
+                      yaxis=dict(tickmode="array", tickvals=y, ticktext=labels, autorange="reversed"))
     return fig
 
 
@@ -64,8 +63,7 @@ def probability_change(tokens, before, after, title=""):
     fig.update_layout(title=dict(text=title), barmode="group", height=340, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(tickmode="array", tickvals=x, ticktext=[plain(t) for t in tokens], tickangle=-50,
                                  title=dict(text="originally chosen token, step by step")),
-                      yaxis=dict(title=dict(text="probability"), range=[0, 1.05]), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=1.12))
+                      yaxis=dict(title=dict(text="probability"), range=[0, 1.05]), legend=dict(orientation="h", y=1.12))
     return fig
 
 
@@ -75,20 +73,33 @@ def beam_table(trace) -> pd.DataFrame:
                           "status": c["status"]} for t, step in enumerate(trace) for c in step])
 
 
-def importance_heatmap(drop, title="", value="BLEU drop"):
-    """(L, H) drop in a score when each head alone is switched off; larger = more important."""
+def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=None, digits=2):
+    """(L, H) drop in a score when each head alone is switched off; larger = more important.
+
+    lim: the colour range +-lim, shared by the figures that are to be compared (default: this one's
+    largest |drop|). interval: (L, H, 2) low and high ends of a bootstrap interval of the drop; heads
+    whose interval excludes 0 get a '*' in their cell, and hover gives the interval.
+    """
     d = np.asarray(drop, dtype=float)
     if d.ndim != 2:
         raise ValueError(f"drop must be (layers, heads), got shape {d.shape}")
     L, H = d.shape
-    lim = float(np.abs(d).max()) or 1.0
-    custom = [[f"layer {i + 1}, head {j + 1}" for j in range(H)] for i in range(L)]
+    lim = float(lim if lim is not None else np.abs(d).max()) or 1.0
+    ci = None if interval is None else np.asarray(interval, dtype=float)
+    if ci is not None and ci.shape != (L, H, 2):
+        raise ValueError(f"interval must be (layers, heads, 2) like drop {d.shape}, got {ci.shape}")
+    sure = np.zeros((L, H), bool) if ci is None else (ci[..., 0] > 0) | (ci[..., 1] < 0)
+    text = [[f"{d[i, j]:.{digits}f}" + ("*" if sure[i, j] else "") for j in range(H)] for i in range(L)]
+    custom = [[f"layer {i + 1}, head {j + 1}" + ("" if ci is None else
+               f"<br>95% interval {ci[i, j, 0]:.{digits + 1}f} to {ci[i, j, 1]:.{digits + 1}f}")
+               for j in range(H)] for i in range(L)]
     fig = go.Figure(go.Heatmap(z=d, x=list(range(H)), y=list(range(L)), customdata=custom, colorscale="RdBu_r",
                                zmid=0, zmin=-lim, zmax=lim, colorbar=dict(title=dict(text=value), thickness=12),
-                               texttemplate="%{z:.2f}",
-                               hovertemplate="%{customdata}<br>" + value + " %{z:.3f}<extra></extra>"))
+                               text=text, texttemplate="%{text}", textfont=dict(size=13), xgap=2, ygap=2,
+                               hovertemplate="%{customdata}<br>" + value + " %{z:.4f}<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=120 + 50 * L, margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"head {h + 1}" for h in range(H)]),
+                      xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"{h + 1}" for h in range(H)],
+                                 title=dict(text="head")),
                       yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"layer {i + 1}" for i in range(L)],
                                  autorange="reversed"))
     return fig

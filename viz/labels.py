@@ -9,6 +9,8 @@ import html
 
 import numpy as np
 
+ARROW = " → "
+
 
 def plain(token: str) -> str:
     """Escape a token for Plotly text; empty or whitespace tokens get a visible stand-in."""
@@ -27,10 +29,25 @@ def positioned(tokens, unknown=None) -> list[str]:
 
 
 def tick_labels(tokens, unknown=None, width: int = 16) -> list[str]:
-    """Axis labels: escaped, long tokens shortened to `width` characters (hover text keeps them whole)."""
+    """Axis labels: escaped, long tokens shortened to `width` characters (hover text keeps them whole).
+
+    A decoder-row label "input → predicted" (see `predicting`) is shortened half by half.
+    """
     unknown = unknown if unknown is not None else [False] * len(tokens)
-    return [plain(t if len(t) <= width else t[:width - 1] + "…") + (" [unk]" if u else "")
+    short = lambda t: t if len(t) <= width else t[:width - 1] + "…"  # noqa: E731
+    return [plain(ARROW.join(short(part) for part in t.split(ARROW))) + (" [unk]" if u else "")
             for t, u in zip(tokens, unknown)]
+
+
+def predicting(inputs, predicted) -> list[str]:
+    """Decoder rows named by what they read and what they predict: "<sos> → two", "two → men", ...
+
+    A decoder row at input token t is where the model chooses the *next* token; students read
+    "<sos>" alone as "<sos> looks at the source", when the row is predicting "two" (issue 9).
+    """
+    if len(inputs) != len(predicted):
+        raise ValueError(f"{len(inputs)} decoder inputs but {len(predicted)} predicted tokens")
+    return [f"{a}{ARROW}{b}" for a, b in zip(inputs, predicted)]
 
 
 def check_tokens(tokens, name: str):

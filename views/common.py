@@ -1,0 +1,124 @@
+"""What every view shares: the context it is given, the cached model calls, token chips and CLI hints."""
+
+import html
+import json
+import logging
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from model.checkpoint import DEFAULT_CHECKPOINT
+from model.result import Translation
+from model.translator import Translator
+
+log = logging.getLogger("explorer")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a view needs: which checkpoint (None: the shipped one), its translator, the current result."""
+
+    checkpoint: str | None
+    translator: Translator
+    result: Translation
+
+    @property
+    def cfg(self):
+        return self.translator.cfg
+
+
+# --- model calls, cached by their arguments: changing a view, layer, head or step never re-runs the model ---
+
+@st.cache_resource(show_spinner="Loading the model…")
+def load_translator(checkpoint: str | None) -> Translator:
+    """One model for every session; never mutated (head masks and the like are call arguments)."""
+    return Translator.load(checkpoint)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def translate(checkpoint: str | None, sentence: str, heads_off: str = "", force_step=None, force_token=None):
+    force = None if force_step is None else {force_step: force_token}
+    return load_translator(checkpoint).translate(sentence, heads_off=heads_off, force=force)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def analyze(checkpoint: str | None, sentence: str, output_tokens: tuple, heads_off: str):
+    tr = load_translator(checkpoint)
+    return tr.analyze(sentence, tr.tgt_vocab.encode(list(output_tokens)), heads_off=heads_off)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def score_reference(checkpoint: str | None, sentence: str, reference: str):
+    return load_translator(checkpoint).score_reference(sentence, reference)
+
+
+@st.cache_data(max_entries=32, show_spinner="Searching with beams…")
+def beam(checkpoint: str | None, sentence: str, width: int):
+    return load_translator(checkpoint).beam(sentence, width)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def position_tables(checkpoint: str | None) -> dict:
+    return load_translator(checkpoint).position_tables()
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def head_importance(checkpoint: str | None) -> dict | None:
+    path = Path(checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        log.exception("could not read %s", path)
+        return None
+
+
+# --- shared pieces of the page ------------------------------------------------------------------
+
+KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
+
+# Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
+# they read in light and dark mode alike (issue 9: white on pale grey in dark mode before).
+CSS = """<style>
+.chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
+       background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
+       font-family: ui-monospace, monospace; font-size:0.92em}
+.chip.unk {background:rgba(224,80,26,0.12); border:1.5px dashed #e0501a}
+.chip.now {background:#c03d00; border-color:#c03d00; color:#ffffff}
+.chip.del {background:rgba(220,38,38,0.14); border-color:rgba(220,38,38,0.55); text-decoration:line-through}
+.chip.add {background:rgba(22,163,74,0.18); border-color:rgba(22,163,74,0.65); font-weight:600}
+.translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
+</style>"""
+
+
+def token_chips(tokens, unknown=None, current=None) -> str:
+    """Tokens as escaped HTML chips: the user's text is shown as text, never markup."""
+    unknown = unknown or [False] * len(tokens)
+    chips = []
+    for i, (t, u) in enumerate(zip(tokens, unknown)):
+        cls = "chip unk" if u else "chip now" if i == current else "chip"
+        tip = ' title="unknown to the model: read as &lt;unk&gt;"' if u else ""
+        chips.append(f'<span class="{cls}"{tip}>{html.escape(t) or "&nbsp;"}</span>')
+    return " ".join(chips)
+
+
+def diff_chips(diff) -> str:
+    style = {"same": "chip", "removed": "chip del", "added": "chip add"}
+    return " ".join(f'<span class="{style[op]}">{html.escape(t)}</span>' for op, t in diff)
+
+
+def head_label(item: str) -> str:
+    """'cross.1' -> 'layer 2 (all heads)'; 'cross.1.3' -> 'layer 2, head 4' (the page counts from 1)."""
+    parts = item.split(".")
+    return f"layer {int(parts[1]) + 1}" + (f", head {int(parts[2]) + 1}" if len(parts) == 3 else " (all heads)")
+
+
+def cli_command(sentence: str, *args: str) -> str:
+    """The command line that gives the same result, quoted so that it pastes into a shell as it is."""
+    return " ".join(["echo", shlex.quote(sentence), "|", "python -m model.translate", *(shlex.quote(a) for a in args)])
+
+
+def cli_hint(sentence: str, *args: str) -> None:
+    st.caption("The same on the command line (it counts layers, heads and steps from 0):")
+    st.code(cli_command(sentence, *args), language="bash")

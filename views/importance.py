@@ -1,0 +1,56 @@
+"""Head importance over the test set: BLEU drop and loss rise with each head alone switched off."""
+
+import numpy as np
+import streamlit as st
+
+import viz
+
+from .common import KIND_NAMES, Context, head_importance, head_label
+
+
+def open_head():
+    """Show the picked head in its attention view: set that view's layer and head, and the view itself."""
+    kind, layer, head = st.session_state.importance_pick.split(".")
+    st.session_state[f"{kind}_layer"], st.session_state[f"{kind}_head"] = int(layer), int(head)
+    st.session_state.view = KIND_NAMES[kind]
+
+
+def importance_view(ctx: Context):
+    # Not a fragment: "Open in its view" changes the view switch outside this view, which a fragment
+    # rerun would never redraw (issue 9: the button did nothing in a real browser).
+    table = head_importance(ctx.checkpoint)
+    if table is None:
+        st.info("No head-importance table next to this checkpoint. Compute it with `python -m model.head_importance "
+                "--src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz`.")
+        return
+    base, kinds = table["baseline"], table["kinds"]
+    drops = {k: base["bleu"] - np.array(kinds[k]["bleu"]) for k in KIND_NAMES}
+    rises = {k: np.array(kinds[k]["loss"]) - base["loss"] for k in KIND_NAMES}
+    boot = table.get("bootstrap")
+    st.caption(f"For every head: how much test BLEU drops and loss rises when only that head is switched off "
+               f"(Michel et al., 2019). Baseline on {table['data']['n']} test sentences: BLEU {base['bleu']:.2f}, "
+               f"loss {base['loss']:.3f}. Red: the model needs this head; blue: it does better without it. "
+               "One colour range for the three kinds, so their cells compare.")
+    if boot:
+        st.caption(f"Noise: a {boot['level']:.0%} paired bootstrap interval over sentences ({boot['resamples']} "
+                   "resamples) is in each cell's hover; * marks a head whose interval excludes 0, i.e. a change "
+                   "beyond resampling noise. Most BLEU changes of single heads are within the noise.")
+    else:
+        st.caption("Noise: single-head BLEU changes below ~0.3 are within the run-to-run noise of test BLEU.")
+    metric = st.segmented_control("Measure", ["BLEU drop", "loss rise"], key="importance_metric",
+                                  default="BLEU drop", required=True)
+    values, ci_key, digits = (drops, "bleu_drop_ci", 2) if metric == "BLEU drop" else (rises, "loss_rise_ci", 3)
+    lim = max(float(np.abs(v).max()) for v in values.values())
+    for col, (kind, label) in zip(st.columns(3), KIND_NAMES.items()):
+        ci = kinds[kind].get(ci_key)
+        col.plotly_chart(viz.importance_heatmap(values[kind], title=label, value=metric, lim=lim, interval=ci,
+                                                digits=digits), key=f"importance_{kind}")
+    ranked = sorted(((float(d), f"{k}.{i}.{h}") for k, v in drops.items() for (i, h), d in np.ndenumerate(v)),
+                    reverse=True)
+    rise = {f"{k}.{i}.{h}": float(r) for k, v in rises.items() for (i, h), r in np.ndenumerate(v)}
+    drop = {key: d for d, key in ranked}
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    c1.selectbox("Look at a head (largest BLEU drop first)", list(drop), key="importance_pick",
+                 format_func=lambda k: f"{KIND_NAMES[k.split('.')[0]]}, {head_label(k)}: BLEU {-drop[k]:+.2f}, "
+                                       f"loss {rise[k]:+.3f}")
+    c2.button("Open in its view", on_click=open_head, width="stretch")

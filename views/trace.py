@@ -1,0 +1,84 @@
+"""The decoding trace: step through greedy decoding, and ask what if a step had said something else."""
+
+import html
+
+import streamlit as st
+
+import viz
+
+from .common import Context, cli_hint, diff_chips, token_chips, translate
+
+MODEL_CHOICE = "(the model's choice)"
+
+
+def set_step(step: int, n_steps: int):
+    st.session_state.trace_step = min(max(step, 1), n_steps)
+    st.session_state.what_if = MODEL_CHOICE  # the alternatives belong to one step
+
+
+def slider_moved(n_steps: int):
+    set_step(st.session_state.step_slider, n_steps)
+
+
+@st.fragment
+def trace_view(ctx: Context):
+    result = ctx.result
+    n = len(result.steps)
+    # The step lives in its own key, not the slider's: it survives view changes, and a new sentence
+    # keeps it (clamped when the new output is shorter) instead of jumping back to the start.
+    st.session_state.trace_step = min(st.session_state.get("trace_step", 1), n)
+    st.caption("Greedy decoding picks the most likely token at every step. Step through it: what the model "
+               "considered, how sure it was, and where each head looked while choosing.")
+    b1, b2, b3 = st.columns([1, 1, 5], vertical_alignment="center")
+    step_now = st.session_state.trace_step
+    b1.button("◀ Previous", on_click=set_step, args=(step_now - 1, n), disabled=step_now <= 1, width="stretch")
+    b2.button("Next ▶", on_click=set_step, args=(step_now + 1, n), disabled=step_now >= n, width="stretch")
+    if n > 1:
+        st.session_state.step_slider = step_now
+        b3.slider("Step", 1, n, key="step_slider", on_change=slider_moved, args=(n,), label_visibility="collapsed")
+    t = step_now - 1
+    step = result.steps[t]
+    st.markdown(f"**Step {t + 1} of {n}.** Output so far: " +
+                token_chips([s.token for s in result.steps[:t + 1]], current=t), unsafe_allow_html=True)
+    st.markdown(f"Reading <span class='chip'>{html.escape(result.tgt_tokens[t])}</span>, the model chose "
+                f"<span class='chip now'>{html.escape(step.token)}</span> with probability **{step.prob:.3f}**; "
+                f"entropy {step.entropy:.2f} nats; runner-up <span class='chip'>{html.escape(step.runner_up[0])}"
+                f"</span> ({step.runner_up[1]:.3f}).", unsafe_allow_html=True)
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        st.plotly_chart(viz.candidates_bar(list(step.top), step.token, title="Top candidates for this step"),
+                        key="trace_top")
+        st.plotly_chart(viz.heads_at_step(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1],
+                                          title="Decoder self-attention at this step"), key="trace_self")
+    with c2:
+        st.plotly_chart(viz.heads_at_step(result.cross_attentions[:, :, t, :], result.src_tokens,
+                                          key_unknown=result.src_unknown,
+                                          title="Cross-attention at this step: where each head read the source"),
+                        key="trace_cross")
+    what_if(ctx, t)
+    st.markdown("**All steps**")
+    st.dataframe(viz.steps_table(result.steps), hide_index=True)
+
+
+def what_if(ctx: Context, t: int):
+    """Pick another candidate at this step and let greedy decoding go on from it."""
+    result = ctx.result
+    step = result.steps[t]
+    alternatives = [tok for tok, _ in step.top if tok != step.token]
+    st.session_state.setdefault("what_if", MODEL_CHOICE)
+    if st.session_state.what_if not in alternatives:
+        st.session_state.what_if = MODEL_CHOICE
+    choice = st.selectbox(f"What if step {t + 1} had said…", [MODEL_CHOICE, *alternatives], key="what_if")
+    if choice not in alternatives:
+        return
+    alt = translate(ctx.checkpoint, result.source, "", t, choice)
+    st.markdown(f"**What-if translation** (step {t + 1} forced to “{html.escape(choice)}”, greedy after): " +
+                diff_chips(viz.token_diff([s.token for s in result.steps], [s.token for s in alt.steps])),
+                unsafe_allow_html=True)
+    cli_hint(result.source, "--force", f"{t}:{choice}")
+    if t + 1 < min(len(alt.steps), len(result.steps)):
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(viz.heads_at_step(result.cross_attentions[:, :, t + 1], result.src_tokens,
+                                          title=f"Original: cross-attention at step {t + 2}"), key="whatif_orig")
+        c2.plotly_chart(viz.heads_at_step(alt.cross_attentions[:, :, t + 1], alt.src_tokens,
+                                          title=f"What-if: cross-attention at step {t + 2}"), key="whatif_alt")
