@@ -53,13 +53,15 @@ def test_translate_view_heads_and_step_through_decoding(page):
     ARTIFACTS.mkdir(exist_ok=True)
     translate_in_page(page, "Zwei Hunde spielen im Schnee.")
     assert "dogs" in page.locator(".translation").inner_text()
-    assert page.locator(".js-plotly-plot .hm").count() >= 2  # the chosen head and the model view
+    assert page.locator(".js-plotly-plot .hm").count() == 1  # the chosen head
+    # The model view: a square per layer, head, query (8 decoder rows) and key (8 source tokens).
+    assert page.locator(".js-plotly-plot .scatterlayer .point").count() == 3 * 8 * 8 * 8
     page.screenshot(path=str(ARTIFACTS / "encoder.png"), full_page=True)
 
     page.get_by_role("radio", name="Cross-attention").click()
     page.get_by_text("reads from the German source").wait_for(timeout=20_000)
-    page.get_by_role("radio", name="head 3", exact=True).click()
-    page.get_by_text("Layer 1, head 3").first.wait_for(timeout=20_000)
+    head(page, 3).click()
+    page.get_by_text("Cross-attention, layer 3, head 3").first.wait_for(timeout=20_000)
 
     page.get_by_role("radio", name="Decoding trace").click()
     page.get_by_text("Step 1 of").wait_for(timeout=20_000)
@@ -67,6 +69,11 @@ def test_translate_view_heads_and_step_through_decoding(page):
     page.get_by_text("Step 2 of").wait_for(timeout=20_000)
     wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "trace.png"), full_page=True)
+
+
+def head(page, n: int):
+    """The head button n (1-based) of the attention view's head switch."""
+    return page.get_by_role("radiogroup", name="Head").get_by_role("radio", name=str(n), exact=True)
 
 
 def test_hostile_html_creates_no_element(page):
@@ -93,7 +100,7 @@ def test_missing_checkpoint_page(browser, tmp_path):
         stop_app(proc)
 
 
-VIEWS = ["Encoder self-attention", "Decoder self-attention", "Cross-attention", "Decoding trace",
+VIEWS = ["Cross-attention", "Encoder self-attention", "Decoder self-attention", "Decoding trace",
          "Positional encodings", "Ablate heads", "Head importance", "Reference", "Beam search"]
 
 
@@ -105,13 +112,162 @@ def test_every_view_renders_in_the_browser(page):
         assert page.locator("[data-testid='stException']").count() == 0, view
     page.get_by_role("radio", name="Ablate heads").click()
     wait_idle(page)
-    page.get_by_label("Cross-attention").click()  # the multiselect of cross-attention heads
-    page.get_by_role("option", name="layer 3 (all heads)").click()
-    page.keyboard.press("Escape")
+    pills = page.get_by_role("toolbar", name="Cross-attention, layer 3: heads to switch off")
+    for h in range(1, 9):  # every head of the layer: the whole layer
+        pill = pills.get_by_role("button", name=str(h), exact=True)
+        pill.click()
+        page.wait_for_function("p => p.getAttribute('aria-pressed') === 'true'", arg=pill.element_handle())
+        wait_idle(page)
     page.get_by_text("Without those heads:").wait_for(timeout=30_000)
+    assert page.get_by_text("Switched off: Cross-attention layer 3 (all heads)").count() == 1
     wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "ablation.png"), full_page=True)
     page.get_by_role("radio", name="Beam search").click()
     page.get_by_text("n-best list").wait_for(timeout=30_000)
     wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "beam.png"), full_page=True)
+
+
+LONGEST_EXAMPLE = ("Ein hell gekleideter Mann fotografiert eine Gruppe von Männern in dunklen Anzügen und mit Hüten, "
+                   "die um eine Frau in einem trägerlosen Kleid herum stehen.")
+
+
+def tick_boxes(page, axis: str, plot: int = 0) -> list:
+    """Bounding boxes of the rendered tick labels of one axis ('xtick' or 'ytick') of the n-th figure."""
+    return page.locator(".js-plotly-plot").nth(plot).evaluate(
+        f"g => [...g.querySelectorAll('.{axis} text')].map(t => {{const r = t.getBoundingClientRect(); "
+        "return [t.textContent, r.left, r.top, r.right, r.bottom];})")
+
+
+def overlapping(boxes) -> list:
+    return [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5 and a[2] < b[4] - 0.5 and b[2] < a[4] - 0.5]
+
+
+@pytest.mark.parametrize("sentence", [LONGEST_EXAMPLE, " ".join(["Ein Hund läuft schnell über die Wiese."] * 14)])
+@pytest.mark.parametrize("width", [1400, 800])
+def test_tick_labels_never_overlap(browser, server, sentence, width):
+    ctx = browser.new_context(viewport={"width": width, "height": 2400})
+    pg = ctx.new_page()
+    pg.goto(server)
+    translate_in_page(pg, sentence, 60_000)
+    for view in ("Cross-attention", "Encoder self-attention"):
+        pg.get_by_role("radio", name=view).click()
+        wait_idle(pg)
+        for axis in ("xtick", "ytick"):
+            boxes = tick_boxes(pg, axis)
+            assert len(boxes) >= 5, (view, axis, boxes)  # labels are there (the output may be short)
+            assert not overlapping(boxes), (view, axis, width, overlapping(boxes)[:5])
+    ctx.close()
+
+
+def test_decoder_rows_name_the_token_they_predict(page):
+    translate_in_page(page, "Zwei Männer spielen Fußball auf einer Wiese.")
+    rows = [t[0] for t in tick_boxes(page, "ytick")]
+    assert rows[:2] == ["<sos> → two", "two → men"], rows
+
+
+def test_clicking_a_model_view_tile_opens_that_head(page):
+    translate_in_page(page, "Zwei Hunde spielen im Schnee.")
+    grid = page.locator(".js-plotly-plot").nth(1)
+    # The centre of the tile of layer 2, head 6, in page pixels, from the figure's own axes.
+    x, y = grid.evaluate("""g => {
+        const L = g._fullLayout, xa = L.xaxis, ya = L.yaxis, r = g.getBoundingClientRect();
+        const col = xa.tickvals[5], row = ya.tickvals[1];
+        return [r.left + xa._offset + xa.l2p(col), r.top + ya._offset + ya.l2p(row)];
+    }""")
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.get_by_text("Cross-attention, layer 2, head 6").first.wait_for(timeout=20_000)
+    assert head(page, 6).get_attribute("aria-checked") == "true"
+    assert page.get_by_role("radiogroup", name="Layer").get_by_role("radio", name="2").get_attribute(
+        "aria-checked") == "true"
+
+
+def test_open_in_its_view_from_head_importance(page):
+    translate_in_page(page, "Ein Hund rennt durch den Schnee.")
+    page.get_by_role("radio", name="Head importance").click()
+    wait_idle(page)
+    box = page.locator(".st-key-importance_pick")
+    picked = box.locator("input").input_value() or box.inner_text()  # "Cross-attention, layer 2, head 8: ..."
+    kind, where = picked.split("\n")[-1].split(", ", 1)
+    layer_head = where.split(":")[0]  # "layer 2, head 8"
+    page.get_by_role("button", name="Open in its view").click()
+    page.get_by_text(f"{kind}, {layer_head}").first.wait_for(timeout=20_000)
+    assert page.get_by_role("radio", name=kind, exact=True).get_attribute("aria-checked") == "true"
+
+
+CONTRAST = """e => {
+    const parse = c => { const p = c.match(/rgba?\\(([^)]+)\\)/)[1].split(',').map(Number);
+                         return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+    let layers = [], n = e;
+    while (n) { const c = parse(getComputedStyle(n).backgroundColor);
+                if (c[3] > 0) layers.push(c); if (c[3] >= 1) break; n = n.parentElement; }
+    let bg = [255, 255, 255];
+    for (let i = layers.length - 1; i >= 0; i--) { const [r, g, b, a] = layers[i];
+        bg = [r * a + bg[0] * (1 - a), g * a + bg[1] * (1 - a), b * a + bg[2] * (1 - a)]; }
+    const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92
+                                                   : Math.pow((v + 0.055) / 1.055, 2.4); };
+                                 return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+    const fg = parse(getComputedStyle(e).color), l1 = lum(fg), l2 = lum(bg);
+    return (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+}"""
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two opaque CSS colours 'rgb(r, g, b)'."""
+    def lum(c):
+        rgb = [int(v) / 255 for v in c[c.index("(") + 1:c.index(")")].split(",")[:3]]
+        lin = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_chips_and_labels_are_legible_in_both_themes(browser, server, scheme):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 2000}, color_scheme=scheme)
+    pg = ctx.new_page()
+    pg.goto(server)
+    translate_in_page(pg, "Qwxzy Hund rennt durch den Schnee.")  # an unknown word: the dashed chip too
+    chips = pg.locator(".chip")
+    assert chips.count() >= 10 and pg.locator(".chip.unk").count() == 1
+    for i in range(chips.count()):
+        ratio = chips.nth(i).evaluate(CONTRAST)
+        assert ratio >= 4.5, (scheme, chips.nth(i).inner_text(), ratio)  # WCAG AA for text
+    pg.get_by_role("radio", name="Decoding trace").click()
+    pg.get_by_text("Step 1 of").wait_for(timeout=20_000)
+    wait_idle(pg)
+    assert pg.locator(".chip.now").first.evaluate(CONTRAST) >= 4.5
+    # The probabilities printed beside the candidate bars, against the page behind them. Figure text keeps
+    # Streamlit's chart theme (a mid grey in light mode), so the bar is WCAG's 3:1 for graphics, not 4.5:1.
+    page_bg = pg.locator("[data-testid=stApp]").evaluate("e => getComputedStyle(e).backgroundColor")
+    bars = pg.locator(".js-plotly-plot").first
+    fills = bars.evaluate("g => [...g.querySelectorAll('.bartext')].map(t => getComputedStyle(t).fill)")
+    # The text sits on the plot area, which follows the theme (no hard-coded white background).
+    plot_bg = bars.evaluate("g => g._fullLayout.plot_bgcolor")
+    assert f"rgb({int(plot_bg[1:3], 16)}, {int(plot_bg[3:5], 16)}, {int(plot_bg[5:7], 16)})" == page_bg
+    assert len(fills) == 5 and all(contrast(f, page_bg) >= 3 for f in fills), (scheme, fills, page_bg)
+    pg.screenshot(path=str(ARTIFACTS / f"theme-{scheme}.png"), full_page=True)
+    ctx.close()
+
+
+def test_800px_wide_every_control_is_usable(browser, server):
+    ctx = browser.new_context(viewport={"width": 800, "height": 2400})
+    pg = ctx.new_page()
+    pg.goto(server)
+    translate_in_page(pg, "Zwei Männer spielen Fußball auf einer Wiese.")
+    group = pg.get_by_role("radiogroup", name="Head")
+    assert group.evaluate("g => g.scrollWidth <= g.clientWidth + 1")  # no hidden scroller
+    for n in range(1, 9):
+        box = head(pg, n).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 800, (n, box)
+    plot = pg.locator(".js-plotly-plot").first.evaluate("g => g._fullLayout.xaxis._length")
+    assert plot >= 250  # the map keeps a sensible size
+    pg.get_by_role("radio", name="Decoding trace").click()
+    pg.get_by_text("Step 1 of").wait_for(timeout=20_000)
+    for name in ("◀ Previous", "Next ▶"):
+        button = pg.get_by_role("button", name=name)
+        assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && b.innerText.trim().length > 4"), name
+    pg.screenshot(path=str(ARTIFACTS / "narrow.png"), full_page=True)
+    ctx.close()
