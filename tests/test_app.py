@@ -234,3 +234,52 @@ def test_head_importance_links_to_the_head_view(app):
     name = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}[kind]
     assert app.session_state.view == name
     assert charts(app)[0]["layout"]["title"]["text"] == f"{name}, layer {int(layer) + 1}, head {int(head) + 1}"
+
+
+def test_a_typed_sentence_is_not_scored_against_the_old_examples_reference(app):
+    options = app.selectbox(key="example").options
+    app.selectbox(key="example").set_value(options[1]).run()
+    assert app.session_state.reference  # the example brought its reference
+    typed(app, "Ein Hund rennt durch den Schnee.")
+    assert app.session_state.reference == "" and app.selectbox(key="example").value == ""
+    view(app, "Reference")
+    assert "Type an English reference" in app.info[0].value and not app.metric
+
+
+def test_picking_the_same_example_again_works(app):
+    options = app.selectbox(key="example").options
+    app.selectbox(key="example").set_value(options[2]).run()
+    typed(app, "Ein Hund rennt durch den Schnee.")
+    app.selectbox(key="example").set_value(options[2]).run()
+    assert app.session_state.sentence == options[2]
+    assert app.session_state.reference == next(e for e in json.loads(
+        (ROOT / "assets/examples.json").read_text(encoding="utf-8"))["examples"] if e["de"] == options[2])["en"]
+
+
+def test_a_what_if_choice_does_not_carry_over_to_a_new_sentence(app):
+    typed(app, "Ein Mann fährt Fahrrad.")
+    view(app, "Decoding trace")
+    alt = app.selectbox(key="what_if").options[1]
+    app.selectbox(key="what_if").set_value(alt).run()
+    assert "What-if translation" in markdown(app)
+    typed(app, "Eine Frau singt auf einer Bühne.")
+    assert app.selectbox(key="what_if").value == "(the model's choice)"
+    assert "What-if translation" not in markdown(app)
+
+
+def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path, tiny_model):
+    """Nothing on the page hard-codes the shipped model: a 2+2-layer, 4-head, d_model 16 checkpoint works
+    in every view (the position curves used to ask for dimension 128)."""
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "tiny")
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path / "tiny"))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    typed(at, "ein hund läuft .")
+    assert "2+2 layers, 4 heads" in "\n".join(c.value for c in at.caption)
+    assert at.segmented_control(key="cross_layer").options == ["1", "2"]
+    assert at.segmented_control(key="cross_head").options == ["mean", "1", "2", "3", "4"]
+    for name in ["Encoder self-attention", "Decoder self-attention", "Decoding trace", "Positional encodings",
+                 "Ablate heads", "Beam search"]:
+        view(at, name)
+        assert not at.error, (name, at.error)
+    view(at, "Positional encodings")
+    assert at.multiselect(key="pos_dims").value == [0, 1, 2, 4, 8]
