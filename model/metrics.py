@@ -2,10 +2,16 @@
 
 A library module, not a command: model.evaluate, model.train, model.translate and
 model.head_importance all take their metrics from here, so each number is computed one way.
+
+Both corpus metrics are functions of per-sentence sums (BLEU of n-gram counts, loss of
+summed cross-entropy and token counts), which is what makes the paired bootstrap cheap:
+resample sentences, add up their statistics, recompute.
 """
 
 import math
+from dataclasses import dataclass
 
+import numpy as np
 import sacrebleu
 import torch
 import torch.nn.functional as F
@@ -23,24 +29,54 @@ def token_loss(logits, target, label_smoothing=0.0):
 
 
 @torch.no_grad()
-def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None) -> float:
-    """Mean cross-entropy per non-padding target token, teacher forcing, dropout off, no smoothing."""
+def loss_stats(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None):
+    """Mean loss per target token (as evaluate_loss), and each sentence's summed loss and token count (N,), (N,).
+
+    The mean adds up token_loss batch by batch (the number every tool reports); the
+    per-sentence sums, for resampling, agree with it to float rounding.
+    """
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
+    sums, counts = np.zeros(len(src_ids)), np.zeros(len(src_ids), dtype=np.int64)
     for idx in bucket_batches(src_ids, tgt_ids, batch_size):
         src, tgt = pad([src_ids[i] for i in idx]).to(device), pad([tgt_ids[i] for i in idx]).to(device)
         out = model(src, tgt[:, :-1], head_mask=head_mask, need_weights=False)
         loss, n = token_loss(out.logits, tgt[:, 1:])
         total, count = total + float(loss), count + n
+        per_token = F.cross_entropy(out.logits.float().transpose(1, 2), tgt[:, 1:], ignore_index=PAD_ID,
+                                    reduction="none")  # (B, T-1), 0 at padding
+        sums[idx] = per_token.double().sum(1).cpu().numpy()
+        counts[idx] = (tgt[:, 1:] != PAD_ID).sum(1).cpu().numpy()
     model.train(was_training)
-    return total / count
+    return total / count, sums, counts
+
+
+def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None) -> float:
+    """Mean cross-entropy per non-padding target token, teacher forcing, dropout off, no smoothing."""
+    return loss_stats(model, src_ids, tgt_ids, device, batch_size, head_mask)[0]
 
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
     """Corpus BLEU on lower-cased spaCy tokens joined by spaces (= torchtext bleu_score x 100)."""
     refs = [" ".join(tokenize(r, "en")) for r in refs]
     return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True).score
+
+
+# corpus_bleu's settings as an object, for the per-sentence statistics corpus BLEU is computed from
+_BLEU = sacrebleu.BLEU(tokenize="none", force=True)
+
+
+def bleu_stats(hyps: list[str], refs: list[str]) -> np.ndarray:
+    """BLEU's sufficient statistics per sentence, (N, 10): output length, reference length, matched
+    1- to 4-grams, output 1- to 4-grams. Corpus BLEU is bleu_from_stats of their column sums."""
+    refs = [" ".join(tokenize(r, "en")) for r in refs]
+    return np.array(_BLEU._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), 10)
+
+
+def bleu_from_stats(totals) -> float:
+    """Corpus BLEU from summed statistics (10,): the last step of sacrebleu's corpus_bleu."""
+    return _BLEU._compute_score_from_stats([int(x) for x in totals]).score
 
 
 def sentence_bleu(hyp_tokens: list[str], reference: str) -> float:
@@ -63,9 +99,64 @@ def translate_all(translator, sentences, beam=1, heads_off=None, progress=False)
     return out
 
 
-def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=False) -> dict:
-    """BLEU, loss and perplexity of the translator on a parallel corpus."""
+BOOTSTRAP_SEED = 1234  # fixed, so an importance table can be recomputed exactly
+
+
+@dataclass(frozen=True)
+class CorpusScore:
+    """One run over a parallel corpus: its metrics and the per-sentence statistics they are sums of."""
+
+    hyps: list  # N output token strings ('' for an empty source line)
+    bleu_stats: np.ndarray  # (N, 10) BLEU's sufficient statistics per sentence (bleu_stats)
+    loss: float  # mean cross-entropy per target token, summed as evaluate_loss does
+    loss_sums: np.ndarray  # (N,) summed cross-entropy of each reference
+    token_counts: np.ndarray  # (N,) target tokens of each reference, <eos> included
+
+    @property
+    def bleu(self) -> float:
+        return bleu_from_stats(self.bleu_stats.sum(0))
+
+    def summary(self) -> dict:
+        """The numbers model.evaluate prints: n, bleu, loss, ppl."""
+        return {"n": len(self.hyps), "bleu": round(self.bleu, 2), "loss": round(self.loss, 4),
+                "ppl": round(math.exp(self.loss), 3)}
+
+
+def corpus_score(translator, src: list, ref: list, beam=1, heads_off=None, progress=False) -> CorpusScore:
+    """Translate and teacher-force a parallel corpus: metrics with their per-sentence statistics."""
     hyps = translate_all(translator, src, beam, heads_off, progress)
     s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
-    loss = evaluate_loss(translator.model, s_ids, t_ids, translator.device, head_mask=translator.head_mask(heads_off))
-    return {"n": len(src), "bleu": round(bleu(hyps, ref), 2), "loss": round(loss, 4), "ppl": round(math.exp(loss), 3)}
+    loss, sums, counts = loss_stats(translator.model, s_ids, t_ids, translator.device,
+                                    head_mask=translator.head_mask(heads_off))
+    return CorpusScore(hyps, bleu_stats(hyps, ref), loss, sums, counts)
+
+
+def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=False) -> dict:
+    """BLEU, loss and perplexity of the translator on a parallel corpus."""
+    return corpus_score(translator, src, ref, beam, heads_off, progress).summary()
+
+
+def paired_bootstrap(base: CorpusScore, other: CorpusScore, resamples: int = 1000, seed: int = BOOTSTRAP_SEED,
+                     level: float = 0.95) -> dict:
+    """Percentile intervals for the BLEU drop (base - other) and the loss rise (other - base).
+
+    Paired bootstrap over sentences (Koehn, 2004): each resample draws N sentences with
+    replacement and scores both runs on the same draw, from summed per-sentence statistics.
+    The same seed gives the same draws, so every head of a table is judged on the same ones.
+    Returns {"bleu_drop": (low, high), "loss_rise": (low, high)}.
+    """
+    n = len(base.hyps)
+    if len(other.hyps) != n or not np.array_equal(base.token_counts, other.token_counts):
+        raise ValueError("a paired bootstrap needs two runs over the same sentences and references")
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, np.full(n, 1 / n), size=resamples)  # (R, N): how often each sentence is drawn
+    tokens = draws @ base.token_counts  # (R,)
+
+    def bleus(run):
+        return np.array([bleu_from_stats(t) for t in draws @ run.bleu_stats])  # (R, 10) -> (R,)
+
+    bleu_drop = bleus(base) - bleus(other)
+    loss_rise = (draws @ other.loss_sums - draws @ base.loss_sums) / tokens
+    tail = (1 - level) / 2
+    return {"bleu_drop": tuple(np.quantile(bleu_drop, [tail, 1 - tail]).tolist()),
+            "loss_rise": tuple(np.quantile(loss_rise, [tail, 1 - tail]).tolist())}

@@ -189,6 +189,10 @@ def test_head_importance_cli_agrees_with_evaluate(tmp_path, tiny_model):
     table = json.loads((tmp_path / "c/head_importance.json").read_text())
     assert set(table["kinds"]) == {"enc", "dec", "cross"}
     assert all(len(v["loss"]) == 2 and len(v["loss"][0]) == 4 for v in table["kinds"].values())
+    assert table["bootstrap"] == {"resamples": 1000, "seed": 1234, "level": 0.95}
+    for v in table["kinds"].values():
+        assert np.array(v["bleu_drop_ci"]).shape == np.array(v["loss_rise_ci"]).shape == (2, 4, 2)
+        assert all(lo <= hi for row in v["bleu_drop_ci"] + v["loss_rise_ci"] for lo, hi in row)
     one = json.loads(run("model.evaluate", *args, "--mask-heads", "cross.1.2").stdout)
     assert table["kinds"]["cross"]["loss"][1][2] == one["loss"]
     assert table["kinds"]["cross"]["bleu"][1][2] == one["bleu"]
