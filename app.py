@@ -20,6 +20,7 @@ from model.checkpoint import CHECKPOINT_ENV
 from model.errors import CheckpointError, InputError
 from views import VIEWS, Context
 from views.common import CSS, load_translator, token_chips, translate
+from views.share import read_url, write_url
 
 ROOT = Path(__file__).resolve().parent
 log = logging.getLogger("explorer")
@@ -71,6 +72,12 @@ with st.expander("About this model and the colours"):  # on the page, not in a s
     st.markdown("**Colours**: attention weights 0 (dark) to 1 (yellow) on one fixed scale unless stretched; grey = "
                 "masked future position; dashed orange = a word the model does not know (`<unk>`).")
 
+if "url_notes" not in st.session_state:  # a new browser session: the link's state, once
+    st.session_state.url_notes = read_url(cfg)
+if st.session_state.url_notes:
+    st.warning("Parts of this link were not used (the page shows its defaults instead): "
+               + "; ".join(st.session_state.url_notes) + ".")
+
 ex = examples()
 c1, c2 = st.columns([3, 2])
 c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
@@ -80,6 +87,7 @@ c1.text_input("German sentence (press Enter to translate)", key="sentence", max_
 sentence = st.session_state.get("sentence", "")
 
 if not sentence.strip():
+    write_url(cfg)
     st.info("Type a German sentence above and press Enter, or pick an example. Try: "
             "*Zwei Männer spielen Fußball auf einer Wiese.*")
     st.stop()
@@ -111,7 +119,10 @@ if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
     st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
                "words it tends to invent a scene around them. Full sentences show it at its best.")
 
-view = st.segmented_control("View", list(VIEWS), key="view", default=list(VIEWS)[0], required=True)
+st.session_state.setdefault("view", list(VIEWS)[0])
+view = st.segmented_control("View", list(VIEWS), key="view", required=True)
+st.caption("🔗 The address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
+           "exactly what you see.")
 try:
     VIEWS[view](Context(checkpoint, translator, result))
 except Exception as e:  # a view that fails says so in its place; the traceback goes to the server log

@@ -283,3 +283,56 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
         assert not at.error, (name, at.error)
     view(at, "Positional encodings")
     assert at.multiselect(key="pos_dims").value == [0, 1, 2, 4, 8]
+
+
+def from_url(monkeypatch, **params):
+    if not (CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip("no shipped checkpoint")
+    monkeypatch.delenv("TRANSFORMER_CHECKPOINT", raising=False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def test_a_link_restores_view_layer_and_head(monkeypatch):
+    at = from_url(monkeypatch, s="Zwei Männer spielen Fußball auf einer Wiese.", view="enc", layer="2", head="5")
+    assert not at.exception and not at.warning
+    assert at.session_state.view == "Encoder self-attention"
+    assert charts(at)[0]["layout"]["title"]["text"] == "Encoder self-attention, layer 2, head 5"
+    at.segmented_control(key="enc_head").set_value(6).run()  # and the page writes its state back
+    assert dict(at.query_params) == {"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "enc",
+                                     "layer": "2", "head": "7"}
+
+
+def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
+    s = "Ein Mann fährt Fahrrad."
+    at = from_url(monkeypatch, s=s, view="trace", step="3")
+    assert at.session_state.trace_step == 3 and "Step 3 of" in markdown(at)
+    at = from_url(monkeypatch, s=s, view="ablate", off="cross.3,enc.1.4")
+    assert at.pills(key="ablate_cross_2").value == list(range(8)) and at.pills(key="ablate_enc_0").value == [3]
+    assert "--mask-heads enc.0.3,cross.2" in at.code[0].value  # the CLI's 0-based spec of the same heads
+    at = from_url(monkeypatch, s=s, view="reference", ref="A man rides a bike.")
+    assert at.text_input(key="reference").value == "A man rides a bike." and len(at.metric) == 3
+    at = from_url(monkeypatch, s=s, view="beam", beam="2")
+    assert at.slider(key="beam_width").value == 2 and "Beam search (width 2)" in markdown(at)
+
+
+@pytest.mark.parametrize("params, note", [
+    ({"view": "bogus"}, "view='bogus' is not one of"),
+    ({"view": "cross", "layer": "9"}, "layer='9' is not a number from 1 to 3"),
+    ({"view": "cross", "head": "x"}, "head='x' is not a number from 1 to 8"),
+    ({"view": "ablate", "off": "cross.7.1"}, "names no head of this model"),
+    ({"view": "beam", "beam": "99"}, "beam='99' is not a number from 1 to 8"),
+    ({"s": "Hund " * 4000}, "more than the 2,000 the box takes"),
+])
+def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, note):
+    at = from_url(monkeypatch, **{"s": "Ein Hund rennt.", **params})
+    assert not at.exception and not at.error
+    assert note in at.warning[0].value
+
+
+def test_a_step_past_the_end_is_clamped(monkeypatch):
+    at = from_url(monkeypatch, s="Ein Hund rennt.", view="trace", step="40")
+    n = len(at.dataframe[0].value)
+    assert at.session_state.trace_step == n and f"Step {n} of {n}" in markdown(at)

@@ -5,6 +5,7 @@ import streamlit as st
 import viz
 
 from .common import KIND_NAMES, Context
+from .share import keeps_url
 
 KIND_VIEWS = KIND_NAMES
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
@@ -42,6 +43,7 @@ def open_tile(kind: str):
 
 
 @st.fragment
+@keeps_url
 def attention_view(ctx: Context, kind: str):
     maps = getattr(ctx.result, FIELDS[kind])
     L, H = maps.shape[:2]
@@ -54,8 +56,8 @@ def attention_view(ctx: Context, kind: str):
     st.session_state.setdefault(f"{kind}_layer", L - 1 if kind == "cross" else 0)
     layer = controls.segmented_control("Layer", list(range(L)), key=f"{kind}_layer", required=True,
                                        format_func=lambda i: str(i + 1), width="content")
-    head = controls.segmented_control("Head", ["mean", *range(H)], key=f"{kind}_head", default="mean",
-                                      required=True, format_func=lambda h: "mean" if h == "mean" else str(h + 1),
+    st.session_state.setdefault(f"{kind}_head", "mean")
+    head = controls.segmented_control("Head", ["mean", *range(H)], key=f"{kind}_head", required=True, format_func=lambda h: "mean" if h == "mean" else str(h + 1),
                                       width="content")
     stretch = controls.toggle("Stretch colours", key=f"{kind}_stretch", width="content",
                               help="Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: "

@@ -6,6 +6,7 @@ import streamlit as st
 import viz
 
 from .common import KIND_NAMES, Context, head_importance, head_label
+from .share import keeps_url
 
 
 def open_head():
@@ -15,6 +16,7 @@ def open_head():
     st.session_state.view = KIND_NAMES[kind]
 
 
+@keeps_url
 def importance_view(ctx: Context):
     # Not a fragment: "Open in its view" changes the view switch outside this view, which a fragment
     # rerun would never redraw (issue 9: the button did nothing in a real browser).

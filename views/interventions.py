@@ -10,6 +10,7 @@ from model.errors import InputError
 from model.metrics import sentence_bleu
 
 from .common import KIND_NAMES, Context, analyze, beam, cli_hint, diff_chips, head_label, score_reference, translate
+from .share import MAX_BEAM, keeps_url
 
 
 def n_layers(cfg, kind: str) -> int:
@@ -44,6 +45,7 @@ def clear_ablation(cfg):
 
 
 @st.fragment
+@keeps_url
 def ablation_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
     st.caption("Switch heads off for this request only (their output is zeroed; the shared model is never edited) "
@@ -74,6 +76,7 @@ def ablation_view(ctx: Context):
 
 
 @st.fragment
+@keeps_url
 def reference_view(ctx: Context):
     result = ctx.result
     ref = st.text_input("English reference (the examples come with theirs)", key="reference")
@@ -104,9 +107,11 @@ def reference_view(ctx: Context):
 
 
 @st.fragment
+@keeps_url
 def beam_view(ctx: Context):
     result = ctx.result
-    width = st.slider("Beam width", 1, 8, 4, key="beam_width")
+    st.session_state.setdefault("beam_width", 4)
+    width = st.slider("Beam width", 1, MAX_BEAM, key="beam_width")
     search = beam(ctx.checkpoint, result.source, width)
     st.markdown(f"**Beam search (width {width}):** " +
                 diff_chips(viz.token_diff(result.output_tokens, search.best.output_tokens)), unsafe_allow_html=True)

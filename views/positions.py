@@ -5,6 +5,7 @@ import streamlit as st
 import viz
 
 from .common import Context, position_tables
+from .share import keeps_url
 
 
 def default_dims(d_model: int) -> list[int]:
@@ -13,6 +14,7 @@ def default_dims(d_model: int) -> list[int]:
 
 
 @st.fragment
+@keeps_url
 def positions_view(ctx: Context):
     tables, result = position_tables(ctx.checkpoint), ctx.result
     kind = "learned" if ctx.cfg.positions == "learned" else "the paper's fixed sinusoids"

@@ -7,6 +7,7 @@ import streamlit as st
 import viz
 
 from .common import Context, cli_hint, diff_chips, token_chips, translate
+from .share import keeps_url
 
 MODEL_CHOICE = "(the model's choice)"
 
@@ -21,6 +22,7 @@ def slider_moved(n_steps: int):
 
 
 @st.fragment
+@keeps_url
 def trace_view(ctx: Context):
     result = ctx.result
     n = len(result.steps)

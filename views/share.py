@@ -1,0 +1,158 @@
+"""The page's state in its address: a copied link opens the same picture (issue 10).
+
+    ?s=Zwei+Männer+...&view=cross&layer=3&head=3         an attention view, one head (or head=mean)
+    ?s=...&view=trace&step=4&whatif=boys                   the decoding trace at step 4, step 4 forced
+    ?s=...&view=ablate&off=cross.3,enc.1.4                 heads switched off (a whole layer, or one head)
+    ?s=...&view=reference&ref=Two+men+...                  a reference to score
+    ?s=...&view=beam&beam=5                                beam search of width 5
+
+Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
+parameters that decide the current view are written, so links stay short. A parameter
+that does not fit (an unknown view, layer 9, a head spec that names no head, a sentence
+longer than the box takes) is dropped with a message, and the page shows its default.
+"""
+
+import functools
+
+import streamlit as st
+
+from .common import KIND_NAMES
+
+VIEW_SLUGS = {"cross": "Cross-attention", "enc": "Encoder self-attention", "dec": "Decoder self-attention",
+              "trace": "Decoding trace", "positions": "Positional encodings", "ablate": "Ablate heads",
+              "importance": "Head importance", "reference": "Reference", "beam": "Beam search"}
+SLUG_OF = {v: k for k, v in VIEW_SLUGS.items()}
+MAX_SENTENCE = 2000  # the sentence box's max_chars
+MAX_BEAM = 8
+
+
+def _int(params, key: str, low: int, high: int, notes: list) -> int | None:
+    """A whole number in [low, high] from the URL, or None (with a note) when it is missing or does not fit."""
+    raw = params.get(key)
+    if raw is None:
+        return None
+    if raw.strip().isdigit() and low <= int(raw) <= high:
+        return int(raw)
+    notes.append(f"{key}={raw[:40]!r} is not a number from {low} to {high}")
+    return None
+
+
+def parse_off(spec: str, cfg) -> dict | None:
+    """'cross.3,enc.1.4' (1-based) -> {(kind, layer): [heads]} (0-based), or None if any item names no head."""
+    picked = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        parts = item.split(".")
+        if len(parts) not in (2, 3) or parts[0] not in KIND_NAMES or not all(p.isdigit() for p in parts[1:]):
+            return None
+        kind, layer = parts[0], int(parts[1]) - 1
+        n = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+        heads = [int(parts[2]) - 1] if len(parts) == 3 else list(range(cfg.n_heads))
+        if not 0 <= layer < n or not all(0 <= h < cfg.n_heads for h in heads):
+            return None
+        picked[(kind, layer)] = sorted(set(picked.get((kind, layer), [])) | set(heads))
+    return picked
+
+
+def format_off(cfg) -> str:
+    """The heads switched off on the page, as the URL writes them (1-based; a whole layer as 'kind.layer')."""
+    items = []
+    for kind in KIND_NAMES:
+        n = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+        for layer in range(n):
+            heads = sorted(st.session_state.get(f"ablate_{kind}_{layer}") or [])
+            if len(heads) == cfg.n_heads:
+                items.append(f"{kind}.{layer + 1}")
+            else:
+                items += [f"{kind}.{layer + 1}.{h + 1}" for h in heads]
+    return ",".join(items)
+
+
+def read_url(cfg) -> list[str]:
+    """Set the widgets' state from the URL, once per browser session; returns a note per dropped parameter."""
+    params, notes = st.query_params, []
+    sentence = params.get("s")
+    if sentence is not None:
+        if len(sentence) > MAX_SENTENCE:
+            notes.append(f"the sentence has {len(sentence):,} characters, more than the {MAX_SENTENCE:,} the box takes")
+        else:
+            st.session_state.sentence = sentence
+    slug = params.get("view")
+    if slug is not None and slug not in VIEW_SLUGS:
+        notes.append(f"view={slug[:40]!r} is not one of {', '.join(VIEW_SLUGS)}")
+    view = VIEW_SLUGS.get(slug)
+    if view:
+        st.session_state.view = view
+    kind = slug if slug in KIND_NAMES else None
+    if kind:
+        n = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+        layer = _int(params, "layer", 1, n, notes)
+        if layer is not None:
+            st.session_state[f"{kind}_layer"] = layer - 1
+        if params.get("head") == "mean":
+            st.session_state[f"{kind}_head"] = "mean"
+        else:
+            head = _int(params, "head", 1, cfg.n_heads, notes)
+            if head is not None:
+                st.session_state[f"{kind}_head"] = head - 1
+    step = _int(params, "step", 1, 10_000, notes)
+    if step is not None:
+        st.session_state.trace_step = step  # the trace clamps it to the output's length
+    if params.get("whatif"):
+        st.session_state.what_if = params["whatif"]  # the trace drops it unless it is a candidate of the step
+    if params.get("off"):
+        picked = parse_off(params["off"], cfg)
+        if picked is None:
+            notes.append(f"off={params['off'][:60]!r} names no head of this model (e.g. cross.3 or enc.1.4)")
+        else:
+            for (k, layer), heads in picked.items():
+                st.session_state[f"ablate_{k}_{layer}"] = heads
+    if params.get("ref") is not None:
+        st.session_state.reference = params["ref"][:MAX_SENTENCE]
+    width = _int(params, "beam", 1, MAX_BEAM, notes)
+    if width is not None:
+        st.session_state.beam_width = width
+    return notes
+
+
+def state_params(cfg) -> dict:
+    """What decides the current picture, as URL parameters."""
+    s = st.session_state
+    sentence, view = s.get("sentence", ""), s.get("view")
+    params = {"s": sentence} if sentence else {}
+    slug = SLUG_OF.get(view)
+    if slug:
+        params["view"] = slug
+    if slug in KIND_NAMES:
+        layer, head = s.get(f"{slug}_layer"), s.get(f"{slug}_head", "mean")
+        if layer is not None:
+            params["layer"] = str(layer + 1)
+        params["head"] = "mean" if head in (None, "mean") else str(head + 1)
+    elif slug == "trace":
+        params["step"] = str(s.get("trace_step", 1))
+        if s.get("what_if") not in (None, "(the model's choice)"):
+            params["whatif"] = s.what_if
+    elif slug == "ablate" and format_off(cfg):
+        params["off"] = format_off(cfg)
+    elif slug == "reference" and s.get("reference"):
+        params["ref"] = s.reference
+    elif slug == "beam":
+        params["beam"] = str(s.get("beam_width", 4))
+    return params
+
+
+def write_url(cfg):
+    """Put the current state into the address bar (only when it changed: each write is a browser message)."""
+    params = state_params(cfg)
+    if dict(st.query_params) != params:
+        st.query_params.from_dict(params)
+
+
+def keeps_url(view):
+    """Decorate a view so that every run of it, a fragment's own reruns too, leaves its state in the URL."""
+    @functools.wraps(view)
+    def run(ctx, *args):
+        try:
+            return view(ctx, *args)
+        finally:
+            write_url(ctx.cfg)
+    return run
