@@ -271,3 +271,65 @@ def test_800px_wide_every_control_is_usable(browser, server):
         assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && b.innerText.trim().length > 4"), name
     pg.screenshot(path=str(ARTIFACTS / "narrow.png"), full_page=True)
     ctx.close()
+
+
+def fresh_page(browser, url: str, **ctx_args):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 2200}, **ctx_args)
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(url)
+    pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
+    wait_idle(pg)
+    return ctx, pg, errors
+
+
+def test_a_copied_link_opens_the_same_picture(page, browser):
+    translate_in_page(page, "Zwei Männer spielen Fußball auf einer Wiese.")
+    page.get_by_role("radio", name="Decoder self-attention").click()
+    wait_idle(page)
+    page.get_by_role("radiogroup", name="Layer").get_by_role("radio", name="2", exact=True).click()
+    wait_idle(page)
+    head(page, 4).click()  # a click inside the view's fragment: the URL must follow it too
+    page.get_by_text("Decoder self-attention, layer 2, head 4").first.wait_for(timeout=20_000)
+    page.wait_for_function("location.search.includes('head=4')", timeout=10_000)
+    url = page.url
+    assert "view=dec" in url and "layer=2" in url
+    ctx, pg, errors = fresh_page(browser, url)
+    pg.get_by_text("Decoder self-attention, layer 2, head 4").first.wait_for(timeout=30_000)
+    assert pg.locator(".translation").inner_text() == page.locator(".translation").inner_text()
+    assert head(pg, 4).get_attribute("aria-checked") == "true"
+    ctx.close()
+    assert not errors
+
+    page.get_by_role("radio", name="Decoding trace").click()
+    page.get_by_text("Step 1 of").wait_for(timeout=20_000)
+    page.get_by_role("button", name="Next ▶").click()
+    page.get_by_text("Step 2 of").wait_for(timeout=20_000)
+    page.wait_for_function("location.search.includes('step=2')", timeout=10_000)
+    ctx, pg, errors = fresh_page(browser, page.url)
+    pg.get_by_text("Step 2 of").wait_for(timeout=30_000)
+    ctx.close()
+    assert not errors
+
+    page.get_by_role("radio", name="Ablate heads").click()
+    wait_idle(page)
+    pill = page.get_by_role("toolbar", name="Encoder self-attention, layer 1: heads to switch off").get_by_role(
+        "button", name="5", exact=True)
+    pill.click()
+    page.get_by_text("Without those heads:").wait_for(timeout=30_000)
+    page.wait_for_function("location.search.includes('off=enc.1.5')", timeout=10_000)
+    ctx, pg, errors = fresh_page(browser, page.url)
+    pg.get_by_text("Switched off: Encoder self-attention layer 1, head 5").wait_for(timeout=30_000)
+    ctx.close()
+    assert not errors
+
+
+@pytest.mark.parametrize("query", ["view=bogus", "view=cross&layer=9", "view=ablate&off=cross.9",
+                                   "view=trace&step=999", "s=" + "Hund%20" * 3000])
+def test_bad_link_parameters_never_raise(browser, server, query):
+    ctx, pg, errors = fresh_page(browser, f"{server}/?s=Ein%20Hund%20rennt.&{query}")
+    assert pg.locator("[data-testid='stException']").count() == 0
+    assert pg.get_by_text("Traceback").count() == 0
+    ctx.close()
+    assert not errors
