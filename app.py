@@ -121,7 +121,7 @@ if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
 
 st.session_state.setdefault("view", list(VIEWS)[0])
 view = st.segmented_control("View", list(VIEWS), key="view", required=True)
-st.caption("🔗 The address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
+st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
            "exactly what you see.")
 try:
     VIEWS[view](Context(checkpoint, translator, result))
