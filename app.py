@@ -60,6 +60,10 @@ except CheckpointError as e:
     log.error("checkpoint: %s", e)
     st.error(f"**The model could not be loaded.** {e}")
     st.stop()
+except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
+    log.error("device: %s", e)
+    st.error(f"**The model could not be started.** {e}.")
+    st.stop()
 cfg = translator.cfg
 st.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
            f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k. Type a sentence and press Enter, "

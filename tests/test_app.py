@@ -336,3 +336,17 @@ def test_a_step_past_the_end_is_clamped(monkeypatch):
     at = from_url(monkeypatch, s="Ein Hund rennt.", view="trace", step="40")
     n = len(at.dataframe[0].value)
     assert at.session_state.trace_step == n and f"Step {n} of {n}" in markdown(at)
+
+
+@pytest.mark.parametrize("device, says", [("tpu", "unknown device 'tpu'"), ("CPU", "unknown device 'CPU'"),
+                                          ("cuda", "CUDA is not available here")])
+def test_a_bad_device_is_the_pages_own_message(monkeypatch, device, says):
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.setenv("TRANSFORMER_DEVICE", device)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert "could not be started" in at.error[0].value and says in at.error[0].value
+    assert "cpu, cuda, cuda:N, mps" in at.error[0].value or device == "cuda"
