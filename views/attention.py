@@ -4,7 +4,7 @@ import streamlit as st
 
 import viz
 
-from .common import KIND_NAMES, Context
+from .common import KIND_NAMES, Context, chart
 from .share import keeps_url
 
 KIND_VIEWS = KIND_NAMES
@@ -65,12 +65,15 @@ def attention_view(ctx: Context, kind: str):
     head = None if head == "mean" else head
     name = f"mean of the {H} heads" if head is None else f"head {head + 1}"
     title = f"{KIND_NAMES[kind]}, layer {layer + 1}, {name}"
-    st.plotly_chart(viz.attention_heatmap(viz.select_head(maps, layer, head), q_tokens, k_tokens, causal=causal,
-                                          query_unknown=q_unk, key_unknown=k_unk, title=title, stretch=stretch),
-                    key=f"{kind}_one", width="content")
+    chart(viz.attention_heatmap(viz.select_head(maps, layer, head), q_tokens, k_tokens, causal=causal,
+                                query_unknown=q_unk, key_unknown=k_unk, title=title, stretch=stretch,
+                                subtitle=viz.plain(ctx.result.source[:120])),
+          key=f"{kind}_one", name=f"{kind}-layer{layer + 1}-{'mean' if head is None else f'head{head + 1}'}",
+          width="content")
     if head is None:
         st.caption(f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
                    "head has its own map, and the layer concatenates their outputs. Pick a head to see one.")
     st.markdown(f"**All {L} layers × {H} heads** — click a tile to open it above.")
-    st.plotly_chart(viz.model_view(maps, q_tokens, k_tokens, causal=causal, query_unknown=q_unk, key_unknown=k_unk),
-                    key=f"{kind}_grid", width="content", on_select=lambda: open_tile(kind), selection_mode="points")
+    chart(viz.model_view(maps, q_tokens, k_tokens, causal=causal, query_unknown=q_unk, key_unknown=k_unk),
+          key=f"{kind}_grid", name=f"{kind}-all-heads", width="content", on_select=lambda: open_tile(kind),
+          selection_mode="points")

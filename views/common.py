@@ -3,6 +3,7 @@
 import html
 import json
 import logging
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from model.checkpoint import DEFAULT_CHECKPOINT
+from model.device import DEVICE_ENV
 from model.result import Translation
 from model.translator import Translator
 
@@ -32,9 +34,16 @@ class Context:
 # --- model calls, cached by their arguments: changing a view, layer, head or step never re-runs the model ---
 
 @st.cache_resource(show_spinner="Loading the model…")
+def _load(checkpoint: str | None, device: str | None) -> Translator:
+    return Translator.load(checkpoint, device)
+
+
 def load_translator(checkpoint: str | None) -> Translator:
-    """One model for every session; never mutated (head masks and the like are call arguments)."""
-    return Translator.load(checkpoint)
+    """One model for every session; never mutated (head masks and the like are call arguments).
+
+    Cached by checkpoint and by $TRANSFORMER_DEVICE, so a changed device is never served a stale model.
+    """
+    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -112,6 +121,15 @@ def head_label(item: str) -> str:
     """'cross.1' -> 'layer 2 (all heads)'; 'cross.1.3' -> 'layer 2, head 4' (the page counts from 1)."""
     parts = item.split(".")
     return f"layer {int(parts[1]) + 1}" + (f", head {int(parts[2]) + 1}" if len(parts) == 3 else " (all heads)")
+
+
+def chart(fig, key: str, name: str = "", **kwargs):
+    """st.plotly_chart with the toolbar's camera set up: PNG at 2x, or SVG, as chosen in the export section."""
+    fmt = st.session_state.get("image_format", "PNG (2×)")
+    config = {"toImageButtonOptions": {"format": "svg" if fmt == "SVG" else "png", "scale": 2,
+                                       "filename": (name or key).replace(" ", "_")[:80]},
+              "displaylogo": False}
+    return st.plotly_chart(fig, key=key, config=config, **kwargs)
 
 
 def cli_command(sentence: str, *args: str) -> str:

@@ -5,7 +5,7 @@ import streamlit as st
 
 import viz
 
-from .common import KIND_NAMES, Context, head_importance, head_label
+from .common import KIND_NAMES, Context, chart, head_importance, head_label
 from .share import keeps_url
 
 
@@ -45,8 +45,9 @@ def importance_view(ctx: Context):
     lim = max(float(np.abs(v).max()) for v in values.values())
     for col, (kind, label) in zip(st.columns(3), KIND_NAMES.items()):
         ci = kinds[kind].get(ci_key)
-        col.plotly_chart(viz.importance_heatmap(values[kind], title=label, value=metric, lim=lim, interval=ci,
-                                                digits=digits), key=f"importance_{kind}")
+        with col:
+            chart(viz.importance_heatmap(values[kind], title=label, value=metric, lim=lim, interval=ci,
+                                         digits=digits), key=f"importance_{kind}")
     ranked = sorted(((float(d), f"{k}.{i}.{h}") for k, v in drops.items() for (i, h), d in np.ndenumerate(v)),
                     reverse=True)
     rise = {f"{k}.{i}.{h}": float(r) for k, v in rises.items() for (i, h), r in np.ndenumerate(v)}

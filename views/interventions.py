@@ -2,14 +2,14 @@
 
 import html
 
-import numpy as np
 import streamlit as st
 
 import viz
 from model.errors import InputError
 from model.metrics import sentence_bleu
 
-from .common import KIND_NAMES, Context, analyze, beam, cli_hint, diff_chips, head_label, score_reference, translate
+from .common import (KIND_NAMES, Context, analyze, beam, chart, cli_hint, diff_chips, head_label, score_reference,
+                     translate)
 from .share import MAX_BEAM, keeps_url
 
 
@@ -70,7 +70,7 @@ def ablation_view(ctx: Context):
     cli_hint(result.source, "--mask-heads", spec)
     tokens = tuple(s.token for s in result.steps)
     after = analyze(ctx.checkpoint, result.source, tokens, spec)
-    st.plotly_chart(viz.probability_change(list(tokens), [s.prob for s in result.steps], [s.prob for s in after.steps],
+    chart(viz.probability_change(list(tokens), [s.prob for s in result.steps], [s.prob for s in after.steps],
                                            title="Probability of each originally chosen token, with and without "
                                                  "those heads"), key="ablate_probs")
 
@@ -99,7 +99,7 @@ def reference_view(ctx: Context):
     layer = st.segmented_control("Layer", list(range(ctx.cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
                                  key="reference_layer", default=ctx.cfg.n_dec_layers - 1, required=True)
     for r, name in ((forced, "teacher-forced on the reference"), (result, "the model's own output")):
-        st.plotly_chart(viz.attention_heatmap(viz.select_head(r.cross_attentions, layer, None),
+        chart(viz.attention_heatmap(viz.select_head(r.cross_attentions, layer, None),
                                               viz.predicting(r.tgt_tokens, [s.token for s in r.steps]),
                                               r.src_tokens, key_unknown=r.src_unknown,
                                               title=f"Cross-attention, layer {layer + 1}, mean of heads: {name}"),

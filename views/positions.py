@@ -4,7 +4,7 @@ import streamlit as st
 
 import viz
 
-from .common import Context, position_tables
+from .common import Context, chart, position_tables
 from .share import keeps_url
 
 
@@ -28,9 +28,10 @@ def positions_view(ctx: Context):
     which = st.segmented_control("Table", list(choices), key="pos_table", default=list(choices)[0], required=True)
     table, used = choices[which]
     c1, c2 = st.columns(2)
-    c1.plotly_chart(viz.position_heatmap(table, used, title=f"{which}: positions × dimensions"), key="pos_map")
-    c2.plotly_chart(viz.similarity_heatmap(table, used, title="Cosine similarity between positions"),
-                    key="pos_sim")
+    with c1:
+        chart(viz.position_heatmap(table, used, title=f"{which}: positions × dimensions"), key="pos_map")
+    with c2:
+        chart(viz.similarity_heatmap(table, used, title="Cosine similarity between positions"), key="pos_sim")
     dims = st.multiselect("Dimensions to draw", list(range(D)), default=default_dims(D), key="pos_dims")
     if dims:
-        st.plotly_chart(viz.dimension_curves(table, dims, used, title="Dimensions over position"), key="pos_curves")
+        chart(viz.dimension_curves(table, dims, used, title="Dimensions over position"), key="pos_curves")

@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 
-from .common import Context, cli_hint, diff_chips, token_chips, translate
+from .common import Context, chart, cli_hint, diff_chips, token_chips, translate
 from .share import keeps_url
 
 MODEL_CHOICE = "(the model's choice)"
@@ -48,12 +48,12 @@ def trace_view(ctx: Context):
                 f"</span> ({step.runner_up[1]:.3f}).", unsafe_allow_html=True)
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.plotly_chart(viz.candidates_bar(list(step.top), step.token, title="Top candidates for this step"),
+        chart(viz.candidates_bar(list(step.top), step.token, title="Top candidates for this step"),
                         key="trace_top")
-        st.plotly_chart(viz.heads_at_step(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1],
+        chart(viz.heads_at_step(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1],
                                           title="Decoder self-attention at this step"), key="trace_self")
     with c2:
-        st.plotly_chart(viz.heads_at_step(result.cross_attentions[:, :, t, :], result.src_tokens,
+        chart(viz.heads_at_step(result.cross_attentions[:, :, t, :], result.src_tokens,
                                           key_unknown=result.src_unknown,
                                           title="Cross-attention at this step: where each head read the source"),
                         key="trace_cross")
@@ -80,7 +80,9 @@ def what_if(ctx: Context, t: int):
     cli_hint(result.source, "--force", f"{t}:{choice}")
     if t + 1 < min(len(alt.steps), len(result.steps)):
         c1, c2 = st.columns(2)
-        c1.plotly_chart(viz.heads_at_step(result.cross_attentions[:, :, t + 1], result.src_tokens,
-                                          title=f"Original: cross-attention at step {t + 2}"), key="whatif_orig")
-        c2.plotly_chart(viz.heads_at_step(alt.cross_attentions[:, :, t + 1], alt.src_tokens,
-                                          title=f"What-if: cross-attention at step {t + 2}"), key="whatif_alt")
+        with c1:
+            chart(viz.heads_at_step(result.cross_attentions[:, :, t + 1], result.src_tokens,
+                                    title=f"Original: cross-attention at step {t + 2}"), key="whatif_orig")
+        with c2:
+            chart(viz.heads_at_step(alt.cross_attentions[:, :, t + 1], alt.src_tokens,
+                                    title=f"What-if: cross-attention at step {t + 2}"), key="whatif_alt")

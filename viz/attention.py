@@ -79,12 +79,13 @@ def _masked_trace(x, y, masked, hover, customdata):
 
 
 def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title="",
-                      query_unknown=None, key_unknown=None, stretch=False,
+                      query_unknown=None, key_unknown=None, stretch=False, subtitle="",
                       query_axis="query: the token that is looking", key_axis="key: the token looked at"):
     """One (Q, K) attention map as a heatmap of square cells; hover shows query, key and the exact weight.
 
     stretch: colour from 0 to this map's largest weight instead of the fixed 0-1 scale (more contrast,
-    but colours no longer compare across maps).
+    but colours no longer compare across maps). subtitle: a line under the title (e.g. the sentence), so
+    that a saved picture says what it shows.
     """
     w = check_weights(weights, 2, "weights (queries, keys)")
     check_tokens(query_tokens, "query_tokens")
@@ -113,10 +114,10 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
     cmax = float(np.nanmax(np.where(masked, np.nan, w))) if stretch and w.size else 1.0
     fig.update_layout(
-        title=dict(text=title), coloraxis=_coloraxis("weight" if not stretch else "weight (stretched)",
+        title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=_coloraxis("weight" if not stretch else "weight (stretched)",
                                                      cmax=max(cmax, 1e-6)),
-        width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25) + (20 if subtitle else 0),
+        margin=dict(l=10, r=10, t=(70 if subtitle else 50) if title else 20, b=10),
         xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x_vals, ticktext=x_text,
                    tickangle=-45 if upright else -90, side="bottom", automargin=True, showgrid=False,
                    zeroline=False, range=[-0.5, K - 0.5], constrain="domain", tickfont=dict(size=12)),
