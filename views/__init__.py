@@ -4,7 +4,7 @@ app.py is the frame (sentence box, translation header, view switch); everything 
 lives here, one module per view or family of views. Views never read app.py's globals.
 """
 
-from .attention import KIND_VIEWS, attention_view
+from .attention import attention_view
 from .common import Context
 from .importance import importance_view
 from .interventions import ablation_view, beam_view, reference_view
@@ -24,4 +24,4 @@ VIEWS = {
     "Beam search": beam_view,
 }
 
-__all__ = ["Context", "KIND_VIEWS", "VIEWS"]
+__all__ = ["Context", "VIEWS"]

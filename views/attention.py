@@ -5,9 +5,9 @@ import streamlit as st
 import viz
 
 from .common import KIND_NAMES, Context, chart
+from .export import downloads
 from .share import keeps_url
 
-KIND_VIEWS = KIND_NAMES
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
 CAPTIONS = {
     "enc": "Each German token (row) builds its new representation as a weighted mix of all German tokens "
@@ -65,7 +65,8 @@ def attention_view(ctx: Context, kind: str):
     head = None if head == "mean" else head
     name = f"mean of the {H} heads" if head is None else f"head {head + 1}"
     title = f"{KIND_NAMES[kind]}, layer {layer + 1}, {name}"
-    chart(viz.attention_heatmap(viz.select_head(maps, layer, head), q_tokens, k_tokens, causal=causal,
+    weights = viz.select_head(maps, layer, head)
+    chart(viz.attention_heatmap(weights, q_tokens, k_tokens, causal=causal,
                                 query_unknown=q_unk, key_unknown=k_unk, title=title, stretch=stretch,
                                 subtitle=viz.plain(ctx.result.source[:120])),
           key=f"{kind}_one", name=f"{kind}-layer{layer + 1}-{'mean' if head is None else f'head{head + 1}'}",
@@ -77,3 +78,7 @@ def attention_view(ctx: Context, kind: str):
     chart(viz.model_view(maps, q_tokens, k_tokens, causal=causal, query_unknown=q_unk, key_unknown=k_unk),
           key=f"{kind}_grid", name=f"{kind}-all-heads", width="content", on_select=lambda: open_tile(kind),
           selection_mode="points")
+    raw = {"src": ctx.result.src_tokens, "tgt": ctx.result.tgt_tokens}  # the CSV keeps the model's own tokens
+    q_side, k_side = sides(kind)
+    downloads(ctx, shown_map=(f"{kind}-layer{layer + 1}-{'mean' if head is None else f'head{head + 1}'}", weights,
+                              raw[q_side], raw[k_side]))

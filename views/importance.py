@@ -1,11 +1,14 @@
 """Head importance over the test set: BLEU drop and loss rise with each head alone switched off."""
 
+import json
+
 import numpy as np
 import streamlit as st
 
 import viz
 
 from .common import KIND_NAMES, Context, chart, head_importance, head_label
+from .export import downloads
 from .share import keeps_url
 
 
@@ -57,3 +60,5 @@ def importance_view(ctx: Context):
                  format_func=lambda k: f"{KIND_NAMES[k.split('.')[0]]}, {head_label(k)}: BLEU {-drop[k]:+.2f}, "
                                        f"loss {rise[k]:+.3f}")
     c2.button("Open in its view", on_click=open_head, width="stretch")
+    downloads(ctx, extra=[("Head importance of the test set (JSON)", "head_importance.json", "application/json",
+                           lambda: json.dumps(table, indent=1))])

@@ -6,10 +6,12 @@ import streamlit as st
 
 import viz
 from model.errors import InputError
+from model.export import steps_csv
 from model.metrics import sentence_bleu
 
 from .common import (KIND_NAMES, Context, analyze, beam, chart, cli_hint, diff_chips, head_label, score_reference,
                      translate)
+from .export import downloads
 from .share import MAX_BEAM, keeps_url
 
 
@@ -73,6 +75,7 @@ def ablation_view(ctx: Context):
     chart(viz.probability_change(list(tokens), [s.prob for s in result.steps], [s.prob for s in after.steps],
                                            title="Probability of each originally chosen token, with and without "
                                                  "those heads"), key="ablate_probs")
+    downloads(ctx, result=ablated, heads_off=spec)
 
 
 @st.fragment
@@ -100,10 +103,12 @@ def reference_view(ctx: Context):
                                  key="reference_layer", default=ctx.cfg.n_dec_layers - 1, required=True)
     for r, name in ((forced, "teacher-forced on the reference"), (result, "the model's own output")):
         chart(viz.attention_heatmap(viz.select_head(r.cross_attentions, layer, None),
-                                              viz.predicting(r.tgt_tokens, [s.token for s in r.steps]),
-                                              r.src_tokens, key_unknown=r.src_unknown,
-                                              title=f"Cross-attention, layer {layer + 1}, mean of heads: {name}"),
-                        key=f"reference_{'forced' if r is forced else 'free'}", width="content")
+                                    viz.predicting(r.tgt_tokens, [s.token for s in r.steps]),
+                                    r.src_tokens, key_unknown=r.src_unknown,
+                                    title=f"Cross-attention, layer {layer + 1}, mean of heads: {name}"),
+              key=f"reference_{'forced' if r is forced else 'free'}", width="content")
+    downloads(ctx, extra=[("Reference, teacher-forced (CSV)", "reference-steps.csv", "text/csv",
+                           lambda: steps_csv(forced))])
 
 
 @st.fragment
@@ -122,4 +127,7 @@ def beam_view(ctx: Context):
     st.dataframe([{"rank": i + 1, "hypothesis": " ".join(c.tokens), "log-probability": round(c.score, 3),
                    "normalised score": round(c.normalized, 3)} for i, c in enumerate(search.nbest)], hide_index=True)
     st.markdown("**The search, step by step** (kept: stays in the beam; finished: ended with `<eos>`; pruned: fell out)")
-    st.dataframe(viz.beam_table(search.trace), hide_index=True)
+    table = viz.beam_table(search.trace)
+    st.dataframe(table, hide_index=True)
+    downloads(ctx, result=search.best, beam=width,
+              extra=[("Beam search steps (CSV)", f"beam{width}-search.csv", "text/csv", lambda: table.to_csv(index=False))])

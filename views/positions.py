@@ -1,10 +1,12 @@
 """Positional encodings: the model's own tables next to the paper's sinusoids."""
 
+import pandas as pd
 import streamlit as st
 
 import viz
 
 from .common import Context, chart, position_tables
+from .export import downloads
 from .share import keeps_url
 
 
@@ -35,3 +37,6 @@ def positions_view(ctx: Context):
     dims = st.multiselect("Dimensions to draw", list(range(D)), default=default_dims(D), key="pos_dims")
     if dims:
         chart(viz.dimension_curves(table, dims, used, title="Dimensions over position"), key="pos_curves")
+    name = which.split(" (")[0].replace(", ", "-").replace(" ", "-")
+    downloads(ctx, extra=[(f"This table (CSV, positions × {D} dimensions)", f"positions-{name}.csv", "text/csv",
+                           lambda: pd.DataFrame(table).rename_axis("position").to_csv())])

@@ -7,6 +7,7 @@ import streamlit as st
 import viz
 
 from .common import Context, chart, cli_hint, diff_chips, token_chips, translate
+from .export import downloads
 from .share import keeps_url
 
 MODEL_CHOICE = "(the model's choice)"
@@ -57,9 +58,13 @@ def trace_view(ctx: Context):
                                           key_unknown=result.src_unknown,
                                           title="Cross-attention at this step: where each head read the source"),
                         key="trace_cross")
-    what_if(ctx, t)
+    alt = what_if(ctx, t)
     st.markdown("**All steps**")
     st.dataframe(viz.steps_table(result.steps), hide_index=True)
+    if alt is None:
+        downloads(ctx)
+    else:  # the what-if translation, recorded with its forced step
+        downloads(ctx, result=alt, force={t: st.session_state.what_if})
 
 
 def what_if(ctx: Context, t: int):
@@ -72,7 +77,7 @@ def what_if(ctx: Context, t: int):
         st.session_state.what_if = MODEL_CHOICE
     choice = st.selectbox(f"What if step {t + 1} had said…", [MODEL_CHOICE, *alternatives], key="what_if")
     if choice not in alternatives:
-        return
+        return None
     alt = translate(ctx.checkpoint, result.source, "", t, choice)
     st.markdown(f"**What-if translation** (step {t + 1} forced to “{html.escape(choice)}”, greedy after): " +
                 diff_chips(viz.token_diff([s.token for s in result.steps], [s.token for s in alt.steps])),
@@ -86,3 +91,4 @@ def what_if(ctx: Context, t: int):
         with c2:
             chart(viz.heads_at_step(alt.cross_attentions[:, :, t + 1], alt.src_tokens,
                                     title=f"What-if: cross-attention at step {t + 2}"), key="whatif_alt")
+    return alt

@@ -1,0 +1,50 @@
+"""Take the data out (issue 10): every view offers the numbers behind what it shows as files.
+
+The files are made only when a button is clicked (deferred), so drawing a view costs nothing extra:
+- the whole result as JSON, line for line the `model.translate --json` format, plus its provenance;
+- every attention map as a compressed .npz (arrays, tokens, provenance), and the same for BertViz;
+- the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart).
+"""
+
+import json
+
+import streamlit as st
+
+from model.export import bertviz_npz, map_csv, maps_npz, provenance, result_json, steps_csv
+
+from .common import Context
+
+IMAGE_FORMATS = ["PNG (2×)", "SVG"]
+
+
+def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None = None, beam: int = 1,
+              shown_map=None, extra: list | None = None):
+    """The export section of a view.
+
+    result: what the view shows (default: the page's greedy result), made with heads_off / force / beam;
+    shown_map: (name, weights (Q, K), query tokens, key tokens) of the map on screen;
+    extra: further (label, file name, mime, make-bytes) entries.
+    """
+    result = result or ctx.result
+    prov = provenance(ctx.translator, heads_off=heads_off, force=force, beam=beam)
+    stem = "translation" + ("-ablated" if heads_off else "-whatif" if force else f"-beam{beam}" if beam > 1 else "")
+    files = [("Result (JSON)", f"{stem}.json", "application/json",
+              lambda: json.dumps(result_json(result, prov), ensure_ascii=False)),
+             ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream", lambda: maps_npz(result, prov)),
+             ("For BertViz (.npz)", f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
+             ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result))]
+    if shown_map is not None:
+        name, weights, q_tokens, k_tokens = shown_map
+        files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv", lambda: map_csv(weights, q_tokens, k_tokens)))
+    files += extra or []
+    with st.expander("Download the data behind this view"):
+        row = st.container(horizontal=True, gap="small")
+        for label, file_name, mime, make in files:
+            row.download_button(label, data=make, file_name=file_name, mime=mime, on_click="ignore",
+                                key=f"download_{file_name}")
+        st.segmented_control("The chart toolbar's camera saves", IMAGE_FORMATS, key="image_format",
+                             default=IMAGE_FORMATS[0], required=True)
+        st.caption("The JSON is exactly what `python -m model.translate --json` prints for this sentence and these "
+                   "settings, with a `provenance` record (checkpoint and its hash, heads off, forced steps, beam, "
+                   "versions). Load the BertViz file with `model.export.load_bertviz_npz(path)` and pass the result "
+                   "to `bertviz.model_view(**...)`.")
