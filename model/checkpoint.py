@@ -7,6 +7,7 @@ A checkpoint is a folder:
     README.md           the model card (written by hand; not needed for loading)
 """
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -41,6 +42,22 @@ def _fail(path, what: str, fix: str = "Retrain with `python -m model.train`, or 
     raise CheckpointError(f"Checkpoint {path}: {what}. {fix}")
 
 
+def checkpoint_folder(path=None) -> Path:
+    """The folder a checkpoint argument names: PATH, its folder if PATH is the .safetensors file;
+    without one, $TRANSFORMER_CHECKPOINT, else the shipped checkpoints/."""
+    path = Path(path or os.environ.get(CHECKPOINT_ENV) or DEFAULT_CHECKPOINT)
+    return path.parent if path.suffix == ".safetensors" else path
+
+
+def weights_sha256(folder) -> str:
+    """The sha256 hex digest of a checkpoint's model.safetensors, read in 1 MiB chunks (the file is 18 MB)."""
+    digest = hashlib.sha256()
+    with open(Path(folder) / WEIGHTS, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]:
     """Load and validate a checkpoint folder (or its model.safetensors); the model comes back in eval mode.
 
@@ -52,7 +69,7 @@ def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]
     if path.suffix in PICKLE_SUFFIXES:
         _fail(path, "is a pickle file, which can run code when loaded, so it is refused",
               "Convert it to a checkpoint folder with model.safetensors, config.json and vocab.json.")
-    folder = path.parent if path.suffix == ".safetensors" else path
+    folder = checkpoint_folder(path)
     if not folder.exists():
         _fail(folder, "does not exist", "Pass --checkpoint with a checkpoint folder, or restore checkpoints/ with `git checkout -- checkpoints`.")
     for name in (WEIGHTS, CONFIG, VOCAB):

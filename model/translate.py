@@ -14,7 +14,9 @@ positions is cut to fit, and stderr says so.
 greedy decoding going on from there (repeatable; a line whose output ends before STEP
 gets an empty line and the reason on stderr). With --json, --reference FILE (one English
 line per input line) adds each reference's teacher-forced token probabilities, loss and
-sentence BLEU, and --beam K adds the n-best list and the search trace.
+sentence BLEU, and --beam K adds the n-best list and the search trace. Every --json line
+carries `provenance`: the checkpoint (folder, sha256 of its weights), --mask-heads, --force,
+the decoding settings, versions and device (model/export.py).
 """
 
 import argparse
@@ -46,7 +48,7 @@ def main(argv=None):
         return 2
 
     from .heads import parse_head_mask
-    from .translator import Translator  # after argument parsing: --help stays fast
+    from .translator import MAX_OUTPUT, Translator  # after argument parsing: --help stays fast
 
     try:
         force = parse_force(args.force)
@@ -102,13 +104,17 @@ def main(argv=None):
     for i in (results if references else []):
         extra.setdefault(i, {})["reference"] = score_reference(translator, results[i], references[i], i + 1,
                                                                args.mask_heads)
+    if args.json:  # what produced every line (model/export.py), the same for the whole run
+        from .export import provenance, result_json
+
+        prov = provenance(translator, args.mask_heads, force, args.beam, args.top_k, MAX_OUTPUT)
     out = sys.stdout
     for i in range(len(lines)):
         r = results.get(i)
         if r is None:
             out.write("\n")
         elif args.json:
-            out.write(json.dumps({**r.to_json(), **extra.get(i, {})}, ensure_ascii=False) + "\n")
+            out.write(json.dumps({**result_json(r, prov), **extra.get(i, {})}, ensure_ascii=False) + "\n")
         else:
             out.write(r.text + "\n")
     out.flush()

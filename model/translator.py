@@ -14,7 +14,7 @@ users can ask for different ones at the same time.
 import numpy as np
 import torch
 
-from .checkpoint import load_checkpoint
+from .checkpoint import checkpoint_folder, load_checkpoint, weights_sha256
 from .data import pad
 from .decoding import beam_search, greedy_decode, step_stats, teacher_forced
 from .device import describe, pick_device
@@ -24,20 +24,34 @@ from .result import BeamSearch, Candidate, ReferenceScore, Step, Translation
 from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)
+IN_MEMORY = "(in memory)"  # checkpoint name of a Translator built from a model, not loaded from a folder
 
 
 class Translator:
-    def __init__(self, model, src_vocab, tgt_vocab):
+    def __init__(self, model, src_vocab, tgt_vocab, checkpoint: tuple = (IN_MEMORY, None, None)):
         self.model = model.eval()
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
+        self._checkpoint = checkpoint  # (folder name, resolved path, sha256 of model.safetensors)
 
     @classmethod
     def load(cls, checkpoint=None, device=None) -> "Translator":
         """Load a checkpoint (default: the shipped one) on `device` (default: best available)."""
         model, sv, tv = load_checkpoint(checkpoint, pick_device(device))
-        return cls(model, sv, tv)
+        folder = checkpoint_folder(checkpoint).resolve()
+        return cls(model, sv, tv, checkpoint=(folder.name, str(folder), weights_sha256(folder)))
+
+    @property
+    def checkpoint_id(self) -> dict:
+        """What the weights came from, for exports: {"name", "path", "sha256"} (a fresh dict each call).
+
+        name: the checkpoint folder's name, or "(in memory)" for a Translator built from a model;
+        path: the folder, resolved (None in memory); sha256: hex digest of model.safetensors,
+        computed once at load (None in memory).
+        """
+        name, path, sha256 = self._checkpoint
+        return {"name": name, "path": path, "sha256": sha256}
 
     @property
     def device_name(self) -> str:

@@ -1,10 +1,12 @@
 """The command-line contracts of docs/contract.md, on a tiny checkpoint and on the shipped one."""
 
 import gzip
+import hashlib
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,6 +78,12 @@ def test_translate_json_satisfies_the_invariants(tiny_ckpt, tmp_path):
     for line in (lines[0], lines[2]):
         check_json_line(json.loads(line))
     assert json.loads(lines[0])["source"] == "Ein Hund läuft im Park."
+    first, last = (json.loads(lines[i])["provenance"] for i in (0, 2))
+    assert first == last  # every line says what produced it
+    weights = (Path(tiny_ckpt) / "model.safetensors").read_bytes()
+    assert first["checkpoint"] == {"name": "ckpt", "path": str(Path(tiny_ckpt).resolve()),
+                                   "sha256": hashlib.sha256(weights).hexdigest()}
+    assert (first["heads_off"], first["force"], first["decoding"]["beam"]) == ("", {}, 1)
 
 
 def test_translate_with_a_bad_checkpoint_says_what_to_do(tmp_path):

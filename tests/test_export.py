@@ -1,0 +1,218 @@
+"""Exports (model/export.py): each one read back by an independent route gives exactly what went in."""
+
+import csv
+import hashlib
+import io
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from conftest import CHECKPOINT, tiny_config
+from model.checkpoint import save_checkpoint
+from model.export import (bertviz_inputs, bertviz_npz, load_bertviz_npz, load_maps_npz, map_csv, maps_npz,
+                          provenance, result_json, steps_csv)
+from model.transformer import Transformer
+from model.translator import MAX_OUTPUT, Translator
+from model.vocab import Vocab
+from test_cli import run
+from test_decoding import ENGLISH, GERMAN
+
+SENTENCE = "Ein Hund läuft im Park."
+HOSTILE = ["a,b", '"q"', "<script>alert(1)</script>", "x\ny", "r\r\nn", "NA", "nan", "", " lead", "1", "ä😀"]
+
+
+@pytest.fixture
+def tiny():
+    torch.manual_seed(3)
+    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+
+
+@pytest.fixture
+def tiny_result(tiny):
+    return tiny.translate(SENTENCE, max_len=8)
+
+
+# provenance ---------------------------------------------------------------------------------------
+def test_checkpoint_id_names_the_folder_and_hashes_the_weights(tmp_path):
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    assert Translator(model, Vocab(GERMAN), Vocab(ENGLISH)).checkpoint_id == {
+        "name": "(in memory)", "path": None, "sha256": None}
+    save_checkpoint(model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "ckpt")
+    expected = {"name": "ckpt", "path": str((tmp_path / "ckpt").resolve()),
+                "sha256": hashlib.sha256((tmp_path / "ckpt" / "model.safetensors").read_bytes()).hexdigest()}
+    assert Translator.load(tmp_path / "ckpt", "cpu").checkpoint_id == expected
+    assert Translator.load(tmp_path / "ckpt" / "model.safetensors", "cpu").checkpoint_id == expected
+    tr = Translator.load(tmp_path / "ckpt", "cpu")
+    tr.checkpoint_id["sha256"] = "changed"  # a copy: the shared translator keeps its record
+    assert tr.checkpoint_id == expected
+
+
+def test_provenance_records_every_setting(tiny):
+    prov = provenance(tiny, heads_off="enc.0.1,cross.1.*", force={3: "dog", 1: "a"}, beam=1, top_k=4, max_len=9)
+    assert prov == {
+        "checkpoint": {"name": "(in memory)", "path": None, "sha256": None},
+        "heads_off": "enc.0.1,cross.1.*",
+        "force": {"1": "a", "3": "dog"},
+        "decoding": {"beam": 1, "greedy": True, "max_len": 9, "top_k": 4},
+        "package": {"name": "transformer-explorer", "version": prov["package"]["version"], "torch": torch.__version__},
+        "device": tiny.device_name,
+    }
+    assert re.fullmatch(r"\d+\.\d+\.\d+", prov["package"]["version"])
+    assert json.loads(json.dumps(prov)) == prov  # JSON-ready: string keys, plain values
+    default = provenance(tiny, heads_off=None, beam=4)
+    assert (default["heads_off"], default["force"]) == ("", {})
+    assert default["decoding"] == {"beam": 4, "greedy": False, "max_len": MAX_OUTPUT, "top_k": 5}
+    with pytest.raises(ValueError, match="beam width"):
+        provenance(tiny, beam=0)
+
+
+def assert_same(cli, ours, where="line"):
+    """Equal JSON values: same keys and types, strings and ints exactly, floats within 1e-6."""
+    if isinstance(ours, dict):
+        assert isinstance(cli, dict) and list(cli) == list(ours), (where, list(cli), list(ours))
+        for k in ours:
+            assert_same(cli[k], ours[k], f"{where}.{k}")
+    elif isinstance(ours, list):
+        assert isinstance(cli, list) and len(cli) == len(ours), where
+        for i, (a, b) in enumerate(zip(cli, ours)):
+            assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(ours, float):
+        assert isinstance(cli, float) and abs(cli - ours) <= 1e-6, (where, cli, ours)
+    else:
+        assert type(cli) is type(ours) and cli == ours, (where, cli, ours)
+
+
+@pytest.mark.parametrize("args,heads_off,force,beam", [
+    ([], None, {}, 1),
+    (["--mask-heads", "cross.2.1,enc.0.*", "--force", "1:dog", "--top-k", "3"], "cross.2.1,enc.0.*", {1: "dog"}, 1),
+    (["--beam", "3"], None, {}, 3),
+])
+def test_result_json_is_the_cli_json_line(translator, args, heads_off, force, beam):
+    """The CLI in a subprocess and result_json in this process: the same line, provenance included."""
+    r = run("model.translate", "--json", "--checkpoint", "checkpoints", "--device", "cpu", *args,
+            stdin=SENTENCE + "\n")
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    top_k = 3 if "--top-k" in args else 5
+    result = translator.translate(SENTENCE, beam=beam, top_k=top_k, heads_off=heads_off, force=force)
+    ours = result_json(result, provenance(translator, heads_off, force, beam, top_k))
+    assert cli["provenance"] == ours["provenance"]  # exactly, nothing excepted
+    assert cli["provenance"]["checkpoint"]["path"] == str(CHECKPOINT.resolve())
+    beam_keys = ["nbest", "beam_trace"] if beam > 1 else []
+    assert_same({k: cli[k] for k in ours}, ours)
+    assert list(cli) == [*ours, *beam_keys]
+
+
+# CSV ----------------------------------------------------------------------------------------------
+def test_map_csv_round_trips_exactly_with_hostile_tokens():
+    queries, keys = HOSTILE[:5], ["a,b", *HOSTILE[5:], "a,b"]  # "a,b" twice: positions keep them apart
+    w = np.random.default_rng(0).random((len(queries), len(keys))).astype(np.float32)
+    w[0, 0], w[1, 1] = np.float32(1e-38), np.float32(1 / 3)
+    text = map_csv(w, queries, keys)
+
+    df = pd.read_csv(io.StringIO(text), dtype={"query_token": str, "key_token": str}, keep_default_na=False)
+    assert list(df.columns) == ["query_pos", "query_token", "key_pos", "key_token", "weight"]
+    assert len(df) == w.size
+    back = np.full(w.shape, np.nan)
+    back[df.query_pos, df.key_pos] = df.weight
+    assert np.array_equal(back, w.astype(np.float64))  # repr: the float32 values, not rounded
+    assert df.groupby("query_pos").query_token.first().tolist() == queries
+    assert df.groupby("key_pos").key_token.first().tolist() == keys
+
+    rows = list(csv.reader(io.StringIO(text, newline="")))  # the standard library's reader agrees
+    assert len(rows) == 1 + w.size
+    for q, qt, k, kt, weight in rows[1:]:
+        assert (qt, kt) == (queries[int(q)], keys[int(k)]) and np.float32(weight) == w[int(q), int(k)]
+
+    with pytest.raises(ValueError, match=r"\(5, 8\)"):
+        map_csv(w.T, queries, keys)
+
+
+def test_steps_csv_has_a_row_per_step(tiny, tiny_result):
+    r = tiny_result
+    k = len(r.steps[0].top)
+    rows = list(csv.DictReader(io.StringIO(steps_csv(r), newline="")))
+    assert list(rows[0]) == ["step", "token", "prob", "entropy", "runner_up", "runner_up_prob",
+                             *(f"top{i}_{w}" for i in range(1, k + 1) for w in ("token", "prob"))]
+    assert [int(row["step"]) for row in rows] == list(range(1, len(r.steps) + 1))  # 1-based, as on the page
+    for row, s in zip(rows, r.steps, strict=True):
+        assert row["token"] == s.token == row["top1_token"]  # greedy picks the most likely
+        assert (float(row["prob"]), float(row["entropy"])) == (s.prob, s.entropy)
+        assert (row["runner_up"], float(row["runner_up_prob"])) == s.runner_up
+        assert [(row[f"top{i}_token"], float(row[f"top{i}_prob"])) for i in range(1, k + 1)] == list(s.top)
+    df = pd.read_csv(io.StringIO(steps_csv(r)), keep_default_na=False, dtype={"token": str})
+    assert df.prob.tolist() == [s.prob for s in r.steps]  # a second reader, the same numbers
+
+
+# npz ----------------------------------------------------------------------------------------------
+def test_maps_npz_round_trips_exactly(tiny, tiny_result, tmp_path):
+    r = tiny_result
+    prov = provenance(tiny, heads_off="enc.1.0", top_k=5, max_len=8)
+    data = maps_npz(r, prov)
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:  # no pickles: loads where they are refused
+        assert set(z.files) == {"encoder_attentions", "decoder_attentions", "cross_attentions", "src_tokens",
+                                "tgt_tokens", "output_tokens", "provenance"}
+        assert all(z[f].dtype.kind in "fU" for f in z.files)
+        assert z["provenance"].shape == () and json.loads(str(z["provenance"])) == prov
+    (tmp_path / "maps.npz").write_bytes(data)
+    for back in (load_maps_npz(data), load_maps_npz(tmp_path / "maps.npz"), load_maps_npz(str(tmp_path / "maps.npz"))):
+        for key in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+            assert back[key].dtype == np.float32 and np.array_equal(back[key], getattr(r, key))
+        assert (back["src_tokens"], back["tgt_tokens"], back["output_tokens"]) == (
+            r.src_tokens, r.tgt_tokens, r.output_tokens)
+        assert back["provenance"] == prov
+
+
+def test_exports_of_a_result_without_maps_say_why(tiny):
+    r = tiny.translate_batch([SENTENCE], max_len=8, with_maps=False)[0]
+    for export in (lambda: maps_npz(r, {}), lambda: bertviz_inputs(r), lambda: bertviz_npz(r)):
+        with pytest.raises(ValueError, match="with_maps=True"):
+            export()
+
+
+# BertViz ------------------------------------------------------------------------------------------
+def test_bertviz_inputs_fit_model_views_encoder_decoder_contract(tiny, tiny_result):
+    """model_view(encoder_attention=, decoder_attention=, cross_attention=, encoder_tokens=, decoder_tokens=):
+    per layer one (batch 1, heads, query, key) float tensor, as Hugging Face's output_attentions."""
+    r, cfg = tiny_result, tiny.cfg
+    inputs = bertviz_inputs(r)
+    assert set(inputs) == {"encoder_attention", "decoder_attention", "cross_attention", "encoder_tokens",
+                           "decoder_tokens"}
+    S, T = len(inputs["encoder_tokens"]), len(inputs["decoder_tokens"])
+    assert (inputs["encoder_tokens"], inputs["decoder_tokens"]) == (r.src_tokens, r.tgt_tokens)
+    for arg, layers, field, (q, k) in [("encoder_attention", cfg.n_enc_layers, "encoder_attentions", (S, S)),
+                                       ("decoder_attention", cfg.n_dec_layers, "decoder_attentions", (T, T)),
+                                       ("cross_attention", cfg.n_dec_layers, "cross_attentions", (T, S))]:
+        maps = inputs[arg]
+        assert isinstance(maps, tuple) and len(maps) == layers
+        for layer, t in enumerate(maps):
+            assert isinstance(t, torch.Tensor) and t.dtype == torch.float32
+            assert t.shape == (1, cfg.n_heads, q, k)
+            assert np.array_equal(t[0].numpy(), getattr(r, field)[layer])
+
+
+def test_bertviz_npz_round_trips_to_the_same_arguments(tiny_result, tmp_path):
+    inputs = bertviz_inputs(tiny_result)
+    data = bertviz_npz(tiny_result)
+    (tmp_path / "maps.bertviz.npz").write_bytes(data)
+    for back in (load_bertviz_npz(tmp_path / "maps.bertviz.npz"), load_bertviz_npz(data)):
+        assert list(back) == list(inputs)
+        for key, value in inputs.items():
+            if isinstance(value, tuple):
+                assert len(back[key]) == len(value)
+                assert all(a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(back[key], value))
+            else:
+                assert back[key] == value
+
+
+def test_bertviz_draws_our_inputs(tiny_result):
+    bertviz = pytest.importorskip("bertviz")
+    inputs = bertviz_inputs(tiny_result)
+    for view in (bertviz.model_view, bertviz.head_view):
+        html = view(**inputs, html_action="return")
+        assert "Cross" in html.data and "Encoder" in html.data
