@@ -11,6 +11,8 @@ Interventions are call arguments: the shared model is never edited, so any numbe
 users can ask for different ones at the same time.
 """
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -24,6 +26,7 @@ from .result import BeamSearch, Candidate, ReferenceScore, Step, Translation
 from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)
+ROOT = Path(__file__).resolve().parents[1]  # the project folder
 IN_MEMORY = "(in memory)"  # checkpoint name of a Translator built from a model, not loaded from a folder
 
 
@@ -40,14 +43,17 @@ class Translator:
         """Load a checkpoint (default: the shipped one) on `device` (default: best available)."""
         model, sv, tv = load_checkpoint(checkpoint, pick_device(device))
         folder = checkpoint_folder(checkpoint).resolve()
-        return cls(model, sv, tv, checkpoint=(folder.name, str(folder), weights_sha256(folder)))
+        # Exports are shared: a path inside the project is written relative to it ("checkpoints"), any
+        # other as its folder name only, never a user's home directory.
+        shown = folder.relative_to(ROOT).as_posix() if folder.is_relative_to(ROOT) else folder.name
+        return cls(model, sv, tv, checkpoint=(folder.name, shown, weights_sha256(folder)))
 
     @property
     def checkpoint_id(self) -> dict:
         """What the weights came from, for exports: {"name", "path", "sha256"} (a fresh dict each call).
 
         name: the checkpoint folder's name, or "(in memory)" for a Translator built from a model;
-        path: the folder, resolved (None in memory); sha256: hex digest of model.safetensors,
+        path: the folder relative to the project, or its name when outside it (None in memory); sha256: hex digest of model.safetensors,
         computed once at load (None in memory).
         """
         name, path, sha256 = self._checkpoint

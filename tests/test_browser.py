@@ -1,5 +1,6 @@
 """The real app in a real browser: `streamlit run app.py` driven by Playwright in Debian's headless Chromium."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -333,3 +334,65 @@ def test_bad_link_parameters_never_raise(browser, server, query):
     assert pg.get_by_text("Traceback").count() == 0
     ctx.close()
     assert not errors
+
+
+def download(page, label: str, tmp_path) -> Path:
+    button = page.get_by_role("button", name=label)
+    if not button.is_visible():  # the section is an expander: open it once
+        page.get_by_text("Download the data behind this view").click()
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return path
+
+
+def test_downloads_match_the_cli_and_round_trip(page, tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pandas as pd
+
+    from model.export import load_maps_npz
+
+    sentence = "Zwei Männer spielen Fußball auf einer Wiese."
+    translate_in_page(page, sentence)
+    page.get_by_role("radiogroup", name="Head").get_by_role("radio", name="2", exact=True).click()
+    page.get_by_text("Cross-attention, layer 3, head 2").first.wait_for(timeout=20_000)
+    wait_idle(page)
+    got = json.loads(download(page, "Result (JSON)", tmp_path).read_text(encoding="utf-8"))
+    cli = subprocess.run([sys.executable, "-m", "model.translate", "--json", "--device", "cpu"], input=sentence,
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    want = json.loads(cli.stdout)
+    assert set(got) == set(want)
+
+    def close(a, b, path="$"):
+        if isinstance(a, float) or isinstance(b, float):
+            assert abs(a - b) <= 1e-6, path
+        elif isinstance(a, dict):
+            assert a.keys() == b.keys(), path
+            for k in a:
+                close(a[k], b[k], f"{path}.{k}")
+        elif isinstance(a, list):
+            assert len(a) == len(b), path
+            for i, (x, y) in enumerate(zip(a, b)):
+                close(x, y, f"{path}[{i}]")
+        else:
+            assert a == b, path
+    close({k: v for k, v in got.items() if k != "provenance"}, {k: v for k, v in want.items() if k != "provenance"})
+    assert got["provenance"]["checkpoint"] == want["provenance"]["checkpoint"]
+    assert got["provenance"]["heads_off"] == "" and got["provenance"]["decoding"]["beam"] == 1
+
+    csv = pd.read_csv(download(page, "This map (CSV)", tmp_path), keep_default_na=False)
+    S, T = len(want["src_tokens"]), len(want["tgt_tokens"])
+    assert len(csv) == T * S and list(csv.columns) == ["query_pos", "query_token", "key_pos", "key_token", "weight"]
+    grid = csv.pivot(index="query_pos", columns="key_pos", values="weight").to_numpy()
+    np.testing.assert_allclose(grid, np.array(want["cross_attentions"])[2, 1], atol=1e-6)  # layer 3, head 2
+
+    maps = load_maps_npz(download(page, "All maps (.npz)", tmp_path))
+    np.testing.assert_allclose(maps["cross_attentions"], np.array(want["cross_attentions"]), atol=1e-6)
+    assert list(maps["src_tokens"]) == want["src_tokens"]
+
+    steps = pd.read_csv(download(page, "Step trace (CSV)", tmp_path), keep_default_na=False)
+    assert list(steps["token"]) == [s["token"] for s in want["steps"]]
