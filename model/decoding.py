@@ -92,9 +92,12 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
 
 
 @torch.no_grad()
-def teacher_forced(model, src, tgt_in, head_mask=None, need_weights=True):
-    """One forward pass: src (B, S), decoder inputs tgt_in (B, T) -> Output (logits and maps)."""
-    return model(src, tgt_in, head_mask=head_mask, need_weights=need_weights)
+def teacher_forced(model, src, tgt_in, head_mask=None, need_weights=True, capture=None):
+    """One forward pass: src (B, S), decoder inputs tgt_in (B, T) -> Output (logits and maps).
+
+    capture: a caller's dict that receives every intermediate (Transformer.forward).
+    """
+    return model(src, tgt_in, head_mask=head_mask, need_weights=need_weights, capture=capture)
 
 
 @dataclass

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import InputError
+
 
 @dataclass(frozen=True)
 class Step:
@@ -95,3 +97,104 @@ class ReferenceScore:
     @property
     def ppl(self) -> float:
         return math.exp(self.loss)
+
+
+@dataclass(frozen=True)
+class HeadTrace:
+    """One query token through one head and out of its layer, with the model's real numbers.
+
+    K keys (S for enc and cross, T for dec). The path: q . k -> scores; / sqrt(hs) -> scaled;
+    softmax over the keys `mask` allows -> weights; weights x v -> weighted_v, summed ->
+    head_output; every head's output side by side (all_heads.reshape(-1)) through W_O ->
+    attn_out; LayerNorm(x + attn_out) -> normed; on through the rest of the layer -> layer_output.
+    """
+
+    kind: str  # "enc" (encoder self), "dec" (decoder masked self) or "cross"
+    layer: int  # 0-based
+    head: int  # 0-based
+    query: int  # 0-based position of the query token
+    query_token: str
+    key_tokens: list  # K labels
+    x: np.ndarray  # (D,) the sublayer's input at the query (the residual stream)
+    q: np.ndarray  # (hs,) this head's query
+    k: np.ndarray  # (K, hs) this head's keys
+    v: np.ndarray  # (K, hs) this head's values
+    scores: np.ndarray  # (K,) q . k, before scaling
+    scaled: np.ndarray  # (K,) scores / sqrt(hs)
+    mask: np.ndarray  # (K,) bool, True where the query may look
+    weights: np.ndarray  # (K,) softmax of `scaled` over the allowed keys: the row of the attention map
+    weighted_v: np.ndarray  # (K, hs) weights[:, None] * v
+    head_output: np.ndarray  # (hs,) weighted_v summed over keys (zero if the head is switched off)
+    all_heads: np.ndarray  # (H, hs) every head's output at this query; reshape(-1) goes into W_O
+    attn_out: np.ndarray  # (D,) after W_O (and its bias)
+    residual: np.ndarray  # (D,) x + attn_out
+    normed: np.ndarray  # (D,) LayerNorm(residual): the next sublayer's input
+    layer_output: np.ndarray  # (D,) the whole layer's output at the query, after the feed-forward block
+
+    def to_json(self) -> dict:
+        """The `python -m model.inspect head` object: ints, strings and lists of floats (mask: bools)."""
+        return {name: value.tolist() if isinstance(value, np.ndarray) else value
+                for name, value in vars(self).items()}
+
+
+@dataclass(frozen=True)
+class Inside:
+    """Everything one teacher-forced pass computed inside the attention sublayers of one sentence.
+
+    `sublayers[kind][name]` stacks one array over the layers of that kind (batch dropped;
+    Tq = S for enc, T for dec and cross; Tk = S for enc and cross, T for dec):
+        x, residual, normed, attn_out, layer_output (L, Tq, D); kv (L, Tk, D);
+        q, heads (L, H, Tq, hs); k, v (L, H, Tk, hs);
+        scores, scaled, weights (L, H, Tq, Tk); mask (L, H, Tq, Tk) bool, True = may look.
+    `weights` are the attention maps of a Translation of the same output. Use `head()` to
+    follow one query through one head.
+    """
+
+    source: str  # the sentence as typed
+    src_tokens: list  # S labels: <sos> tokens <eos>
+    tgt_tokens: list  # T decoder inputs: <sos> then every output token but the last
+    output_tokens: list  # T tokens the steps chose, <eos> included when produced
+    sublayers: dict  # {"enc" | "dec" | "cross": {name: array, stacked over layers}}
+
+    def head(self, kind: str, layer: int, head: int, query: int) -> HeadTrace:
+        """One query through one head, 0-based; InputError naming the valid range for anything else."""
+        if kind not in self.sublayers:
+            raise InputError(f"kind {kind!r} is not one of {', '.join(self.sublayers)}")
+        a = self.sublayers[kind]
+        L, H, Tq, _ = a["weights"].shape
+        queries = self.src_tokens if kind == "enc" else self.tgt_tokens
+        keys = self.tgt_tokens if kind == "dec" else self.src_tokens
+        for name, value, n, what in (("layer", layer, L, f"{kind} layers"), ("head", head, H, "heads"),
+                                     ("query", query, Tq, "query tokens")):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not 0 <= value < n:
+                raise InputError(f"{name} {value!r} is outside 0 to {n - 1} (there are {n} {what})")
+        v, w = a["v"][layer, head], a["weights"][layer, head, query]  # (K, hs), (K,)
+        return HeadTrace(
+            kind=kind, layer=int(layer), head=int(head), query=int(query), query_token=queries[query],
+            key_tokens=list(keys), x=a["x"][layer, query], q=a["q"][layer, head, query], k=a["k"][layer, head],
+            v=v, scores=a["scores"][layer, head, query], scaled=a["scaled"][layer, head, query],
+            mask=a["mask"][layer, head, query], weights=w, weighted_v=w[:, None] * v,
+            head_output=a["heads"][layer, head, query], all_heads=a["heads"][layer, :, query],
+            attn_out=a["attn_out"][layer, query], residual=a["residual"][layer, query],
+            normed=a["normed"][layer, query], layer_output=a["layer_output"][layer, query])
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """The output layer applied to the state after each decoder layer (nostalgebraist, 2020).
+
+    Post-LN: every layer's output is already normalised, so the generator reads it as it
+    reads the last one; the last layer's row is the model's real next-token distribution.
+    """
+
+    tgt_tokens: list  # T decoder inputs (the queries)
+    output_tokens: list  # T tokens the steps chose, <eos> included when produced
+    top_tokens: np.ndarray  # (L, T, k) str, most likely first
+    top_probs: np.ndarray  # (L, T, k)
+    chosen_prob: np.ndarray  # (L, T) probability of the finally chosen token after each layer
+
+    def to_json(self) -> dict:
+        """The `python -m model.inspect lens` object."""
+        return {"tgt_tokens": self.tgt_tokens, "output_tokens": self.output_tokens,
+                "top_tokens": self.top_tokens.tolist(), "top_probs": self.top_probs.tolist(),
+                "chosen_prob": self.chosen_prob.tolist()}

@@ -6,6 +6,9 @@
     r = tr.translate("Ein Hund läuft.", force={1: "cat"})   # what-if: step 1 says "cat", greedy after
     b = tr.beam("Ein Hund läuft.", beam=4)                  # BeamSearch: b.best, b.nbest, b.trace
     s = tr.score_reference("Ein Hund läuft.", "A dog runs.") # ReferenceScore: s.translation, s.loss, s.ppl
+    i = tr.inside("Ein Hund läuft.")                        # Inside: every intermediate of the attention
+    h = i.head("cross", 2, 5, 1)                            # HeadTrace: one query through one head, real numbers
+    lens = tr.logit_lens("Ein Hund läuft.")                 # LogitLens: the next-token guess after each layer
 
 Interventions are call arguments: the shared model is never edited, so any number of
 users can ask for different ones at the same time.
@@ -22,12 +25,15 @@ from .decoding import beam_search, greedy_decode, step_stats, teacher_forced
 from .device import describe, pick_device
 from .errors import InputError
 from .heads import parse_head_mask
-from .result import BeamSearch, Candidate, ReferenceScore, Step, Translation
-from .vocab import EOS_ID, SOS_ID, UNK_ID, tokenize
+from .result import BeamSearch, Candidate, Inside, LogitLens, ReferenceScore, Step, Translation
+from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)
 ROOT = Path(__file__).resolve().parents[1]  # the project folder
 IN_MEMORY = "(in memory)"  # checkpoint name of a Translator built from a model, not loaded from a folder
+# Inside.sublayers[kind] names, read from the capture of one forward pass (Transformer.forward)
+SUBLAYER_VALUES = ("x", "kv", "q", "k", "v", "scores", "scaled", "mask", "weights", "heads", "attn_out", "residual",
+                   "normed")
 
 
 class Translator:
@@ -183,6 +189,75 @@ class Translator:
                                           cpu["top_ids"][b, :n].tolist(), cpu["top_probs"][b, :n].tolist(), maps)
         return results
 
+    # inside the model ---------------------------------------------------------------------------
+    def inside(self, sentence: str, output_tokens: list | None = None) -> Inside:
+        """Every intermediate of the attention sublayers, from one teacher-forced pass over an output.
+
+        output_tokens: the steps' tokens, <eos> included when produced (default: the greedy
+        translation). The weights are the maps a Translation of that output shows.
+        """
+        src_tokens, out_tokens, capture = self._capture(sentence, output_tokens)
+        enc, dec = capture["encoder"], capture["decoder"]
+        layers = {"enc": [(c["self"], c["output"]) for c in enc], "dec": [(c["self"], c["output"]) for c in dec],
+                  "cross": [(c["cross"], c["output"]) for c in dec]}
+        sublayers = {kind: {name: read_only([self._value(sub, name) for sub, _ in subs])
+                            for name in SUBLAYER_VALUES}
+                     for kind, subs in layers.items()}
+        for kind, subs in layers.items():
+            sublayers[kind]["layer_output"] = read_only([out[0] for _, out in subs])  # (L, Tq, D)
+        return Inside(source=sentence, src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
+                      output_tokens=out_tokens, sublayers=sublayers)
+
+    @torch.no_grad()
+    def logit_lens(self, sentence: str, output_tokens: list | None = None, top_k: int = 5) -> LogitLens:
+        """The generator applied to the state after each decoder layer, for an output (default: greedy's)."""
+        V = self.cfg.tgt_vocab_size
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= V:
+            raise InputError(f"top_k must be a whole number from 1 to {V} (the English vocabulary), got {top_k!r}")
+        _, out_tokens, capture = self._capture(sentence, output_tokens)
+        chosen = torch.tensor([self.tgt_vocab.stoi[t] for t in out_tokens], device=self.device)  # (T,)
+        itos = self.tgt_vocab.itos
+        tokens, probs, chosen_probs = [], [], []
+        for layer in capture["decoder"]:
+            # One layer at a time, shaped as in the forward pass, so the last row is the real
+            # distribution bit for bit (a stacked (L, T, D) matmul may round differently).
+            logp, _, top_p, top_i = step_stats(self.model.generator(layer["output"])[0], top_k)  # (T, V), (T, k)
+            tokens.append([[itos[i] for i in row] for row in top_i.tolist()])
+            probs.append(top_p.float().cpu().numpy())
+            chosen_probs.append(logp.gather(-1, chosen[:, None]).squeeze(-1).exp().float().cpu().numpy())
+        return LogitLens(tgt_tokens=["<sos>", *out_tokens[:-1]], output_tokens=out_tokens,
+                         top_tokens=np.array(tokens, dtype=str), top_probs=np.stack(probs),
+                         chosen_prob=np.stack(chosen_probs))
+
+    def _capture(self, sentence: str, output_tokens: list | None) -> tuple[list, list, dict]:
+        """Source labels, output tokens (<eos> included) and the capture of one teacher-forced pass."""
+        src_tokens, ids, _ = self.source_ids(sentence)
+        if output_tokens is None:
+            output_tokens = [s.token for s in self.translate_batch([sentence], with_maps=False)[0].steps]
+        if isinstance(output_tokens, str) or not output_tokens:
+            raise InputError("output_tokens must be a non-empty list of English tokens, e.g. ['a', 'dog', '<eos>']")
+        if len(output_tokens) > self.cfg.max_positions:
+            raise InputError(f"{len(output_tokens)} output tokens: the model has {self.cfg.max_positions} positions")
+        stoi = self.tgt_vocab.stoi
+        bad = [t for t in output_tokens if t not in stoi or stoi[t] == PAD_ID]
+        if bad:
+            raise InputError(f"output tokens {bad} are not in the model's English vocabulary")
+        output_tokens = list(output_tokens)
+        src = torch.tensor([ids], device=self.device)
+        tgt_in = torch.tensor([[SOS_ID, *(stoi[t] for t in output_tokens[:-1])]], device=self.device)
+        capture = {}
+        teacher_forced(self.model, src, tgt_in, capture=capture)
+        return src_tokens, output_tokens, capture
+
+    @staticmethod
+    def _value(sub: dict, name: str) -> torch.Tensor:
+        """One captured value of one sublayer, batch dropped; the mask expanded to (H, Tq, Tk)."""
+        if name != "mask":
+            return sub[name][0]
+        H, Tq, Tk = sub["weights"].shape[1:]
+        mask = sub["mask"]
+        return torch.ones(H, Tq, Tk, dtype=torch.bool) if mask is None else mask[0].expand(H, Tq, Tk)
+
     def _result(self, sentence, src_tokens, src_ids, cut, out_ids, probs, entropy, top_ids, top_probs, maps):
         itos = self.tgt_vocab.itos
         out_tokens = [itos[i] for i in out_ids]
@@ -196,3 +271,11 @@ class Translator:
             output_tokens=[itos[i] for i in words], encoder_attentions=enc, decoder_attentions=dec,
             cross_attentions=cross, steps=steps,
             src_unknown=[i == UNK_ID for i in src_ids], truncated=cut, device=self.device_name)
+
+
+def read_only(tensors: list) -> np.ndarray:
+    """Tensors stacked into one numpy array that nobody can change by accident (results may be shared)."""
+    t = torch.stack([t.cpu() for t in tensors])
+    a = (t.float() if t.is_floating_point() else t).numpy()
+    a.setflags(write=False)
+    return a

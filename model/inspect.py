@@ -1,0 +1,65 @@
+"""Look inside: one query token through one head, or the next-token guess after every decoder layer.
+
+    python -m model.inspect head [--kind cross] [--layer L] [--head H] [--query Q] "Ein Hund läuft."
+    python -m model.inspect lens [--top-k K] "Ein Hund läuft."
+
+Both teacher-force the greedy translation of the sentence in one pass and print one JSON
+object. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
+are the source tokens for enc, the decoder inputs for dec and cross): kind, layer, head,
+query, query_token, key_tokens, x, q, k, v, scores, scaled, mask, weights, weighted_v,
+head_output, all_heads, attn_out, residual, normed, layer_output (model/result.py,
+HeadTrace). `lens`: tgt_tokens, output_tokens, top_tokens (L x T x K), top_probs
+(L x T x K), chosen_prob (L x T) (model/result.py, LogitLens).
+A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
+"""
+
+import argparse
+import json
+import sys
+
+from .device import DEVICE_ENV, DEVICE_NAMES
+from .errors import CheckpointError
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, as docs/contract.md asks of every tool: no usage block
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv=None):
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = Parser(add_help=False)
+    common.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
+    common.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
+    common.add_argument("sentence", help="one German sentence")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    head = sub.add_parser("head", parents=[common], help="one query through one head, with the real numbers")
+    head.add_argument("--kind", default="cross", help="enc, dec or cross (default: cross)")
+    head.add_argument("--layer", type=int, default=0, help="layer, from 0")
+    head.add_argument("--head", type=int, default=0, help="head, from 0")
+    head.add_argument("--query", type=int, default=0, help="query token, from 0")
+    lens = sub.add_parser("lens", parents=[common], help="the output layer applied after each decoder layer")
+    lens.add_argument("--top-k", type=int, default=5, help="tokens per layer and step (default: 5)")
+    args = p.parse_args(argv)
+
+    from .translator import Translator  # after argument parsing: --help stays fast
+
+    try:
+        translator = Translator.load(args.checkpoint, args.device)
+        if args.command == "head":
+            out = translator.inside(args.sentence).head(args.kind, args.layer, args.head, args.query).to_json()
+        else:
+            out = translator.logit_lens(args.sentence, top_k=args.top_k).to_json()
+    except (CheckpointError, OSError, ValueError) as e:  # InputError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
+        sys.exit(0)
