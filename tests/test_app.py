@@ -32,6 +32,13 @@ def charts(app):
     return [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
 
 
+def steps_table(app):
+    """The trace's table of all steps (the view has other tables too: the logit lens)."""
+    tables = [d.value for d in app.dataframe if "runner-up" in d.value.columns]
+    assert len(tables) == 1, [list(d.value.columns) for d in app.dataframe]
+    return tables[0]
+
+
 def markdown(app):
     return "\n".join(m.value for m in app.markdown)
 
@@ -83,7 +90,7 @@ def test_decoding_trace_steps(app):
     assert app.session_state.trace_step == 4
     app.button[0].click().run()  # Previous
     assert app.session_state.trace_step == 3
-    df = app.dataframe[0].value
+    df = steps_table(app)
     assert len(df) >= 4 and df["token"].iloc[-1] == "<eos>"
     assert list(df.columns)[:3] == ["step", "token", "probability"]
 
@@ -94,10 +101,10 @@ def test_step_survives_a_new_sentence_and_is_clamped(app):
     app.slider(key="step_slider").set_value(6).run()
     typed(app, "Ein Junge springt ins Wasser und lacht laut.")
     assert app.session_state.trace_step == 6  # did not jump back to the start
-    n_medium = len(app.dataframe[0].value)
+    n_medium = len(steps_table(app))
     app.slider(key="step_slider").set_value(n_medium).run()  # the last step
     typed(app, "Hund.")
-    n_short = len(app.dataframe[0].value)
+    n_short = len(steps_table(app))
     assert n_short < n_medium, "a one-word input should give a shorter output than a full sentence"
     assert app.session_state.trace_step == n_short  # clamped to the shorter output
     assert app.slider(key="step_slider").value == n_short
@@ -334,7 +341,7 @@ def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, no
 
 def test_a_step_past_the_end_is_clamped(monkeypatch):
     at = from_url(monkeypatch, s="Ein Hund rennt.", view="trace", step="40")
-    n = len(at.dataframe[0].value)
+    n = len(steps_table(at))
     assert at.session_state.trace_step == n and f"Step {n} of {n}" in markdown(at)
 
 
@@ -350,3 +357,33 @@ def test_a_bad_device_is_the_pages_own_message(monkeypatch, device, says):
     assert not at.exception
     assert "could not be started" in at.error[0].value and says in at.error[0].value
     assert "cpu, cuda, cuda:N, mps" in at.error[0].value or device == "cuda"
+
+
+def test_logit_lens_last_layer_is_the_steps_real_choice(app):
+    typed(app, "Zwei Männer spielen Fußball auf einer Wiese.")
+    view(app, "Decoding trace")
+    app.button[1].click().run()  # step 2
+    lens = next(d.value for d in app.dataframe if "after decoder layer" in d.value.columns)
+    step = steps_table(app).iloc[1]
+    assert list(lens["after decoder layer"]) == [1, 2, 3]
+    assert lens[f"p({step['token']})"].iloc[-1] == pytest.approx(step["probability"], abs=1e-4)
+    assert lens["top 1"].iloc[-1].startswith(step["token"] + " (")
+
+
+def test_inside_a_head_and_source_flow_views(app):
+    typed(app, "Zwei Männer spielen Fußball auf einer Wiese.")
+    view(app, "Inside a head")
+    md = markdown(app)
+    for heading in ("1. The query's input vector x", "3. Scores, scaled scores, softmax",
+                    "5. All heads together, then W_O"):
+        assert heading in md
+    app.segmented_control(key="inside_kind").set_value("dec").run()
+    app.select_slider(key="inside_query").set_value(3).run()
+    assert not app.exception
+    assert "future position(s) are masked" in "\n".join(c.value for c in app.caption)
+    scores = next(c for c in charts(app) if "softmax" in json.dumps(c["layout"].get("annotations", "")))
+    text = scores["data"][2]["text"]  # the weights' labels: query 3 may see keys 0-3, the rest is the future
+    assert "masked" not in text[:4] and text[4:] == ["masked"] * (len(text) - 4)
+    assert abs(sum(float(t) for t in text[:4]) - 1) < 0.003  # 3 decimals each
+    view(app, "Source flow")
+    assert not app.exception and len(charts(app)) == 2

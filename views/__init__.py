@@ -6,7 +6,9 @@ lives here, one module per view or family of views. Views never read app.py's gl
 
 from .attention import attention_view
 from .common import Context
+from .flow import flow_view
 from .importance import importance_view
+from .inside import inside_view
 from .interventions import ablation_view, beam_view, reference_view
 from .positions import positions_view
 from .trace import trace_view
@@ -16,7 +18,9 @@ VIEWS = {
     "Cross-attention": lambda ctx: attention_view(ctx, "cross"),
     "Encoder self-attention": lambda ctx: attention_view(ctx, "enc"),
     "Decoder self-attention": lambda ctx: attention_view(ctx, "dec"),
+    "Inside a head": inside_view,
     "Decoding trace": trace_view,
+    "Source flow": flow_view,
     "Positional encodings": positions_view,
     "Ablate heads": ablation_view,
     "Head importance": importance_view,

@@ -5,6 +5,8 @@
     ?s=...&view=ablate&off=cross.3,enc.1.4                 heads switched off (a whole layer, or one head)
     ?s=...&view=reference&ref=Two+men+...                  a reference to score
     ?s=...&view=beam&beam=5                                beam search of width 5
+    ?s=...&view=inside&kind=cross&layer=2&head=8&query=3   one query through one head (query counts from 0,
+                                                           as the token positions on the page do)
 
 Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
 parameters that decide the current view are written, so links stay short. A parameter
@@ -19,7 +21,7 @@ import streamlit as st
 from .common import KIND_NAMES
 
 VIEW_SLUGS = {"cross": "Cross-attention", "enc": "Encoder self-attention", "dec": "Decoder self-attention",
-              "trace": "Decoding trace", "positions": "Positional encodings", "ablate": "Ablate heads",
+              "inside": "Inside a head", "trace": "Decoding trace", "flow": "Source flow", "positions": "Positional encodings", "ablate": "Ablate heads",
               "importance": "Head importance", "reference": "Reference", "beam": "Beam search"}
 SLUG_OF = {v: k for k, v in VIEW_SLUGS.items()}
 MAX_SENTENCE = 2000  # the sentence box's max_chars
@@ -83,6 +85,22 @@ def read_url(cfg) -> list[str]:
     if view:
         st.session_state.view = view
     kind = slug if slug in KIND_NAMES else None
+    if slug == "inside":
+        kind = params.get("kind", "cross")
+        if kind not in KIND_NAMES:
+            notes.append(f"kind={kind[:40]!r} is not one of {', '.join(KIND_NAMES)}")
+            kind = "cross"
+        st.session_state.inside_kind = kind
+        n = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+        layer, head = _int(params, "layer", 1, n, notes), _int(params, "head", 1, cfg.n_heads, notes)
+        if layer is not None:
+            st.session_state.inside_layer = layer - 1
+        if head is not None:
+            st.session_state.inside_head = head - 1
+        query = _int(params, "query", 0, cfg.max_positions - 1, notes)
+        if query is not None:
+            st.session_state.inside_query = query  # the view clamps it to the sentence
+        kind = None
     if kind:
         n = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
         layer = _int(params, "layer", 1, n, notes)
@@ -127,6 +145,9 @@ def state_params(cfg) -> dict:
         if layer is not None:
             params["layer"] = str(layer + 1)
         params["head"] = "mean" if head in (None, "mean") else str(head + 1)
+    elif slug == "inside":
+        params.update(kind=s.get("inside_kind", "cross"), layer=str(s.get("inside_layer", 0) + 1),
+                      head=str(s.get("inside_head", 0) + 1), query=str(s.get("inside_query", 0)))
     elif slug == "trace":
         params["step"] = str(s.get("trace_step", 1))
         if s.get("what_if") not in (None, "(the model's choice)"):

@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 
-from .common import Context, chart, cli_hint, diff_chips, token_chips, translate
+from .common import Context, chart, cli_hint, diff_chips, load_translator, token_chips, translate
 from .export import downloads
 from .share import keeps_url
 
@@ -58,6 +58,7 @@ def trace_view(ctx: Context):
                                           key_unknown=result.src_unknown,
                                           title="Cross-attention at this step: where each head read the source"),
                         key="trace_cross")
+    logit_lens(ctx, t)
     alt = what_if(ctx, t)
     st.markdown("**All steps**")
     st.dataframe(viz.steps_table(result.steps), hide_index=True)
@@ -65,6 +66,26 @@ def trace_view(ctx: Context):
         downloads(ctx)
     else:  # the what-if translation, recorded with its forced step
         downloads(ctx, result=alt, force={t: st.session_state.what_if})
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def lens(checkpoint: str | None, sentence: str, output_tokens: tuple):
+    return load_translator(checkpoint).logit_lens(sentence, list(output_tokens))
+
+
+def logit_lens(ctx: Context, t: int):
+    """What each decoder layer would predict at this step, read through the output layer (the logit lens)."""
+    result = ctx.result
+    ll = lens(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))
+    chosen = result.steps[t].token
+    rows = [{"after decoder layer": layer + 1, f"p({chosen})": round(float(ll.chosen_prob[layer, t]), 4),
+             **{f"top {i + 1}": f"{tok} ({p:.3f})" for i, (tok, p) in
+                enumerate(zip(ll.top_tokens[layer, t], ll.top_probs[layer, t]))}}
+            for layer in range(ll.chosen_prob.shape[0])]
+    st.markdown("**What each decoder layer would say** (the logit lens)")
+    st.caption("The output layer applied to the state after each decoder layer (post-LN, so each is already "
+               "normalised). The last row is the model's real choice; earlier rows show how the guess forms.")
+    st.dataframe(rows, hide_index=True)
 
 
 def what_if(ctx: Context, t: int):
