@@ -4,7 +4,8 @@
 
 Prints, each with its bar and next to the bare model call measured in the same run:
 Enter -> translation and heatmaps drawn (bar 2 s); a change of head, layer or step
-(bar 0.5 s); the server's resident memory after N different sentences (bar 700 MB).
+(bar 0.5 s); in "Inside a head", a change of head or query token (bar 0.5 s, issue 11);
+the server's resident memory after N different sentences (bar 700 MB).
 """
 
 import argparse
@@ -70,18 +71,33 @@ def main():
             translate_in_page(page, "Ein Hund.")  # the first run loads the model: not what a user waits for each time
             enter = [timed(lambda s=s: translate_in_page(page, s), lambda: None) for s in FIFTEEN]
 
-            heads = []
+            def radio(group, name):
+                return page.get_by_role("radiogroup", name=group).get_by_role("radio", name=name, exact=True)
+
+            heads = []  # the first view: cross-attention, layer 3
             for h in (2, 5, 8, 1):
-                heads.append(timed(lambda h=h: page.get_by_role("radio", name=f"head {h}", exact=True).click(),
-                                   lambda h=h: (page.get_by_text(f"Layer 1, head {h}").first.wait_for(),
+                heads.append(timed(lambda h=h: radio("Head", str(h)).click(),
+                                   lambda h=h: (page.get_by_text(f"Cross-attention, layer 3, head {h}").first.wait_for(),
                                                 wait_idle(page))))
             layers = []
-            for layer in (2, 3):
-                def pick(layer=layer):
-                    page.get_by_label("Layer").first.click()
-                    page.get_by_role("option", name=f"layer {layer}").click()
-                layers.append(timed(pick, lambda layer=layer: (page.get_by_text(f"Layer {layer}, head 1").first.wait_for(),
-                                                               wait_idle(page))))
+            for layer in (2, 1):
+                layers.append(timed(lambda layer=layer: radio("Layer", str(layer)).click(),
+                                    lambda layer=layer: (page.get_by_text(f"Cross-attention, layer {layer}, head 1")
+                                                         .first.wait_for(), wait_idle(page))))
+            page.get_by_role("radio", name="Inside a head").click()
+            page.get_by_text("1. The query's input vector x").wait_for()
+            wait_idle(page)
+            inside = []
+            for h in (3, 6):
+                inside.append(timed(lambda h=h: radio("Head", str(h)).click(),
+                                    lambda h=h: (page.get_by_text(f"layer 1, head {h}, query 0").first.wait_for(),
+                                                 wait_idle(page))))
+            for q in (1, 2):
+                def next_query():
+                    page.get_by_role("slider").first.focus()
+                    page.keyboard.press("ArrowRight")
+                inside.append(timed(next_query, lambda q=q: (page.get_by_text(f"head 6, query {q}").first.wait_for(),
+                                                             wait_idle(page))))
             page.get_by_role("radio", name="Decoding trace").click()
             page.get_by_text("Step 1 of").wait_for()
             wait_idle(page)
@@ -104,13 +120,15 @@ def main():
     finally:
         stop_app(proc)
 
-    e, h, ly, st = (statistics.median(x) for x in (enter, heads, layers, steps))
+    e, h, ly, st, ins = (statistics.median(x) for x in (enter, heads, layers, steps, inside))
     print(f"Enter -> translation + heatmaps: median {e:.2f} s over {len(enter)} 15-token sentences "
           f"(bar 2 s; bare model call {model_s * 1000:.0f} ms, page/model {e / model_s:.1f}x)")
     print(f"change of head {h:.2f} s, layer {ly:.2f} s, step {st:.2f} s (bar 0.5 s)")
+    print(f"inside a head: change of head or query {ins:.2f} s (median of {len(inside)}; max {max(inside):.2f} s; "
+          f"bar 0.5 s)")
     print(f"server memory after {args.sentences} different sentences: {mem:.0f} MB (bar 700 MB); "
           f"{many / args.sentences:.2f} s per sentence")
-    print(f"summary: enter {e:.2f}s head {h:.2f}s layer {ly:.2f}s step {st:.2f}s memory {mem:.0f}MB "
+    print(f"summary: enter {e:.2f}s head {h:.2f}s layer {ly:.2f}s step {st:.2f}s inside {ins:.2f}s memory {mem:.0f}MB "
           f"model {model_s * 1000:.0f}ms")
 
 

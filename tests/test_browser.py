@@ -396,3 +396,22 @@ def test_downloads_match_the_cli_and_round_trip(page, tmp_path):
 
     steps = pd.read_csv(download(page, "Step trace (CSV)", tmp_path), keep_default_na=False)
     assert list(steps["token"]) == [s["token"] for s in want["steps"]]
+
+
+def test_inside_a_head_follows_head_and_query_clicks(page):
+    translate_in_page(page, "Zwei Männer spielen Fußball auf einer Wiese.")
+    page.get_by_role("radio", name="Inside a head").click()
+    page.get_by_text("1. The query's input vector x").wait_for(timeout=30_000)
+    page.get_by_role("radiogroup", name="Attention").get_by_role("radio", name="Decoder self-attention").click()
+    page.get_by_role("radiogroup", name="Head").get_by_role("radio", name="4", exact=True).click()
+    page.get_by_text("Decoder self-attention, layer 1, head 4, query 0").first.wait_for(timeout=20_000)
+    page.get_by_role("slider").first.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+        wait_idle(page)
+    page.get_by_text("head 4, query 3: “men → playing”").first.wait_for(timeout=20_000)
+    assert page.get_by_text("future position(s) are masked").count() == 1
+    page.wait_for_function("location.search.includes('view=inside') && location.search.includes('query=3')",
+                           timeout=10_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "inside.png"), full_page=True)
