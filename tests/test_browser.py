@@ -409,7 +409,7 @@ def test_inside_a_head_follows_head_and_query_clicks(page):
     for _ in range(3):
         page.keyboard.press("ArrowRight")
         wait_idle(page)
-    page.get_by_text("head 4, query 3: “men → playing”").first.wait_for(timeout=20_000)
+    page.get_by_text("head 4, query 3: “playing → soccer”").first.wait_for(timeout=20_000)
     assert page.get_by_text("future position(s) are masked").count() == 1
     page.wait_for_function("location.search.includes('view=inside') && location.search.includes('query=3')",
                            timeout=10_000)

@@ -34,7 +34,7 @@ def vector_strips(vectors, labels, *, title="", highlight=None, value="value"):
                                              + " %{z:.4f}<extra></extra>"))
     if highlight is not None:
         fig.add_hrect(y0=highlight - 0.5, y1=highlight + 0.5, line=dict(color="#c03d00", width=3))
-    fig.update_layout(title=dict(text=title), height=90 + 26 * n, margin=dict(l=10, r=10, t=45 if title else 15, b=30),
+    fig.update_layout(title=dict(text=title), height=max(160, 90 + 26 * n), margin=dict(l=10, r=10, t=45 if title else 15, b=30),
                       xaxis=dict(title=dict(text="dimension"), showgrid=False, zeroline=False),
                       yaxis=dict(tickmode="array", tickvals=list(range(n)), ticktext=rows, autorange="reversed",
                                  showgrid=False, zeroline=False, automargin=True))
