@@ -62,7 +62,8 @@ def score_chain(key_tokens, scores, scaled, weights, mask=None, *, title=""):
     for col, (vals, base, fmt) in enumerate(((s, "#5b7db1", ".2f"), (c, "#5b7db1", ".2f"), (w, "#c03d00", ".3f")), 1):
         text = [f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)]
         fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h", marker_color=colors(base),
-                             text=text, textposition="auto", customdata=labels, showlegend=False,
+                             text=text, textposition=["auto" if a else "outside" for a in allowed],
+                             cliponaxis=False, customdata=labels, showlegend=False,
                              hovertemplate="key %{customdata}<br>%{text}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(tickmode="array", tickvals=x, ticktext=[plain(t) for t in key_tokens], autorange="reversed",
                      automargin=True)
