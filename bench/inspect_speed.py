@@ -10,9 +10,7 @@ intermediate captured); `inside` given the output tokens (the captured pass alon
 """
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -20,21 +18,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.decode_speed import SENTENCE, median_ms  # noqa: E402
 from model.transformer import KINDS  # noqa: E402
 from model.translator import Translator  # noqa: E402
-
-SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert auf einen großen Baum im Park."  # 15 tokens + 2
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
 
 def main():
     p = argparse.ArgumentParser()
