@@ -78,9 +78,10 @@ with st.expander("About this model and the colours"):  # on the page, not in a s
 
 if "url_notes" not in st.session_state:  # a new browser session: the link's state, once
     st.session_state.url_notes = read_url(cfg)
-if st.session_state.url_notes:
+if st.session_state.url_notes:  # said once; the next interaction clears it
     st.warning("Parts of this link were not used (the page shows its defaults instead): "
                + "; ".join(st.session_state.url_notes) + ".")
+    st.session_state.url_notes = []
 
 ex = examples()
 c1, c2 = st.columns([3, 2])
@@ -127,8 +128,4 @@ st.session_state.setdefault("view", list(VIEWS)[0])
 view = st.segmented_control("View", list(VIEWS), key="view", required=True)
 st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
            "exactly what you see.")
-try:
-    VIEWS[view](Context(checkpoint, translator, result))
-except Exception as e:  # a view that fails says so in its place; the traceback goes to the server log
-    log.exception("view %r failed for %r", view, sentence)
-    st.error(f"This view could not be drawn ({type(e).__name__}). Try another sentence or view.")
+VIEWS[view](Context(checkpoint, translator, result))  # a failing view says so in its place (views.share.page_view)

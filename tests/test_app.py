@@ -387,3 +387,16 @@ def test_inside_a_head_and_source_flow_views(app):
     assert abs(sum(float(t) for t in text[:4]) - 1) < 0.003  # 3 decimals each
     view(app, "Source flow")
     assert not app.exception and len(charts(app)) == 2
+
+
+def test_a_failing_view_is_the_pages_own_message(app, monkeypatch):
+    import views.flow
+
+    def broken(result):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(views.flow, "coverage", broken)
+    typed(app, "Ein Hund rennt durch den Schnee.")
+    view(app, "Source flow")
+    assert "This view could not be drawn (RuntimeError)" in app.error[0].value
+    assert "boom" not in app.error[0].value  # details go to the server log, not the page

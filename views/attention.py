@@ -6,7 +6,7 @@ import viz
 
 from .common import KIND_NAMES, Context, chart
 from .export import downloads
-from .share import keeps_url
+from .share import page_view
 
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
 CAPTIONS = {
@@ -43,7 +43,7 @@ def open_tile(kind: str):
 
 
 @st.fragment
-@keeps_url
+@page_view
 def attention_view(ctx: Context, kind: str):
     maps = getattr(ctx.result, FIELDS[kind])
     L, H = maps.shape[:2]

@@ -9,11 +9,11 @@ from model.flow import coverage, rollout
 from .attention import labels
 from .common import Context, chart
 from .export import downloads
-from .share import keeps_url
+from .share import page_view
 
 
 @st.fragment
-@keeps_url
+@page_view
 def flow_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
     st.caption("Coverage: the cross-attention each German token received, summed over every step of the "

@@ -9,7 +9,7 @@ import viz
 
 from .common import KIND_NAMES, Context, chart, head_importance, head_label
 from .export import downloads
-from .share import keeps_url
+from .share import page_view
 
 
 def open_head():
@@ -19,7 +19,7 @@ def open_head():
     st.session_state.view = KIND_NAMES[kind]
 
 
-@keeps_url
+@page_view
 def importance_view(ctx: Context):
     # Not a fragment: "Open in its view" changes the view switch outside this view, which a fragment
     # rerun would never redraw (issue 9: the button did nothing in a real browser).

@@ -12,7 +12,7 @@ import viz
 from .attention import labels
 from .common import KIND_NAMES, Context, chart, load_translator
 from .export import downloads
-from .share import keeps_url
+from .share import page_view
 
 KIND_ORDER = ["cross", "enc", "dec"]
 
@@ -29,7 +29,7 @@ def step(title: str, text: str):
 
 
 @st.fragment
-@keeps_url
+@page_view
 def inside_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
     st.caption("Pick one attention head and one query token, and follow the computation with this sentence's real "

@@ -12,7 +12,7 @@ from model.metrics import sentence_bleu
 from .common import (KIND_NAMES, Context, analyze, beam, chart, cli_hint, diff_chips, head_label, score_reference,
                      translate)
 from .export import downloads
-from .share import MAX_BEAM, keeps_url
+from .share import MAX_BEAM, page_view
 
 
 def n_layers(cfg, kind: str) -> int:
@@ -47,7 +47,7 @@ def clear_ablation(cfg):
 
 
 @st.fragment
-@keeps_url
+@page_view
 def ablation_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
     st.caption("Switch heads off for this request only (their output is zeroed; the shared model is never edited) "
@@ -79,7 +79,7 @@ def ablation_view(ctx: Context):
 
 
 @st.fragment
-@keeps_url
+@page_view
 def reference_view(ctx: Context):
     result = ctx.result
     ref = st.text_input("English reference (the examples come with theirs)", key="reference")
@@ -112,7 +112,7 @@ def reference_view(ctx: Context):
 
 
 @st.fragment
-@keeps_url
+@page_view
 def beam_view(ctx: Context):
     result = ctx.result
     st.session_state.setdefault("beam_width", 4)

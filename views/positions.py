@@ -7,7 +7,7 @@ import viz
 
 from .common import Context, chart, position_tables
 from .export import downloads
-from .share import keeps_url
+from .share import page_view
 
 
 def default_dims(d_model: int) -> list[int]:
@@ -16,7 +16,7 @@ def default_dims(d_model: int) -> list[int]:
 
 
 @st.fragment
-@keeps_url
+@page_view
 def positions_view(ctx: Context):
     tables, result = position_tables(ctx.checkpoint), ctx.result
     kind = "learned" if ctx.cfg.positions == "learned" else "the paper's fixed sinusoids"

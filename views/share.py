@@ -18,7 +18,7 @@ import functools
 
 import streamlit as st
 
-from .common import KIND_NAMES
+from .common import KIND_NAMES, log
 
 VIEW_SLUGS = {"cross": "Cross-attention", "enc": "Encoder self-attention", "dec": "Decoder self-attention",
               "inside": "Inside a head", "trace": "Decoding trace", "flow": "Source flow", "positions": "Positional encodings", "ablate": "Ablate heads",
@@ -168,12 +168,16 @@ def write_url(cfg):
         st.query_params.from_dict(params)
 
 
-def keeps_url(view):
-    """Decorate a view so that every run of it, a fragment's own reruns too, leaves its state in the URL."""
+def page_view(view):
+    """Decorate a view: every run of it, a fragment's own reruns too, leaves its state in the URL, and an
+    error inside it is logged with its traceback and shown as the page's own message, never a traceback."""
     @functools.wraps(view)
     def run(ctx, *args):
         try:
             return view(ctx, *args)
+        except Exception as e:  # st.stop and st.rerun are BaseExceptions: they pass
+            log.exception("view %s failed for %r", view.__name__, ctx.result.source)
+            st.error(f"This view could not be drawn ({type(e).__name__}). Try another sentence or view.")
         finally:
             write_url(ctx.cfg)
     return run

@@ -8,7 +8,7 @@ import viz
 
 from .common import Context, chart, cli_hint, diff_chips, load_translator, token_chips, translate
 from .export import downloads
-from .share import keeps_url
+from .share import page_view
 
 MODEL_CHOICE = "(the model's choice)"
 
@@ -23,7 +23,7 @@ def slider_moved(n_steps: int):
 
 
 @st.fragment
-@keeps_url
+@page_view
 def trace_view(ctx: Context):
     result = ctx.result
     n = len(result.steps)
