@@ -56,7 +56,8 @@ def test_translate_view_heads_and_step_through_decoding(page):
     assert "dogs" in page.locator(".translation").inner_text()
     assert page.locator(".js-plotly-plot .hm").count() == 1  # the chosen head
     # The model view: a square per layer, head, query (8 decoder rows) and key (8 source tokens).
-    assert page.locator(".js-plotly-plot .scatterlayer .point").count() == 3 * 8 * 8 * 8
+    points = page.locator(".js-plotly-plot").nth(1).evaluate("g => g._fullData.reduce((n, t) => n + t._length, 0)")
+    assert points == 3 * 8 * 8 * 8
     page.screenshot(path=str(ARTIFACTS / "encoder.png"), full_page=True)
 
     page.get_by_role("radio", name="Cross-attention").click()

@@ -131,7 +131,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
 def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None):
     """Every layer (rows) x every head (columns) as tiles of square markers; a click on a tile selects it.
 
-    A scatter of square markers rather than a heatmap: Streamlit reports clicks on scatter
+    A (WebGL) scatter of square markers rather than a heatmap: Streamlit reports clicks on scatter
     points (`st.plotly_chart(on_select=...)`), not on heatmap cells. Each point's customdata
     is [layer, head, query label, key label] (layer and head 0-based), so a click names its tile.
     """
@@ -155,8 +155,8 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
     future = (causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool))[q.ravel(), k.ravel()]
     hover = "layer %{customdata[0]}, head %{customdata[1]}<br>query %{customdata[2]}<br>key %{customdata[3]}<br>"
     marker = dict(symbol="square", size=cell, line=dict(width=0))
-    # Large inputs would make tens of thousands of SVG nodes: draw them with WebGL instead.
-    trace = go.Scattergl if x.size > 30_000 else go.Scatter
+    # WebGL: thousands of SVG squares took seconds to draw in the browser; clicks select points all the same.
+    trace = go.Scattergl
     common = dict(mode="markers", showlegend=False, unselected=dict(marker=dict(opacity=1)))
     data = [trace(x=x[~future], y=y[~future], customdata=custom[~future], name="attention",
                   marker={**marker, "color": w[~future], "coloraxis": "coloraxis"},
