@@ -331,12 +331,22 @@ def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
     ({"view": "cross", "head": "x"}, "head='x' is not a number from 1 to 8"),
     ({"view": "ablate", "off": "cross.7.1"}, "names no head of this model"),
     ({"view": "beam", "beam": "99"}, "beam='99' is not a number from 1 to 8"),
+    ({"view": "inside", "kind": "cross", "head": "9"}, "head='9' is not a number from 1 to 8"),
+    ({"view": "inside", "kind": "bogus"}, "kind='bogus' is not one of enc, dec, cross"),
     ({"s": "Hund " * 4000}, "more than the 2,000 the box takes"),
 ])
 def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, note):
     at = from_url(monkeypatch, **{"s": "Ein Hund rennt.", **params})
     assert not at.exception and not at.error
     assert note in at.warning[0].value
+
+
+def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatch):
+    at = from_url(monkeypatch, s="Ein Hund rennt.", view="inside", kind="enc", layer="2", head="3", query="99")
+    assert not at.exception and not at.warning
+    n = len(at.select_slider(key="inside_query").options)
+    assert at.select_slider(key="inside_query").value == n - 1  # the last source token
+    assert f"Encoder self-attention, layer 2, head 3, query {n - 1}" in markdown(at)
 
 
 def test_a_step_past_the_end_is_clamped(monkeypatch):

@@ -416,3 +416,13 @@ def test_inside_a_head_follows_head_and_query_clicks(page):
                            timeout=10_000)
     assert page.locator("[data-testid='stException']").count() == 0
     page.screenshot(path=str(ARTIFACTS / "inside.png"), full_page=True)
+
+
+def test_source_flow_view_shows_coverage_and_rollout(page):
+    translate_in_page(page, "Ein Mann in einem pinken Hemd sitzt auf dem Gras und ein Ball ist in der Luft.")
+    page.get_by_role("radio", name="Source flow").click()
+    page.get_by_text("Coverage, layer 3, mean of the 8 heads").first.wait_for(timeout=30_000)
+    page.get_by_text("Rollout through the encoder").first.wait_for(timeout=30_000)
+    bars = page.locator(".js-plotly-plot").first.evaluate("g => g._fullData[0]._length")
+    assert bars == 20  # one bar per source token, <sos> and <eos> included
+    assert page.locator("[data-testid='stException']").count() == 0
