@@ -28,28 +28,36 @@ def token_loss(logits, target, label_smoothing=0.0):
     return loss, int((target != PAD_ID).sum())
 
 
+def mean_loss(sums: np.ndarray, counts: np.ndarray) -> float:
+    """Mean loss per target token from per-sentence sums (N,) and token counts (N,)."""
+    return float(sums.sum() / counts.sum())
+
+
 @torch.no_grad()
 def loss_stats(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None):
     """Mean loss per target token (as evaluate_loss), and each sentence's summed loss and token count (N,), (N,).
 
-    The mean adds up token_loss batch by batch (the number every tool reports); the
-    per-sentence sums, for resampling, agree with it to float rounding.
+    head_mask: a HeadMask for every sentence, or with (N, L, H) values one mask per
+    sentence (model/transformer.py), so many masked variants can share the batches.
+    The mean is mean_loss of the per-sentence sums (float64 over float32 token losses), so
+    it does not depend on how the sentences were batched, only on each sentence's numbers.
     """
     was_training = model.training
     model.eval()
-    total, count = 0.0, 0
     sums, counts = np.zeros(len(src_ids)), np.zeros(len(src_ids), dtype=np.int64)
+    assert all(m.dim() == 2 or m.shape[0] == len(src_ids) for m in (head_mask or {}).values()), \
+        f"a per-sentence head mask needs {len(src_ids)} rows"
     for idx in bucket_batches(src_ids, tgt_ids, batch_size):
         src, tgt = pad([src_ids[i] for i in idx]).to(device), pad([tgt_ids[i] for i in idx]).to(device)
-        out = model(src, tgt[:, :-1], head_mask=head_mask, need_weights=False)
-        loss, n = token_loss(out.logits, tgt[:, 1:])
-        total, count = total + float(loss), count + n
+        mask = head_mask and {k: m[torch.tensor(idx, device=m.device)] if m.dim() == 3 else m
+                              for k, m in head_mask.items()}  # per-sentence masks: (B, L, H), this batch's rows
+        out = model(src, tgt[:, :-1], head_mask=mask, need_weights=False)
         per_token = F.cross_entropy(out.logits.float().transpose(1, 2), tgt[:, 1:], ignore_index=PAD_ID,
                                     reduction="none")  # (B, T-1), 0 at padding
         sums[idx] = per_token.double().sum(1).cpu().numpy()
         counts[idx] = (tgt[:, 1:] != PAD_ID).sum(1).cpu().numpy()
     model.train(was_training)
-    return total / count, sums, counts
+    return mean_loss(sums, counts), sums, counts
 
 
 def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None) -> float:

@@ -21,8 +21,14 @@ from .config import ModelConfig
 
 KINDS = ("enc", "dec", "cross")  # encoder self, decoder masked self, decoder-encoder attention
 
-# A head mask maps a kind to an (L, H) tensor of 1.0 (keep) and 0.0 (switch off); missing kinds keep all.
+# A head mask maps a kind to an (L, H) tensor of 1.0 (keep) and 0.0 (switch off), the same for every batch
+# row, or to a (B, L, H) tensor, one mask per batch row (many masked variants in one pass); missing kinds keep all.
 HeadMask = dict[str, torch.Tensor]
+
+
+def layer_mask(m: torch.Tensor | None, layer: int) -> torch.Tensor | None:
+    """One layer of a HeadMask value: (L, H) -> (H,), per-row (B, L, H) -> (B, H)."""
+    return None if m is None else m[..., layer, :]
 
 
 def attention(q, k, v, mask=None, dropout_p=0.0, need_weights=True, capture=None):
@@ -69,7 +75,8 @@ class MultiHeadAttention(nn.Module):
         cache: a dict owned by the caller. Self-attention (static_kv=False) appends this
         call's keys and values to it; cross-attention (static_kv=True) computes them from
         the encoder output once and reuses them at every later step.
-        head_mask: (H,) of 1.0/0.0; a 0.0 head's output is exactly zero before w_o.
+        head_mask: (H,) of 1.0/0.0 for every row, or (B, H) one per row; a 0.0 head's output is
+        exactly zero before w_o, a 1.0 head's is unchanged bit for bit.
         capture: a dict owned by the caller; it receives `x`, `kv`, `q`, `k`, `v` (all keys
         and values, cached ones included), what `attention` records, `heads` (B, H, Tq, hs)
         after the head mask and `attn_out` (B, Tq, D) after w_o.
@@ -85,10 +92,11 @@ class MultiHeadAttention(nn.Module):
             cache["k"], cache["v"] = k, v
         p = self.dropout if self.training else 0.0
         out, weights = attention(q, k, v, mask, p, need_weights, capture)  # (B, H, Tq, hs)
-        if head_mask is not None:
-            out = out * head_mask.to(device=out.device, dtype=out.dtype).view(1, -1, 1, 1)
-        heads = out
         B, H, Tq, hs = out.shape
+        if head_mask is not None:
+            assert head_mask.shape in ((H,), (B, H)), f"head mask {tuple(head_mask.shape)}: want ({H},) or ({B}, {H})"
+            out = out * head_mask.to(device=out.device, dtype=out.dtype)[..., None, None]  # (H, 1, 1) or (B, H, 1, 1)
+        heads = out
         out = self.w_o(out.transpose(1, 2).reshape(B, Tq, H * hs))  # (B, Tq, D)
         if capture is not None:
             capture.update(x=x, kv=kv_input, q=q, k=k, v=v, heads=heads, attn_out=out)
@@ -251,7 +259,7 @@ class Transformer(nn.Module):
         if capture is not None:  # this call's values replace any earlier ones
             capture["encoder"] = layers = [{} for _ in self.encoder]
         for i, layer in enumerate(self.encoder):
-            x, w = layer(x, mask, None if hm is None else hm[i], need_weights, None if layers is None else layers[i])
+            x, w = layer(x, mask, layer_mask(hm, i), need_weights, None if layers is None else layers[i])
             maps.append(w)
         return x, maps
 
@@ -274,9 +282,7 @@ class Transformer(nn.Module):
         if capture is not None:  # this call's values replace any earlier ones
             capture["decoder"] = layers = [{} for _ in self.decoder]
         for i, layer in enumerate(self.decoder):
-            x, ws, wc = layer(x, memory, tgt_mask, src_mask,
-                              None if hm_self is None else hm_self[i],
-                              None if hm_cross is None else hm_cross[i],
+            x, ws, wc = layer(x, memory, tgt_mask, src_mask, layer_mask(hm_self, i), layer_mask(hm_cross, i),
                               None if cache is None else cache[i], need_weights,
                               None if layers is None else layers[i])
             self_maps.append(ws)
