@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import CHECKPOINT, tiny_config
+from conftest import tiny_config
 from model.checkpoint import save_checkpoint
 from model.export import (bertviz_inputs, bertviz_npz, load_bertviz_npz, load_maps_npz, map_csv, maps_npz,
                           provenance, result_json, steps_csv)
