@@ -410,3 +410,16 @@ def test_a_failing_view_is_the_pages_own_message(app, monkeypatch):
     view(app, "Source flow")
     assert "This view could not be drawn (RuntimeError)" in app.error[0].value
     assert "boom" not in app.error[0].value  # details go to the server log, not the page
+
+
+def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
+    typed(app, "Zwei Hunde spielen im Schnee.")
+    config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
+    assert config == {"format": "png", "scale": 2, "filename": "cross-layer3-mean"}
+    title = charts(app)[0]["layout"]["title"]
+    assert title["text"] == "Cross-attention, layer 3, mean of the 8 heads"
+    assert title["subtitle"]["text"] == "Zwei Hunde spielen im Schnee."  # a saved picture names its sentence
+    app.segmented_control(key="image_format").set_value("SVG").run()
+    app.segmented_control(key="cross_head").set_value(2).run()
+    config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
+    assert config == {"format": "svg", "scale": 2, "filename": "cross-layer3-head3"}
