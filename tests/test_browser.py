@@ -406,9 +406,10 @@ def test_inside_a_head_follows_head_and_query_clicks(page):
     page.get_by_role("radiogroup", name="Attention").get_by_role("radio", name="Decoder self-attention").click()
     page.get_by_role("radiogroup", name="Head").get_by_role("radio", name="4", exact=True).click()
     page.get_by_text("Decoder self-attention, layer 1, head 4, query 0").first.wait_for(timeout=20_000)
-    page.get_by_role("slider").first.focus()
-    for _ in range(3):
+    for k in (1, 2, 3):  # one key press at a time: each redraws the view, and the slider with it
+        page.get_by_role("slider").first.focus()
         page.keyboard.press("ArrowRight")
+        page.get_by_text(f"head 4, query {k}:").first.wait_for(timeout=20_000)
         wait_idle(page)
     page.get_by_text("head 4, query 3: “playing → soccer”").first.wait_for(timeout=20_000)
     assert page.get_by_text("future position(s) are masked").count() == 1
