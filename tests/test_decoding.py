@@ -17,11 +17,15 @@ ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "t
            "x", "y", "z", "u", "v", "w"]
 
 
+def seeded_translator(seed: int = 3) -> Translator:
+    """A tiny Translator over the vocabularies above, its weights drawn from `seed` (shared by test files)."""
+    torch.manual_seed(seed)
+    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+
+
 @pytest.fixture
 def tiny_translator():
-    torch.manual_seed(3)
-    model = Transformer(tiny_config()).eval()
-    return Translator(model, Vocab(GERMAN), Vocab(ENGLISH))
+    return seeded_translator()
 
 
 def test_cached_decoding_equals_a_full_forward_pass(tiny_model):

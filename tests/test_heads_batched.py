@@ -13,18 +13,14 @@ from model.decoding import greedy_decode
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
                                    main, single_head_masks)
 from model.metrics import loss_stats
-from model.transformer import Transformer
-from model.translator import Translator
-from model.vocab import Vocab
-from test_decoding import ENGLISH, GERMAN
+from test_decoding import GERMAN, seeded_translator
 
 SENT = "Ein Hund läuft im Park."
 
 
 @pytest.fixture(scope="module")
 def tr():
-    torch.manual_seed(3)
-    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+    return seeded_translator()
 
 
 @pytest.fixture(scope="module")

@@ -5,23 +5,17 @@ import random
 import numpy as np
 import pytest
 import sacrebleu
-import torch
 
-from conftest import tiny_config
 from model.data import encode_pairs
 from model.head_importance import head_importance
 from model.metrics import (bleu, bleu_from_stats, bleu_stats, corpus_score, evaluate_loss, loss_stats,
                            paired_bootstrap, score)
-from model.transformer import Transformer
-from model.translator import Translator
-from model.vocab import Vocab
-from test_decoding import ENGLISH, GERMAN
+from test_decoding import GERMAN, seeded_translator
 
 
 @pytest.fixture(scope="module")
 def tr():
-    torch.manual_seed(3)
-    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+    return seeded_translator()
 
 
 @pytest.fixture(scope="module")
