@@ -26,11 +26,14 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
     extra: further (label, file name, mime, make-bytes) entries.
     """
     result = result or ctx.result
-    prov = provenance(ctx.translator, heads_off=heads_off, force=force, beam=beam)
+
+    def prov():  # made on click with the file, not on every redraw of the view (it reads pyproject.toml)
+        return provenance(ctx.translator, heads_off=heads_off, force=force, beam=beam)
+
     stem = "translation" + ("-ablated" if heads_off else "-whatif" if force else f"-beam{beam}" if beam > 1 else "")
     files = [("Result (JSON)", f"{stem}.json", "application/json",
-              lambda: json.dumps(result_json(result, prov), ensure_ascii=False)),
-             ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream", lambda: maps_npz(result, prov)),
+              lambda: json.dumps(result_json(result, prov()), ensure_ascii=False)),
+             ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream", lambda: maps_npz(result, prov())),
              ("For BertViz (.npz)", f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
              ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result))]
     if shown_map is not None:
