@@ -4,7 +4,7 @@ import streamlit as st
 
 import viz
 
-from .common import KIND_NAMES, Context, chart
+from .common import KIND_NAMES, Context, chart, subtitle
 from .export import downloads
 from .share import page_view
 
@@ -68,7 +68,7 @@ def attention_view(ctx: Context, kind: str):
     weights = viz.select_head(maps, layer, head)
     chart(viz.attention_heatmap(weights, q_tokens, k_tokens, causal=causal,
                                 query_unknown=q_unk, key_unknown=k_unk, title=title, stretch=stretch,
-                                subtitle=viz.plain(ctx.result.source[:120])),
+                                subtitle=subtitle(ctx.result.source)),
           key=f"{kind}_one", name=f"{kind}-layer{layer + 1}-{'mean' if head is None else f'head{head + 1}'}",
           width="content")
     if head is None:

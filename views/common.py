@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
-
+import viz
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.device import DEVICE_ENV
 from model.result import Translation
@@ -121,6 +121,11 @@ def head_label(item: str) -> str:
     """'cross.1' -> 'layer 2 (all heads)'; 'cross.1.3' -> 'layer 2, head 4' (the page counts from 1)."""
     parts = item.split(".")
     return f"layer {int(parts[1]) + 1}" + (f", head {int(parts[2]) + 1}" if len(parts) == 3 else " (all heads)")
+
+
+def subtitle(sentence: str, width: int = 120) -> str:
+    """The sentence under a figure's title (escaped), shortened with an ellipsis so the line fits."""
+    return viz.plain(sentence if len(sentence) <= width else sentence[:width - 1] + "…")
 
 
 def chart(fig, key: str, name: str = "", **kwargs):

@@ -7,7 +7,7 @@ import viz
 from model.flow import coverage, rollout
 
 from .attention import labels
-from .common import Context, chart
+from .common import Context, chart, subtitle
 from .export import downloads
 from .share import page_view
 
@@ -35,6 +35,6 @@ def flow_view(ctx: Context):
     chart(viz.attention_heatmap(flow, q_tokens, result.src_tokens, key_unknown=result.src_unknown,
                                 title=f"Rollout through the encoder, then cross-attention of layer {layer + 1}",
                                 stretch=True,  # rollout spreads weight thinly: 0-1 would be one dark square
-                                subtitle=viz.plain(result.source[:120])),
+                                subtitle=subtitle(result.source)),
           key="flow_rollout", name=f"rollout-layer{layer + 1}", width="content")
     downloads(ctx, shown_map=(f"rollout-layer{layer + 1}", np.asarray(flow), result.tgt_tokens, result.src_tokens))
