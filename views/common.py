@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+
 import viz
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.device import DEVICE_ENV
