@@ -8,19 +8,16 @@ given a `Context` and runs the model only through cached calls, so switching vie
 head or step never translates again.
 """
 
-import html
 import json
 import logging
-import os
 from pathlib import Path
 
 import streamlit as st
 
-from model.checkpoint import CHECKPOINT_ENV
 from model.errors import CheckpointError, InputError
 from views import VIEWS, Context
-from views.common import CSS, load_translator, token_chips, translate
-from views.share import read_url, write_url
+from views.common import CSS, MODEL_NAMES, literal, load_translator, models, token_chips, translate
+from views.share import read_model, read_url, write_url
 
 ROOT = Path(__file__).resolve().parent
 log = logging.getLogger("explorer")
@@ -53,7 +50,17 @@ st.set_page_config(page_title="Inside a Transformer translator", page_icon="🔎
 st.markdown(CSS, unsafe_allow_html=True)
 st.title("Inside a Transformer translator")
 
-checkpoint = os.environ.get(CHECKPOINT_ENV)  # None: the shipped checkpoints/
+available = models()  # slug -> checkpoint; $TRANSFORMER_CHECKPOINT leaves only that one
+first_run = "url_notes" not in st.session_state  # a new browser session: the link's state is read once
+notes = read_model(available) if first_run else []
+if st.session_state.get("model") not in available:
+    st.session_state.model = next(iter(available))
+if len(available) > 1:
+    st.segmented_control("Model", list(available), key="model", required=True, format_func=MODEL_NAMES.get,
+                         help="The same architecture and recipe, trained twice: with learned position vectors "
+                              "(the default) or with the paper's fixed sinusoids. See “Positional encodings”, "
+                              "and compare the two in any attention view.")
+checkpoint = available[st.session_state.model]  # None: the shipped checkpoints/
 try:
     translator = load_translator(checkpoint)
 except CheckpointError as e:
@@ -76,8 +83,8 @@ with st.expander("About this model and the colours"):  # on the page, not in a s
     st.markdown("**Colours**: attention weights 0 (dark) to 1 (yellow) on one fixed scale unless stretched; grey = "
                 "masked future position; dashed orange = a word the model does not know (`<unk>`).")
 
-if "url_notes" not in st.session_state:  # a new browser session: the link's state, once
-    st.session_state.url_notes = read_url(cfg)
+if first_run:
+    st.session_state.url_notes = notes + read_url(cfg)
 if st.session_state.url_notes:  # said once; the next interaction clears it
     st.warning("Parts of this link were not used (the page shows its defaults instead): "
                + "; ".join(st.session_state.url_notes) + ".")
@@ -110,11 +117,11 @@ except Exception as e:  # the page never shows a traceback; the server log keeps
 if result.truncated:
     st.warning(f"The sentence is too long for the model's {cfg.max_positions} positions: the last "
                f"{result.truncated} tokens were cut, and the rest was translated.")
-st.markdown(f"**Translation**<div class='translation'>{html.escape(result.text) or '(empty)'}</div>",
+st.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '(empty)'}</div>",
             unsafe_allow_html=True)
 reference = next((e["en"] for e in ex if e["de"] == sentence), None)
 if reference:
-    st.caption(f"Multi30k reference: {reference}")
+    st.caption(f"Multi30k reference: {literal(reference)}")
 st.markdown("Source tokens: " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
 st.markdown("Output tokens: " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)
 if any(result.src_unknown):

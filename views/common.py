@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 import viz
-from model.checkpoint import DEFAULT_CHECKPOINT
+from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
 from model.device import DEVICE_ENV
 from model.result import Translation
 from model.translator import Translator
@@ -30,6 +30,31 @@ class Context:
     @property
     def cfg(self):
         return self.translator.cfg
+
+
+# --- the models the page offers -----------------------------------------------------------------
+
+SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the paper's fixed positions, same architecture (issue 14)
+MODEL_NAMES = {"learned": "learned positions", "sinusoidal": "sinusoidal positions (the paper's)"}
+
+
+def models() -> dict[str, str | None]:
+    """slug -> checkpoint of the models to choose from; the first is the default (None: the shipped one).
+
+    $TRANSFORMER_CHECKPOINT replaces the choice with that one checkpoint, as it does for every tool.
+    """
+    if os.environ.get(CHECKPOINT_ENV):
+        return {"custom": os.environ[CHECKPOINT_ENV]}
+    found = {"learned": None}
+    if (SINUSOIDAL / WEIGHTS).is_file():
+        found["sinusoidal"] = str(SINUSOIDAL)
+    return found
+
+
+def other_model(checkpoint: str | None) -> tuple[str, str | None] | None:
+    """The other model on offer (its slug and checkpoint), or None when the page has only one."""
+    others = [(slug, c) for slug, c in models().items() if c != checkpoint]
+    return others[0] if others and len(models()) > 1 else None
 
 
 # --- model calls, cached by their arguments: changing a view, layer, head or step never re-runs the model ---
@@ -100,6 +125,18 @@ CSS = """<style>
 .chip.add {background:rgba(22,163,74,0.18); border-color:rgba(22,163,74,0.65); font-weight:600}
 .translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
 </style>"""
+
+
+MARKDOWN_CHARS = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$<>&\"'"}
+
+
+def literal(text: str) -> str:
+    """User or model text for st.markdown/st.caption: shown as typed, never as markdown, LaTeX or HTML.
+
+    Every character markdown, math or HTML could act on becomes a character reference, which they
+    show as the character itself (`**x**` stays two stars, `$$x$$` stays dollars).
+    """
+    return "".join(MARKDOWN_CHARS.get(c, c) for c in text)
 
 
 def token_chips(tokens, unknown=None, current=None) -> str:

@@ -1,13 +1,29 @@
 """Positional encodings: the model's own tables next to the paper's sinusoids."""
 
+import json
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
 import viz
 
-from .common import Context, chart, position_tables
+from .common import MODEL_NAMES, Context, chart, literal, models, position_tables, translate
 from .export import downloads
 from .share import page_view
+
+
+LENGTHS = Path(__file__).resolve().parents[1] / "assets/train_lengths.json"  # python -m model.train_lengths
+# Longer than any Multi30k training sentence (46 positions at most): five test-set scenes in one sentence.
+LONG_SENTENCE = ("Ein Mann in einem pinken Hemd sitzt auf dem Gras und ein Ball ist in der Luft, fünf Leute in "
+                 "Winterjacken und mit Helmen stehen im Schnee, ein kleines Kind in einem blau-weißen T-Shirt hält "
+                 "glücklich einen gelben Plastik-Alligator, drei Jungen stehen in ihren Badehosen auf einem Pier und "
+                 "ein Mädchen in einem Karateanzug bricht ein Brett mit einem Tritt.")
+
+
+@st.cache_data(show_spinner=False)
+def train_lengths() -> dict:
+    return json.loads(LENGTHS.read_text(encoding="utf-8"))
 
 
 def default_dims(d_model: int) -> list[int]:
@@ -38,5 +54,61 @@ def positions_view(ctx: Context):
     if dims:
         chart(viz.dimension_curves(table, dims, used, title="Dimensions over position"), key="pos_curves")
     name = which.split(" (")[0].replace(", ", "-").replace(" ", "-")
+    why_noise(ctx)
     downloads(ctx, extra=[(f"This table (CSV, positions × {D} dimensions)", f"positions-{name}.csv", "text/csv",
                            lambda: pd.DataFrame(table).rename_axis("position").to_csv())])
+
+
+def why_noise(ctx: Context):
+    """The learned rows past the training sentences' lengths, against the sinusoids (issue 14)."""
+    st.markdown("**Why the learned rows turn to noise**")
+    data = train_lengths()
+    src, tgt = ({int(k): v for k, v in data[side].items()} for side in ("source", "target"))
+    longest = max(src)
+    over30 = sum(v for k, v in src.items() if k > 30) / data["n"]
+    tables = {}
+    for slug, checkpoint in models().items():
+        t = position_tables(checkpoint)
+        kind = "sinusoidal" if slug == "sinusoidal" else "learned"
+        tables[f"{kind} (source)"] = t["source"]
+    if "sinusoidal (source)" not in tables:
+        tables["sinusoidal (the paper)"] = viz.sinusoidal(*tables["learned (source)"].shape)
+    st.caption(f"A learned position vector is trained only by the sentences long enough to reach it. Of the "
+               f"{data['n']:,} Multi30k training sentences, half use at most {median_positions(src)} positions "
+               f"(with `<sos>` and `<eos>`), {over30:.1%} use more than 30, and the longest German one uses {longest}: "
+               f"rows {longest} and later never received a gradient and keep their random start values. Neighbouring "
+               "learned rows are alike where many sentences reach them and unrelated past that; the paper's "
+               "sinusoids are a fixed formula, alike for neighbours at every position, so a model built on them has "
+               "at least seen the same kind of vector before.")
+    chart(viz.position_reach({"German": src, "English": tgt}, tables,
+                             title="Training sentences reaching each position, and how alike neighbouring rows are"),
+          key="pos_reach")
+    long_sentence(ctx, longest)
+
+
+def median_positions(counts: dict) -> int:
+    total, seen = sum(counts.values()), 0
+    for used in sorted(counts):
+        seen += counts[used]
+        if seen >= total / 2:
+            return used
+    return 0
+
+
+def long_sentence(ctx: Context, longest: int):
+    """A sentence longer than anything in training, through each model on offer."""
+    own = len(ctx.result.src_tokens) > longest
+    sentence = ctx.result.source if own else LONG_SENTENCE
+    st.markdown("**A sentence longer than any in training**")
+    st.caption(("Your sentence" if own else "This sentence (five test-set scenes in one)") +
+               f" uses more positions than the longest training sentence ({longest}). " +
+               ("Both models translate it; compare where each loses the thread." if len(models()) > 1 else
+                "Only this model is installed here; with checkpoints/sinusoidal beside it the page compares both."))
+    if not own:
+        st.markdown(f"> {literal(sentence)}")
+    cols = st.columns(len(models()))
+    for col, (slug, checkpoint) in zip(cols, models().items()):
+        r = translate(checkpoint, sentence)
+        col.markdown(f"**{MODEL_NAMES.get(slug, slug)}** ({len(r.src_tokens)} source positions, "
+                     f"{len(r.steps)} output tokens)")
+        col.markdown(literal(r.text) or "(empty)")

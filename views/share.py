@@ -5,6 +5,9 @@
     ?s=...&view=ablate&off=cross.3,enc.1.4                 heads switched off (a whole layer, or one head)
     ?s=...&view=reference&ref=Two+men+...                  a reference to score
     ?s=...&view=beam&beam=5                                beam search of width 5
+    ?s=...&model=sinusoidal                                the sinusoidal-position model (issue 14)
+    ?s=...&view=cross&vs=model                             compare with the other model (or vs=sentence&s2=...,
+                                                           vs=off with off=..., vs=whatif with step and whatif)
     ?s=...&view=inside&kind=cross&layer=2&head=8&query=3   one query through one head (query counts from 0,
                                                            as the token positions on the page do)
 
@@ -18,7 +21,7 @@ import functools
 
 import streamlit as st
 
-from .common import KIND_NAMES, log
+from .common import KIND_NAMES, log, models
 
 VIEW_SLUGS = {"cross": "Cross-attention", "enc": "Encoder self-attention", "dec": "Decoder self-attention",
               "inside": "Inside a head", "trace": "Decoding trace", "flow": "Source flow", "positions": "Positional encodings", "ablate": "Ablate heads",
@@ -67,6 +70,16 @@ def format_off(cfg) -> str:
             else:
                 items += [f"{kind}.{layer + 1}.{h + 1}" for h in heads]
     return ",".join(items)
+
+
+def read_model(available: dict) -> list[str]:
+    """The `model` parameter, read before the model is loaded (it decides which one); a note if it names none."""
+    slug = st.query_params.get("model")
+    if slug is None or slug in available:
+        if slug:
+            st.session_state.model = slug
+        return []
+    return [f"model={slug[:40]!r} is not one of {', '.join(available)}"]
 
 
 def read_url(cfg) -> list[str]:
@@ -137,6 +150,8 @@ def state_params(cfg) -> dict:
     s = st.session_state
     sentence, view = s.get("sentence", ""), s.get("view")
     params = {"s": sentence} if sentence else {}
+    if s.get("model", "learned") != next(iter(models())):  # the default model is not written: links stay short
+        params["model"] = s.model
     slug = SLUG_OF.get(view)
     if slug:
         params["view"] = slug

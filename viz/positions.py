@@ -80,3 +80,45 @@ def dimension_curves(table, dims, used: int = 0, title=""):
     fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(title=dict(text="position")), yaxis=dict(title=dict(text="value")))
     return fig
+
+
+def reach(lengths: dict, n_positions: int) -> np.ndarray:
+    """{positions used: sentences} -> share of sentences that reach each position 0 .. n_positions-1."""
+    counts = np.zeros(n_positions + 1)
+    for used, n in lengths.items():
+        counts[min(int(used), n_positions)] += n
+    total = counts.sum() or 1.0
+    return 1.0 - np.cumsum(counts)[:n_positions] / total  # share with more than p positions used
+
+
+def neighbour_cosine(table) -> np.ndarray:
+    """Cosine similarity of each position's vector with the next one's: (P - 1,)."""
+    sim = cosine_similarity(table)
+    return np.diag(sim, k=1)
+
+
+def position_reach(lengths: dict, tables: dict, title=""):
+    """Why learned rows turn to noise: how many training sentences reach each position (bars) beside the
+    cosine of each position's vector with the next one's, for each table (lines).
+
+    lengths: {name: {positions used: sentences}}; tables: {name: (P, D) table}.
+    """
+    P = min(_check_table(t).shape[0] for t in tables.values())
+    x = list(range(P))
+    fig = go.Figure()
+    for (name, counts), color in zip(lengths.items(), ("rgba(99,110,250,0.45)", "rgba(0,204,150,0.45)")):
+        share = reach(counts, P)
+        fig.add_trace(go.Bar(x=x, y=100 * share, name=f"{name}: training sentences reaching it", marker_color=color,
+                             hovertemplate="position %{x}<br>%{y:.2f}% of training sentences<extra></extra>"))
+    for name, table in tables.items():
+        cos = neighbour_cosine(table)[:P - 1]
+        fig.add_trace(go.Scatter(x=x[:-1], y=cos, name=f"{name}: cosine with the next position", yaxis="y2",
+                                 mode="lines", hovertemplate=f"{name}<br>positions %{{x}} and next"
+                                                             "<br>cosine %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10), barmode="overlay",
+                      bargap=0, legend=dict(orientation="h", y=-0.18),
+                      xaxis=dict(title=dict(text="position")),
+                      yaxis=dict(title=dict(text="% of training sentences"), range=[0, 100]),
+                      yaxis2=dict(title=dict(text="cosine with the next position"), overlaying="y", side="right",
+                                  range=[-1, 1], showgrid=False))
+    return fig
