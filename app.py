@@ -16,7 +16,7 @@ import streamlit as st
 
 from model.errors import CheckpointError, InputError
 from views import VIEWS, Context
-from views.common import CSS, MODEL_NAMES, literal, load_translator, models, token_chips, translate
+from views.common import CSS, MAX_SENTENCE, MODEL_NAMES, literal, load_translator, models, token_chips, translate
 from views.share import read_model, read_url, write_url
 
 ROOT = Path(__file__).resolve().parent
@@ -94,7 +94,7 @@ ex = examples()
 c1, c2 = st.columns([3, 2])
 c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
              on_change=example_picked, format_func=lambda s: s or "choose an example")
-c1.text_input("German sentence (press Enter to translate)", key="sentence", max_chars=2000,
+c1.text_input("German sentence (press Enter to translate)", key="sentence", max_chars=MAX_SENTENCE,
               placeholder="Ein Hund rennt durch den Schnee.", on_change=sentence_typed)
 sentence = st.session_state.get("sentence", "")
 

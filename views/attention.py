@@ -1,10 +1,14 @@
 """Encoder self-attention, decoder self-attention and cross-attention: one head big, every head as a grid."""
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 import viz
+from model.result import Translation
 
-from .common import KIND_NAMES, Context, chart, subtitle
+from . import compare
+from .common import KIND_NAMES, Context, chart, literal, subtitle
 from .export import downloads
 from .share import page_view
 
@@ -21,9 +25,8 @@ CAPTIONS = {
 }
 
 
-def labels(ctx: Context, side: str):
+def labels(r: Translation, side: str):
     """Tokens and <unk> flags of one side: the source, or decoder rows named by what they predict."""
-    r = ctx.result
     if side == "src":
         return r.src_tokens, r.src_unknown
     return viz.predicting(r.tgt_tokens, [s.token for s in r.steps]), None
@@ -47,38 +50,125 @@ def open_tile(kind: str):
 def attention_view(ctx: Context, kind: str):
     maps = getattr(ctx.result, FIELDS[kind])
     L, H = maps.shape[:2]
-    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(ctx, s) for s in sides(kind))
-    causal = kind == "dec"
     steps = [s.token for s in ctx.result.steps]
     words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0])
-    st.caption(CAPTIONS[kind].format(**words) + " Hover a cell for the exact weight.")
+    st.caption(CAPTIONS[kind].format(**{k: literal(v) for k, v in words.items()}) +
+               " Hover a cell for the exact weight.")
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")  # wraps on narrow screens
     st.session_state.setdefault(f"{kind}_layer", L - 1 if kind == "cross" else 0)
     layer = controls.segmented_control("Layer", list(range(L)), key=f"{kind}_layer", required=True,
                                        format_func=lambda i: str(i + 1), width="content")
     st.session_state.setdefault(f"{kind}_head", "mean")
-    head = controls.segmented_control("Head", ["mean", *range(H)], key=f"{kind}_head", required=True, format_func=lambda h: "mean" if h == "mean" else str(h + 1),
-                                      width="content")
+    head = controls.segmented_control("Head", ["mean", *range(H)], key=f"{kind}_head", required=True,
+                                      format_func=lambda h: "mean" if h == "mean" else str(h + 1), width="content")
+    st.session_state.setdefault("draw_as", "map")
+    style = controls.segmented_control("Draw as", ["map", "lines"], key="draw_as", required=True, width="content",
+                                       help="Lines: each token of one side joined to the tokens it attends to, as "
+                                            "thick as the weight, a colour per head (what BertViz calls the head "
+                                            "view). Click a head in the legend to hide or show it, a token to keep "
+                                            "only its lines.")
     stretch = controls.toggle("Stretch colours", key=f"{kind}_stretch", width="content",
                               help="Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: "
                                    "more contrast, but colours no longer compare between maps.")
+    st.session_state.setdefault("vs", "none")
+    controls.segmented_control("Compare with", compare.options(ctx), key="vs", required=True, width="content",
+                               format_func=compare.OPTIONS.get)
     head = None if head == "mean" else head
-    name = f"mean of the {H} heads" if head is None else f"head {head + 1}"
-    title = f"{KIND_NAMES[kind]}, layer {layer + 1}, {name}"
-    weights = viz.select_head(maps, layer, head)
-    chart(viz.attention_heatmap(weights, q_tokens, k_tokens, causal=causal,
-                                query_unknown=q_unk, key_unknown=k_unk, title=title, stretch=stretch,
-                                subtitle=subtitle(ctx.result.source)),
-          key=f"{kind}_one", name=f"{kind}-layer{layer + 1}-{'mean' if head is None else f'head{head + 1}'}",
-          width="content")
+    shown = Shown(kind, layer, head, stretch, style)
+    second = compare.second_run(ctx) if st.session_state.vs != "none" else None
+    if second is None:
+        draw(ctx.result, shown, "one")
+    else:
+        first_name, second_name, other = second
+        for col, (name, result, key) in zip(st.columns(2), ((first_name, ctx.result, "a"),
+                                                            (second_name, other, "b"))):
+            with col:
+                st.markdown(compare.header(name, result))
+                draw(result, shown, key, width="stretch")
+        difference(ctx.result, other, shown, second_name)
     if head is None:
         st.caption(f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
                    "head has its own map, and the layer concatenates their outputs. Pick a head to see one.")
+    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(ctx.result, s) for s in sides(kind))
     st.markdown(f"**All {L} layers × {H} heads** — click a tile to open it above.")
-    chart(viz.model_view(maps, q_tokens, k_tokens, causal=causal, query_unknown=q_unk, key_unknown=k_unk),
+    chart(viz.model_view(maps, q_tokens, k_tokens, causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk),
           key=f"{kind}_grid", name=f"{kind}-all-heads", width="content", on_select=lambda: open_tile(kind),
           selection_mode="points")
     raw = {"src": ctx.result.src_tokens, "tgt": ctx.result.tgt_tokens}  # the CSV keeps the model's own tokens
     q_side, k_side = sides(kind)
-    downloads(ctx, shown_map=(f"{kind}-layer{layer + 1}-{'mean' if head is None else f'head{head + 1}'}", weights,
-                              raw[q_side], raw[k_side]))
+    downloads(ctx, shown_map=(f"{kind}-layer{layer + 1}-{shown.head_name()}",
+                              viz.select_head(maps, layer, head), raw[q_side], raw[k_side]))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the view's controls picked: the map to draw, and how."""
+
+    kind: str
+    layer: int
+    head: int | None  # None: the mean of the layer's heads
+    stretch: bool
+    style: str  # "map" or "lines"
+
+    def head_name(self) -> str:
+        return "mean" if self.head is None else f"head{self.head + 1}"
+
+    def title(self, n_heads: int) -> str:
+        name = f"mean of the {n_heads} heads" if self.head is None else f"head {self.head + 1}"
+        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {name}"
+
+
+def draw(result: Translation, shown: Shown, key: str, width="content"):
+    """The chosen map of one run, as a heatmap or as lines."""
+    maps = getattr(result, FIELDS[shown.kind])
+    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
+    name = f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}"
+    title = shown.title(maps.shape[1])
+    if shown.style == "lines":
+        focus_key = f"{shown.kind}_{key}_focus"
+        chart(viz.attention_lines(maps[shown.layer], q_tokens, k_tokens,
+                                  heads=None if shown.head is None else [shown.head],
+                                  focus=st.session_state.get(focus_key), title=title, query_unknown=q_unk,
+                                  key_unknown=k_unk),
+              key=f"{shown.kind}_{key}_lines", name=f"{name}-lines", width=width, selection_mode="points",
+              on_select=lambda: focus_token(f"{shown.kind}_{key}_lines", focus_key))
+        if st.session_state.get(focus_key) is not None:
+            side, pos = st.session_state[focus_key]
+            st.button(f"Show every token's lines (now only {side} {pos})", key=f"{focus_key}_clear",
+                      on_click=st.session_state.pop, args=(focus_key, None))
+        return
+    chart(viz.attention_heatmap(viz.select_head(maps, shown.layer, shown.head), q_tokens, k_tokens,
+                                causal=shown.kind == "dec", query_unknown=q_unk, key_unknown=k_unk, title=title,
+                                stretch=shown.stretch, subtitle=subtitle(result.source)),
+          key=f"{shown.kind}_{key}", name=name, width=width)
+
+
+def focus_token(chart_key: str, focus_key: str):
+    """A click on a token of the line view keeps only its lines; a second click on it shows all again."""
+    event = st.session_state.get(chart_key)
+    points = event.selection.points if event else []
+    picked = viz.token_of(points[0]) if points else None
+    st.session_state[focus_key] = None if picked == st.session_state.get(focus_key) else picked
+
+
+def difference(first: Translation, second: Translation, shown: Shown, second_name: str):
+    """Second minus first, when both maps have the same shape; otherwise say why there is none."""
+    a, b = (viz.select_head(getattr(r, FIELDS[shown.kind]), shown.layer, shown.head) for r in (first, second))
+    if a.shape != b.shape:
+        st.caption(f"No difference map: the two maps have different shapes ({a.shape[0]}×{a.shape[1]} and "
+                   f"{b.shape[0]}×{b.shape[1]} tokens). Same-length sentences, or outputs of the same length, "
+                   "give one.")
+        return
+    q_side, k_side = sides(shown.kind)
+    (qa, qa_unk), (ka, ka_unk) = labels(first, q_side), labels(first, k_side)
+    (qb, _), (kb, _) = labels(second, q_side), labels(second, k_side)
+    both = lambda x, y: [s if s == t else f"{s} | {t}" for s, t in zip(x, y)]  # noqa: E731
+    st.markdown(f"**Difference**: {literal(second_name)} minus the first. Red: more weight in the second "
+                "run; blue: less; white: the same.")
+    chart(viz.attention_heatmap(b - a, both(qa, qb), both(ka, kb), causal=shown.kind == "dec", signed=True,
+                                stretch=shown.stretch,
+                                title="Difference: " + shown.title(getattr(first, FIELDS[shown.kind]).shape[1]),
+                                subtitle=subtitle(first.source if first.source == second.source else
+                                                  f"{first.source} | {second.source}")),
+          key=f"{shown.kind}_diff", name=f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}-difference",
+          width="content")

@@ -34,6 +34,8 @@ class Context:
 
 # --- the models the page offers -----------------------------------------------------------------
 
+MAX_SENTENCE = 2000  # characters the sentence boxes take
+
 SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the paper's fixed positions, same architecture (issue 14)
 MODEL_NAMES = {"learned": "learned positions", "sinusoidal": "sinusoidal positions (the paper's)"}
 

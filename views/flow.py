@@ -31,7 +31,7 @@ def flow_view(ctx: Context):
                "chosen decoder layer's cross-attention is applied on top. An approximation of how information "
                "flows, not a causal attribution: it ignores the values, the feed-forward layers and LayerNorm.")
     flow = rollout(result, layer)  # (T, S)
-    q_tokens, _ = labels(ctx, "tgt")
+    q_tokens, _ = labels(ctx.result, "tgt")
     chart(viz.attention_heatmap(flow, q_tokens, result.src_tokens, key_unknown=result.src_unknown,
                                 title=f"Rollout through the encoder, then cross-attention of layer {layer + 1}",
                                 stretch=True,  # rollout spreads weight thinly: 0-1 would be one dark square

@@ -48,7 +48,7 @@ def inside_view(ctx: Context):
     head = controls.segmented_control("Head", list(range(cfg.n_heads)), key="inside_head", required=True,
                                       format_func=lambda h: str(h + 1), width="content")
     q_side = "src" if kind == "enc" else "tgt"
-    q_labels, _ = labels(ctx, q_side)
+    q_labels, _ = labels(ctx.result, q_side)
     st.session_state.setdefault("inside_query", 0)
     st.session_state.inside_query = min(st.session_state.inside_query, len(q_labels) - 1)
     query = st.select_slider("Query token (the row that is looking)", list(range(len(q_labels))), key="inside_query",

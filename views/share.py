@@ -5,6 +5,7 @@
     ?s=...&view=ablate&off=cross.3,enc.1.4                 heads switched off (a whole layer, or one head)
     ?s=...&view=reference&ref=Two+men+...                  a reference to score
     ?s=...&view=beam&beam=5                                beam search of width 5
+    ?s=...&view=cross&layer=2&draw=lines                  the line view of layer 2 (all heads)
     ?s=...&model=sinusoidal                                the sinusoidal-position model (issue 14)
     ?s=...&view=cross&vs=model                             compare with the other model (or vs=sentence&s2=...,
                                                            vs=off with off=..., vs=whatif with step and whatif)
@@ -21,13 +22,13 @@ import functools
 
 import streamlit as st
 
-from .common import KIND_NAMES, log, models
+from . import compare
+from .common import KIND_NAMES, MAX_SENTENCE, log, models
 
 VIEW_SLUGS = {"cross": "Cross-attention", "enc": "Encoder self-attention", "dec": "Decoder self-attention",
               "inside": "Inside a head", "trace": "Decoding trace", "flow": "Source flow", "positions": "Positional encodings", "ablate": "Ablate heads",
               "importance": "Head importance", "reference": "Reference", "beam": "Beam search"}
 SLUG_OF = {v: k for k, v in VIEW_SLUGS.items()}
-MAX_SENTENCE = 2000  # the sentence box's max_chars
 MAX_BEAM = 8
 
 
@@ -119,6 +120,8 @@ def read_url(cfg) -> list[str]:
         layer = _int(params, "layer", 1, n, notes)
         if layer is not None:
             st.session_state[f"{kind}_layer"] = layer - 1
+        if params.get("draw") in ("map", "lines"):
+            st.session_state.draw_as = params["draw"]
         if params.get("head") == "mean":
             st.session_state[f"{kind}_head"] = "mean"
         else:
@@ -139,10 +142,51 @@ def read_url(cfg) -> list[str]:
                 st.session_state[f"ablate_{k}_{layer}"] = heads
     if params.get("ref") is not None:
         st.session_state.reference = params["ref"][:MAX_SENTENCE]
+    read_compare(params, cfg, kind, notes)
     width = _int(params, "beam", 1, MAX_BEAM, notes)
     if width is not None:
         st.session_state.beam_width = width
     return notes
+
+
+def read_compare(params, cfg, kind: str | None, notes: list):
+    """An attention view's second run: vs=model, vs=sentence&s2=..., vs=off&off=..., vs=force&step=&whatif=."""
+    vs = params.get("vs")
+    if vs is None or kind is None:
+        return
+    if vs not in compare.OPTIONS:
+        notes.append(f"vs={vs[:40]!r} is not one of {', '.join(compare.OPTIONS)}")
+        return
+    st.session_state.vs = vs
+    if vs == "sentence":
+        st.session_state.s2 = params.get("s2", "")[:MAX_SENTENCE]
+    elif vs == "off" and params.get("off"):
+        picked = parse_off(params["off"], cfg) or {}
+        st.session_state.vs_off = [f"{k}.{layer}.{h}" for (k, layer), heads in picked.items() for h in heads]
+    elif vs == "force":
+        step = st.session_state.pop("trace_step", None)
+        if step is not None:
+            st.session_state.vs_step = step - 1  # the view drops it unless the output is that long
+        if params.get("whatif"):
+            st.session_state.vs_word = params["whatif"]
+
+
+def compare_params(cfg) -> dict:
+    """The second run of an attention view, as URL parameters."""
+    s = st.session_state
+    vs = s.get("vs", "none")
+    params = {} if vs == "none" else {"vs": vs}
+    if vs == "sentence" and s.get("s2"):
+        params["s2"] = s.s2
+    elif vs == "off" and s.get("vs_off"):
+        picked = {}
+        for item in s.vs_off:
+            k, layer, head = item.split(".")
+            picked.setdefault((k, int(layer)), []).append(int(head))
+        params["off"] = ",".join(f"{k}.{layer + 1}.{h + 1}" for (k, layer), heads in picked.items() for h in heads)
+    elif vs == "force" and s.get("vs_word") is not None:
+        params.update(step=str(s.get("vs_step", 0) + 1), whatif=s.vs_word)
+    return params
 
 
 def state_params(cfg) -> dict:
@@ -160,6 +204,9 @@ def state_params(cfg) -> dict:
         if layer is not None:
             params["layer"] = str(layer + 1)
         params["head"] = "mean" if head in (None, "mean") else str(head + 1)
+        if s.get("draw_as") == "lines":
+            params["draw"] = "lines"
+        params.update(compare_params(cfg))
     elif slug == "inside":
         params.update(kind=s.get("inside_kind", "cross"), layer=str(s.get("inside_layer", 0) + 1),
                       head=str(s.get("inside_head", 0) + 1), query=str(s.get("inside_query", 0)))

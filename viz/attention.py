@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from .labels import check_tokens, check_weights, positioned, tick_labels
 
 COLORSCALE = "Viridis"
+DIVERGING = "RdBu_r"  # differences: red where the second map has more weight, blue where less, white 0
 MASKED_COLOR = "#c8c8c8"
 GAP = 1  # empty cells between tiles in the model view
 MAP_PX = 680  # the longer side of one map's plot area at most, in pixels
@@ -79,15 +80,16 @@ def _masked_trace(x, y, masked, hover, customdata):
 
 
 def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title="",
-                      query_unknown=None, key_unknown=None, stretch=False, subtitle="",
+                      query_unknown=None, key_unknown=None, stretch=False, subtitle="", signed=False,
                       query_axis="query: the token that is looking", key_axis="key: the token looked at"):
     """One (Q, K) attention map as a heatmap of square cells; hover shows query, key and the exact weight.
 
     stretch: colour from 0 to this map's largest weight instead of the fixed 0-1 scale (more contrast,
     but colours no longer compare across maps). subtitle: a line under the title (e.g. the sentence), so
-    that a saved picture says what it shows.
+    that a saved picture says what it shows. signed: `weights` is a difference of two maps (issue 12),
+    drawn on a diverging scale centred on 0 (symmetric, -1..1, or stretched to the largest |difference|).
     """
-    w = check_weights(weights, 2, "weights (queries, keys)")
+    w = check_weights(weights, 2, "weights (queries, keys)", signed=signed)
     check_tokens(query_tokens, "query_tokens")
     check_tokens(key_tokens, "key_tokens")
     Q, K = w.shape
@@ -101,8 +103,9 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     masked = causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool)
     hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>"
     x, y = list(range(K)), list(range(Q))
+    value = "difference %{z:+.4f}" if signed else "weight %{z:.4f}"
     fig = go.Figure(go.Heatmap(x=x, y=y, z=np.where(masked, np.nan, w), customdata=custom, coloraxis="coloraxis",
-                               hovertemplate=hover + "weight %{z:.4f}<extra></extra>", name="attention"))
+                               hovertemplate=hover + value + "<extra></extra>", name="attention"))
     if masked.any():
         fig.add_trace(_masked_trace(x, y, masked, hover, custom))
 
@@ -112,10 +115,14 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     upright = cell >= 28  # wide cells: labels at -45 degrees read best; narrow ones need vertical labels
     left = CHAR_PX * max((len(t) for t in y_text), default=4) + 40
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
-    cmax = float(np.nanmax(np.where(masked, np.nan, w))) if stretch and w.size else 1.0
+    shown = np.abs(w[~masked]) if signed else w[~masked]
+    cmax = max(float(shown.max()) if stretch and shown.size else 1.0, 1e-6)
+    scale = "weight" if not stretch else "weight (stretched)"
+    axis = _coloraxis(scale, cmax) if not signed else dict(
+        cmin=-cmax, cmax=cmax, colorscale=DIVERGING, colorbar=dict(title=dict(text="difference"), thickness=10,
+                                                                   len=0.9, xpad=6))
     fig.update_layout(
-        title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=_coloraxis("weight" if not stretch else "weight (stretched)",
-                                                     cmax=max(cmax, 1e-6)),
+        title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=axis,
         width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25) + (20 if subtitle else 0),
         margin=dict(l=10, r=10, t=(70 if subtitle else 50) if title else 20, b=10),
         xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x_vals, ticktext=x_text,

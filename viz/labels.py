@@ -55,12 +55,16 @@ def check_tokens(tokens, name: str):
         raise TypeError(f"{name} must be a list of strings (tokens), got {type(tokens).__name__}")
 
 
-def check_weights(weights, ndim: int, what: str) -> np.ndarray:
-    """An attention array as float numpy, with a clear error saying what to pass instead."""
+def check_weights(weights, ndim: int, what: str, signed: bool = False) -> np.ndarray:
+    """An attention array as float numpy, with a clear error saying what to pass instead.
+
+    signed: a difference of two attention maps, so in [-1, 1] instead of [0, 1].
+    """
     w = np.asarray(weights, dtype=float)
     if w.ndim != ndim:
         raise ValueError(f"{what} must have {ndim} dimensions, got shape {w.shape}")
-    if w.size and (not np.isfinite(w).all() or w.min() < -1e-6 or w.max() > 1 + 1e-6):
-        raise ValueError(f"{what} must hold attention weights in [0, 1] (after softmax), "
-                         f"got values in [{np.nanmin(w):.3g}, {np.nanmax(w):.3g}]")
+    low = -1.0 if signed else 0.0
+    if w.size and (not np.isfinite(w).all() or w.min() < low - 1e-6 or w.max() > 1 + 1e-6):
+        raise ValueError(f"{what} must hold {'differences of ' if signed else ''}attention weights in "
+                         f"[{low:g}, 1], got values in [{np.nanmin(w):.3g}, {np.nanmax(w):.3g}]")
     return w

@@ -1,0 +1,121 @@
+"""The line view (what BertViz users know as the head view), in plain Plotly (issue 12).
+
+Query tokens in the left column, key tokens in the right one, a line from query i to key j
+for every weight above a floor, as opaque and thick as the weight, one colour per head.
+Clicking a head in the legend hides or shows all its lines (Plotly's own legend toggles);
+clicking a token marker reports that token (customdata [side, position]) so the page can
+redraw with only its lines: Streamlit hands a chart no hover events, only selections.
+
+Lines are grouped into a few opacity levels per head, one trace each, so a 30 x 30 map
+of 8 heads is some 40 traces rather than 7,200.
+"""
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+
+from .labels import check_tokens, check_weights, positioned, tick_labels
+
+HEAD_COLORS = plotly.colors.qualitative.D3  # 10 distinct colours, readable on white and on dark grey
+LEVELS = (0.1, 0.25, 0.5, 0.75, 1.0)  # upper edges of the opacity levels
+FLOOR = 0.02  # weights below this get no line: they would only be haze
+ROW_PX = 22  # vertical room of one token
+
+
+def head_color(head: int, alpha: float = 1.0) -> str:
+    r, g, b = plotly.colors.hex_to_rgb(HEAD_COLORS[head % len(HEAD_COLORS)])
+    return f"rgba({r},{g},{b},{alpha:.2f})"
+
+
+def line_segments(weights: np.ndarray, low: float, high: float, focus=None):
+    """x, y (with None breaks) of the lines whose weight is in (low, high]; focus keeps one token's lines.
+
+    weights (Q, K); query i sits at (0, i) and key j at (1, j); focus = ("query" | "key", position).
+    """
+    keep = (weights > max(low, FLOOR)) & (weights <= high)
+    if focus is not None:
+        side, pos = focus
+        only = np.zeros_like(keep)
+        if side == "query" and pos < keep.shape[0]:
+            only[pos, :] = True
+        elif side == "key" and pos < keep.shape[1]:
+            only[:, pos] = True
+        keep &= only
+    xs, ys = [], []
+    for i, j in zip(*np.nonzero(keep)):
+        xs += [0, 1, None]
+        ys += [int(i), int(j), None]
+    return xs, ys
+
+
+def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=None, title="",
+                    query_unknown=None, key_unknown=None):
+    """One layer's heads (H, Q, K) as lines between two token columns.
+
+    heads: the heads drawn at first (others start hidden, a legend click away); None: all.
+    focus: ("query" | "key", position) to draw only that token's lines, or None.
+    """
+    m = check_weights(layer_maps, 3, "layer_maps (heads, queries, keys)")
+    check_tokens(query_tokens, "query_tokens")
+    check_tokens(key_tokens, "key_tokens")
+    H, Q, K = m.shape
+    if (Q, K) != (len(query_tokens), len(key_tokens)):
+        raise ValueError(f"maps have {Q} queries x {K} keys but there are {len(query_tokens)} query tokens "
+                         f"and {len(key_tokens)} key tokens")
+    shown = set(range(H)) if heads is None else set(heads)
+    data = []
+    for h in range(H):
+        low = 0.0
+        for level, high in enumerate(LEVELS):
+            xs, ys = line_segments(m[h], low, high, focus)
+            low = high
+            data.append(go.Scatter(
+                x=xs, y=ys, mode="lines", hoverinfo="skip", legendgroup=f"head{h}", name=f"head {h + 1}",
+                showlegend=level == 0, visible=True if h in shown else "legendonly",
+                line=dict(color=head_color(h, 0.15 + 0.85 * high), width=0.5 + 3.5 * high)))
+    data += [_column(0, query_tokens, query_unknown, m, "query", focus),
+             _column(1, key_tokens, key_unknown, m, "key", focus)]
+    fig = go.Figure(data)
+    rows = max(Q, K)
+    width = max(len(t) for t in tick_labels(query_tokens + key_tokens, None)) if Q + K else 4
+    fig.update_layout(
+        title=dict(text=title), height=ROW_PX * rows + 120, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        width=2 * 8 * width + 420, clickmode="event+select", dragmode=False, hovermode="closest",
+        legend=dict(title=dict(text="heads (click to hide or show)"), itemclick="toggle",
+                    itemdoubleclick="toggleothers"),
+        xaxis=dict(visible=False, range=[-0.9, 1.9], fixedrange=True),
+        yaxis=dict(visible=False, range=[rows - 0.5, -0.8], fixedrange=True),
+        annotations=[dict(x=0, y=-0.7, text="query", showarrow=False, xanchor="right"),
+                     dict(x=1, y=-0.7, text="key", showarrow=False, xanchor="left")])
+    return fig
+
+
+def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus):
+    """One column of token markers with labels; hover names the token's strongest partners over the heads."""
+    labels = tick_labels(tokens, unknown)
+    full = positioned(tokens, unknown)
+    strongest = maps.max(axis=0)  # (Q, K): the largest weight of any head
+    per_token = strongest if side == "query" else strongest.T  # (n, partners)
+    hover = []
+    for i in range(len(tokens)):
+        top = np.argsort(-per_token[i])[:3]
+        hover.append("<br>".join(f"{'key' if side == 'query' else 'query'} {j}: {per_token[i, j]:.3f}"
+                                 for j in top))
+    focused = [focus is not None and focus == (side, i) for i in range(len(tokens))]
+    return go.Scatter(
+        x=[x] * len(tokens), y=list(range(len(tokens))), mode="markers+text", text=labels,
+        textposition="middle left" if x == 0 else "middle right", name=f"{side} tokens", showlegend=False,
+        customdata=[[side, i, full[i]] for i in range(len(tokens))],
+        marker=dict(size=[13 if f else 9 for f in focused], color="rgba(128,128,128,0.8)",
+                    line=dict(width=[2 if f else 0 for f in focused], color="#ff5000")),
+        hovertemplate=[f"{full[i]}<br>strongest partners, any head:<br>{hover[i]}<extra></extra>"
+                       for i in range(len(tokens))],
+        unselected=dict(marker=dict(opacity=1)))
+
+
+def token_of(point: dict) -> tuple[str, int] | None:
+    """("query" | "key", position) of a point Streamlit reports from a click on a token marker."""
+    data = point.get("customdata")
+    if not data or len(data) < 2 or data[0] not in ("query", "key"):
+        return None
+    return data[0], int(data[1])
