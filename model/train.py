@@ -192,7 +192,7 @@ def main(argv=None):
         save_file(snap, work / f"epoch{epoch:02d}.safetensors")
         torch.save({"optimizer": opt.state_dict(), "epoch": epoch, "step": step,
                     "history": json.dumps(history), "rng": torch.get_rng_state()}, work / "state.pt")
-        if val_loss <= min(h["val_loss"] for h in history) + 1e-12:
+        if rec["val_loss"] <= min(h["val_loss"] for h in history):  # the same rounding on both sides
             save_checkpoint(model, src_vocab, tgt_vocab, args.out, {"args": vars(args), "history": history,
                                                                       "best_epoch": epoch})
             log(f"  saved best epoch {epoch} to {args.out}")
@@ -200,6 +200,10 @@ def main(argv=None):
     if is_main and history:
         best = min(history, key=lambda h: h["val_loss"])
         chosen = {"best_epoch": best["epoch"], "val_loss": best["val_loss"]}
+        # Written again from its snapshot: a run stopped and finished with --resume (or an older run whose
+        # in-loop save missed the best epoch) still leaves the best epoch in --out.
+        model.load_state_dict(load_file(work / f"epoch{best['epoch']:02d}.safetensors"))
+        save_checkpoint(model, src_vocab, tgt_vocab, args.out, {"args": vars(args), "history": history, **chosen})
         if args.average > 1:
             top = sorted(history, key=lambda h: h["val_loss"])[:args.average]
             epochs = sorted(h["epoch"] for h in top)

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 
@@ -69,6 +70,15 @@ def test_train_cli_learns_saves_and_resumes(tiny_data, tmp_path):
 
     model, sv, tv = load_checkpoint(out)
     assert "hund" in sv.stoi and "dog" in tv.stoi
+    # The shipped weights are exactly the best epoch's snapshot (in float16, as checkpoints store them).
+    history = json.loads((out / "config.json").read_text())["training"]["history"]
+    best = min(history, key=lambda h: h["val_loss"])["epoch"]
+    snap = load_file(work / f"epoch{best:02d}.safetensors")
+    assert all(torch.equal(v, snap[k].half().float()) for k, v in model.state_dict().items() if k in snap)
+    # Finishing a stopped run: --resume with no epochs left writes the checkpoint again from the snapshots.
+    shutil.rmtree(out)
+    r = train(tiny_data, out, work, "--epochs", "3", "--resume")
+    assert "result" in r.stdout and (out / "model.safetensors").is_file()
 
 
 def test_train_cli_without_data_says_which_files(tmp_path):
