@@ -164,9 +164,10 @@ def difference(first: Translation, second: Translation, shown: Shown, second_nam
     (qb, _), (kb, _) = labels(second, q_side), labels(second, k_side)
     both = lambda x, y: [s if s == t else f"{s} | {t}" for s, t in zip(x, y)]  # noqa: E731
     st.markdown(f"**Difference**: {literal(second_name)} minus the first. Red: more weight in the second "
-                "run; blue: less; white: the same.")
+                "run; blue: less; white: the same. The colours span ± the largest difference.")
+    # Differences are small next to weights: the colours always span +-the largest one (the bar says how large).
     chart(viz.attention_heatmap(b - a, both(qa, qb), both(ka, kb), causal=shown.kind == "dec", signed=True,
-                                stretch=shown.stretch,
+                                stretch=True,
                                 title="Difference: " + shown.title(getattr(first, FIELDS[shown.kind]).shape[1]),
                                 subtitle=subtitle(first.source if first.source == second.source else
                                                   f"{first.source} | {second.source}")),

@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import streamlit as st
 import viz
 from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
 from model.device import DEVICE_ENV
+from model.head_importance import head_importance_for_sentence
 from model.result import Translation
 from model.translator import Translator
 
@@ -101,6 +103,14 @@ def position_tables(checkpoint: str | None) -> dict:
     return load_translator(checkpoint).position_tables()
 
 
+@st.cache_data(max_entries=32, show_spinner="Switching each head off in turn…")
+def sentence_importance(checkpoint: str | None, sentence: str) -> tuple[dict, float]:
+    """Loss rise of this sentence's greedy output with each head masked alone, and the seconds it took."""
+    start = time.perf_counter()
+    rise = head_importance_for_sentence(load_translator(checkpoint), sentence)
+    return rise, time.perf_counter() - start
+
+
 @st.cache_data(max_entries=4, show_spinner=False)
 def head_importance(checkpoint: str | None) -> dict | None:
     path = Path(checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
@@ -129,7 +139,7 @@ CSS = """<style>
 </style>"""
 
 
-MARKDOWN_CHARS = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$<>&\"'"}
+MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'"}, "<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
 def literal(text: str) -> str:

@@ -19,7 +19,7 @@ from .labels import check_tokens, check_weights, positioned, tick_labels
 HEAD_COLORS = plotly.colors.qualitative.D3  # 10 distinct colours, readable on white and on dark grey
 LEVELS = (0.1, 0.25, 0.5, 0.75, 1.0)  # upper edges of the opacity levels
 FLOOR = 0.02  # weights below this get no line: they would only be haze
-ROW_PX = 22  # vertical room of one token
+ROW_PX = 26  # vertical room of one token
 
 
 def head_color(head: int, alpha: float = 1.0) -> str:
@@ -71,7 +71,8 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
             low = high
             data.append(go.Scatter(
                 x=xs, y=ys, mode="lines", hoverinfo="skip", legendgroup=f"head{h}", name=f"head {h + 1}",
-                showlegend=level == 0, visible=True if h in shown else "legendonly",
+                showlegend=level == len(LEVELS) - 1,  # the legend swatch in the head's full colour
+                visible=True if h in shown else "legendonly",
                 line=dict(color=head_color(h, 0.15 + 0.85 * high), width=0.5 + 3.5 * high)))
     data += [_column(0, query_tokens, query_unknown, m, "query", focus),
              _column(1, key_tokens, key_unknown, m, "key", focus)]
@@ -80,10 +81,10 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
     width = max(len(t) for t in tick_labels(query_tokens + key_tokens, None)) if Q + K else 4
     fig.update_layout(
         title=dict(text=title), height=ROW_PX * rows + 120, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-        width=2 * 8 * width + 420, clickmode="event+select", dragmode=False, hovermode="closest",
+        width=2 * 8 * width + 560, clickmode="event+select", dragmode=False, hovermode="closest",
         legend=dict(title=dict(text="heads (click to hide or show)"), itemclick="toggle",
                     itemdoubleclick="toggleothers"),
-        xaxis=dict(visible=False, range=[-0.9, 1.9], fixedrange=True),
+        xaxis=dict(visible=False, range=[-0.75, 1.75], fixedrange=True), font=dict(size=13),
         yaxis=dict(visible=False, range=[rows - 0.5, -0.8], fixedrange=True),
         annotations=[dict(x=0, y=-0.7, text="query", showarrow=False, xanchor="right"),
                      dict(x=1, y=-0.7, text="key", showarrow=False, xanchor="left")])

@@ -1,0 +1,153 @@
+"""Comparing two runs in the attention views, the line view, the model choice and live importance (issues 12, 14)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import viz
+from conftest import CHECKPOINT
+from model.head_importance import head_importance_for_sentence
+from test_app import charts, from_url, markdown
+
+SIN = CHECKPOINT / "sinusoidal"
+PAIR = ("Der Hund läuft über die Wiese.", "Die Katze läuft über die Wiese.")  # a minimal pair: same token count
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+def test_line_view_draws_one_line_per_weight_above_the_floor_in_its_level():
+    rng = np.random.default_rng(0)
+    maps = rng.dirichlet(np.ones(6), size=(4, 5))  # (H, Q, K)
+    fig = viz.attention_lines(maps, [f"q{i}" for i in range(5)], [f"k{j}" for j in range(6)])
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == 4 * len(viz.lines.LEVELS)
+    drawn = {h: 0 for h in range(4)}
+    for t in lines:
+        h = int(t.legendgroup.removeprefix("head"))
+        drawn[h] += len([x for x in t.x if x is None])  # one None ends each segment
+    for h in range(4):
+        assert drawn[h] == int((maps[h] > viz.lines.FLOOR).sum())
+    # Each segment goes from query i at x=0 to key j at x=1 and lies in its weight's level.
+    for t in lines:
+        h = int(t.legendgroup.removeprefix("head"))
+        level = [t2 for t2 in lines if t2.legendgroup == t.legendgroup].index(t)
+        low, high = ([0.0, *viz.lines.LEVELS])[level], viz.lines.LEVELS[level]
+        for k in range(0, len(t.x), 3):
+            i, j = t.y[k], t.y[k + 1]
+            assert (t.x[k], t.x[k + 1]) == (0, 1) and low < maps[h, i, j] <= high
+
+
+def test_line_view_focus_keeps_only_that_tokens_lines_and_heads_start_hidden():
+    maps = np.full((2, 3, 3), 1 / 3)
+    fig = viz.attention_lines(maps, ["a", "b", "c"], ["x", "y", "z"], heads=[1], focus=("key", 2))
+    lines = [t for t in fig.data if t.mode == "lines" and t.x]
+    assert lines and all(t.y[k + 1] == 2 for t in lines for k in range(0, len(t.x), 3))
+    assert {t.visible for t in fig.data if t.mode == "lines" and t.legendgroup == "head0"} == {"legendonly"}
+    tokens = [t for t in fig.data if t.mode == "markers+text"]
+    point = {"customdata": list(tokens[1].customdata[2])}
+    assert viz.token_of(point) == ("key", 2)
+    assert viz.token_of({"customdata": [1, 2]}) is None  # a model-view tile is not a token
+
+
+def test_difference_map_is_signed_and_checked():
+    a, b = np.array([[1.0, 0.0], [0.5, 0.5]]), np.array([[0.25, 0.75], [0.5, 0.5]])
+    fig = viz.attention_heatmap(b - a, ["p", "q"], ["r", "s"], signed=True, stretch=True)
+    assert np.allclose(np.array(fig.data[0].z, dtype=float), b - a)
+    assert fig.layout.coloraxis.cmin == -0.75 and fig.layout.coloraxis.cmax == 0.75
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        viz.attention_heatmap(b - a, ["p", "q"], ["r", "s"])  # a difference is not a weight map
+    with pytest.raises(ValueError, match="differences"):
+        viz.attention_heatmap(np.full((2, 2), -1.5), ["p", "q"], ["r", "s"], signed=True)
+
+
+def test_training_reach_is_the_share_of_sentences_longer_than_each_position():
+    counts = {3: 2, 5: 1, 8: 1}  # 4 sentences using 3, 3, 5 and 8 positions
+    got = viz.positions.reach(counts, 10)
+    want = [sum(n for used, n in counts.items() if used > p) / 4 for p in range(10)]
+    assert np.allclose(got, want)
+    table = viz.sinusoidal(20, 16)
+    cos = viz.neighbour_cosine(table)
+    assert np.isclose(cos[5], table[5] @ table[6] / np.linalg.norm(table[5]) / np.linalg.norm(table[6]))
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+def one_head_maps(at):
+    """z of every one-head map on the page, in page order (the model view is a scatter, not a heatmap)."""
+    return [np.array(s["data"][0]["z"], dtype=float) for s in charts(at)
+            if s["data"][0]["type"] == "heatmap" and ", layer " in s["layout"]["title"]["text"]]
+
+
+def test_another_sentence_side_by_side_with_their_difference(monkeypatch, translator):
+    at = from_url(monkeypatch, s=PAIR[0], view="enc", layer="1", head="2", vs="sentence", s2=PAIR[1])
+    assert not at.exception and not at.error
+    first, second, diff = one_head_maps(at)
+    want = [translator.translate(s).encoder_attentions[0, 1] for s in PAIR]  # the CLI's route, not the page's
+    assert np.allclose(first, want[0], atol=1e-6) and np.allclose(second, want[1], atol=1e-6)
+    assert np.allclose(diff, want[1] - want[0], atol=1e-6)
+    assert "hund | katze" in json.dumps(charts(at)[2]["layout"]["yaxis"]["ticktext"])
+    assert dict(at.query_params)["vs"] == "sentence" and dict(at.query_params)["s2"] == PAIR[1]
+
+
+def test_heads_off_are_compared_on_the_original_output(monkeypatch, translator):
+    at = from_url(monkeypatch, s=PAIR[0], view="cross", layer="3", head="1", vs="off", off="cross.2.8")
+    assert not at.exception and not at.error
+    first, second, diff = one_head_maps(at)
+    original = translator.translate(PAIR[0])
+    ids = translator.tgt_vocab.encode([s.token for s in original.steps])
+    ablated = translator.analyze(PAIR[0], ids, heads_off="cross.1.7")
+    assert np.allclose(first, original.cross_attentions[2, 0], atol=1e-6)
+    assert np.allclose(second, ablated.cross_attentions[2, 0], atol=1e-6)
+    assert np.allclose(diff, second - first, atol=1e-9)
+    assert "Cross&#45;attention layer 2, head 8" in markdown(at)
+    assert dict(at.query_params)["off"] == "cross.2.8"
+
+
+def test_a_forced_word_is_compared_and_kept_in_the_link(monkeypatch, translator):
+    at = from_url(monkeypatch, s=PAIR[0], view="cross", vs="force", step="1")
+    assert not at.exception and not at.error
+    word = at.session_state.vs_word
+    assert word != translator.translate(PAIR[0]).steps[0].token
+    assert dict(at.query_params)["whatif"] == word and dict(at.query_params)["step"] == "1"
+    forced = translator.translate(PAIR[0], force={0: word})
+    assert f"forced to “{word}”" in markdown(at) and forced.text.split()[0] == word
+
+
+def test_line_view_link(monkeypatch):
+    at = from_url(monkeypatch, s=PAIR[0], view="dec", layer="2", draw="lines")
+    assert not at.exception and not at.error
+    lines = charts(at)[0]
+    assert sum(t["mode"] == "lines" for t in lines["data"]) == 8 * len(viz.lines.LEVELS)
+    assert dict(at.query_params)["draw"] == "lines"
+
+
+def test_live_importance_is_the_batched_computation(monkeypatch, translator):
+    at = from_url(monkeypatch, s=PAIR[0], view="importance")
+    assert not at.exception and not at.error
+    want = head_importance_for_sentence(translator, PAIR[0])
+    live = {s["layout"]["title"]["text"]: np.array(s["data"][0]["z"], dtype=float) for s in charts(at)
+            if "loss rise" in json.dumps(s["data"][0].get("colorbar", {}))}
+    assert len(live) >= 3
+    for kind, title in (("enc", "Encoder self-attention"), ("dec", "Decoder self-attention"),
+                        ("cross", "Cross-attention")):
+        got = [z for t, z in live.items() if t == title][-1]  # the sentence's map comes after the corpus one
+        assert np.allclose(got, want[kind], atol=1e-5)
+    # A head with no effect is one whose masked loss equals the baseline: its rise is exactly 0 within float noise.
+    assert all(np.isfinite(v).all() for v in want.values())
+
+
+@pytest.mark.skipif(not (SIN / "model.safetensors").is_file(), reason="no checkpoints/sinusoidal")
+def test_the_sinusoidal_model_is_chosen_by_the_link_and_compared_with_the_learned_one(monkeypatch):
+    from model.translator import Translator
+
+    sin = Translator.load(SIN, "cpu")
+    at = from_url(monkeypatch, s=PAIR[0], model="sinusoidal", view="enc", vs="model")
+    assert not at.exception and not at.error
+    assert sin.cfg.positions == "sinusoidal"
+    assert f"class='translation'>{sin.translate(PAIR[0]).text.split()[0]}" in markdown(at)
+    assert dict(at.query_params)["model"] == "sinusoidal"
+    first, second, diff = one_head_maps(at)  # the source is the same, so encoder maps always compare
+    learned = Translator.load(CHECKPOINT, "cpu").translate(PAIR[0])
+    assert np.allclose(first, sin.translate(PAIR[0]).encoder_attentions.mean(axis=1)[0], atol=1e-6)
+    assert np.allclose(second, learned.encoder_attentions.mean(axis=1)[0], atol=1e-6)
