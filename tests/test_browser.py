@@ -427,3 +427,55 @@ def test_source_flow_view_shows_coverage_and_rollout(page):
     bars = page.locator(".js-plotly-plot").first.evaluate("g => g._fullData[0]._length")
     assert bars == 20  # one bar per source token, <sos> and <eos> included
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+PAIR = ("Der Hund läuft über die Wiese.", "Die Katze läuft über die Wiese.")
+
+
+def test_compare_with_another_sentence_draws_both_and_their_difference(page, server):
+    page.goto(f"{server}/?s={PAIR[0]}&view=enc&layer=1&head=2")
+    page.get_by_text("Encoder self-attention, layer 1, head 2").first.wait_for(timeout=30_000)
+    page.get_by_role("radiogroup", name="Compare with").get_by_role("radio", name="another sentence").click()
+    box = page.get_by_label("Second sentence (press Enter)")
+    box.wait_for(timeout=20_000)
+    box.fill(PAIR[1])
+    box.press("Enter")
+    page.get_by_text("Difference: Encoder self-attention, layer 1, head 2").first.wait_for(timeout=30_000)
+    wait_idle(page)
+    assert "vs=sentence" in page.url and "s2=" in page.url
+    # The difference map's rows name both tokens where the sentences differ.
+    assert page.get_by_text("hund | katze").count() >= 1
+
+
+def test_line_view_a_click_on_a_token_keeps_only_its_lines(page, server):
+    page.goto(f"{server}/?s={PAIR[0]}&view=cross&layer=2&draw=lines")
+    page.get_by_text("Cross-attention, layer 2, mean of the 8 heads").first.wait_for(timeout=30_000)
+    wait_idle(page)
+    plot = page.locator(".js-plotly-plot").first
+    count = "g => g.data.filter(t => t.mode === 'lines' && t.visible !== 'legendonly')" \
+            ".reduce((n, t) => n + t.x.filter(v => v === null).length, 0)"
+    before = plot.evaluate(count)
+    # The page position of the first key token (<sos>), from the figure's own axes.
+    x, y = plot.evaluate("""g => {
+        const L = g._fullLayout, xa = L.xaxis, ya = L.yaxis, r = g.getBoundingClientRect();
+        return [r.left + xa._offset + xa.l2p(1), r.top + ya._offset + ya.l2p(0)];
+    }""")
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.get_by_role("button", name="Show every token's lines (now only key 0)").wait_for(timeout=20_000)
+    wait_idle(page)
+    after = page.locator(".js-plotly-plot").first.evaluate(count)
+    assert 0 < after < before
+    page.get_by_role("button", name="Show every token's lines (now only key 0)").click()
+    page.get_by_role("button", name="Show every token's lines (now only key 0)").wait_for(state="detached",
+                                                                                           timeout=20_000)
+
+
+@pytest.mark.skipif(not (CHECKPOINT / "sinusoidal/model.safetensors").is_file(), reason="no checkpoints/sinusoidal")
+def test_the_model_switch_loads_the_sinusoidal_model(page):
+    translate_in_page(page, PAIR[0])
+    page.get_by_role("radio", name="sinusoidal positions (the paper's)").click()
+    page.wait_for_function("location.search.includes('model=sinusoidal')", timeout=60_000)
+    wait_idle(page, 60_000)
+    page.get_by_text("About this model and the colours").click()
+    page.get_by_text("sinusoidal positions (100)").first.wait_for(timeout=20_000)

@@ -1,5 +1,6 @@
 """Comparing two runs in the attention views, the line view, the model choice and live importance (issues 12, 14)."""
 
+import base64
 import json
 
 import numpy as np
@@ -73,9 +74,17 @@ def test_training_reach_is_the_share_of_sentences_longer_than_each_position():
 
 # --- the page -----------------------------------------------------------------------------------
 
+def array(value) -> np.ndarray:
+    """A chart's z as numpy: Plotly writes numpy arrays as {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict):
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return flat.reshape([int(n) for n in str(value["shape"]).split(",")]).astype(float)
+    return np.array(value, dtype=float)
+
+
 def one_head_maps(at):
     """z of every one-head map on the page, in page order (the model view is a scatter, not a heatmap)."""
-    return [np.array(s["data"][0]["z"], dtype=float) for s in charts(at)
+    return [array(s["data"][0]["z"]) for s in charts(at)
             if s["data"][0]["type"] == "heatmap" and ", layer " in s["layout"]["title"]["text"]]
 
 
@@ -126,7 +135,7 @@ def test_live_importance_is_the_batched_computation(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="importance")
     assert not at.exception and not at.error
     want = head_importance_for_sentence(translator, PAIR[0])
-    live = {s["layout"]["title"]["text"]: np.array(s["data"][0]["z"], dtype=float) for s in charts(at)
+    live = {s["layout"]["title"]["text"]: array(s["data"][0]["z"]) for s in charts(at)
             if "loss rise" in json.dumps(s["data"][0].get("colorbar", {}))}
     assert len(live) >= 3
     for kind, title in (("enc", "Encoder self-attention"), ("dec", "Decoder self-attention"),
