@@ -160,3 +160,19 @@ def test_the_sinusoidal_model_is_chosen_by_the_link_and_compared_with_the_learne
     learned = Translator.load(CHECKPOINT, "cpu").translate(PAIR[0])
     assert np.allclose(first, sin.translate(PAIR[0]).encoder_attentions.mean(axis=1)[0], atol=1e-6)
     assert np.allclose(second, learned.encoder_attentions.mean(axis=1)[0], atol=1e-6)
+
+
+def test_head_statistics_of_the_sentence_and_the_test_set(monkeypatch, translator):
+    from model.head_stats import translation_stats
+
+    at = from_url(monkeypatch, s=PAIR[0], view="stats", stat="eos_share")
+    assert not at.exception and not at.error
+    grids = [array(s["data"][0]["z"]) for s in charts(at)]
+    assert len(grids) == 4  # encoder and cross (eos_share is defined for those), sentence then test set
+    mine = translation_stats(translator.translate(PAIR[0]))["eos_share"]
+    corpus = json.loads((CHECKPOINT / "head_stats.json").read_text())["stats"]["eos_share"]
+    assert np.allclose(grids[0], mine["enc"]) and np.allclose(grids[1], mine["cross"])
+    assert np.allclose(grids[2], corpus["enc"]) and np.allclose(grids[3], corpus["cross"])
+    table = at.dataframe[0].value
+    assert len(table) == 72 and table["on <eos>"].notna().sum() == 48  # 24 decoder heads: undefined
+    assert dict(at.query_params)["stat"] == "eos_share" and dict(at.query_params)["view"] == "stats"

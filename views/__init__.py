@@ -11,6 +11,7 @@ from .importance import importance_view
 from .inside import inside_view
 from .interventions import ablation_view, beam_view, reference_view
 from .positions import positions_view
+from .stats import stats_view
 from .trace import trace_view
 
 # The view switch, in the order a newcomer meets them: where the translation reads the source first.
@@ -23,6 +24,7 @@ VIEWS = {
     "Source flow": flow_view,
     "Positional encodings": positions_view,
     "Ablate heads": ablation_view,
+    "Head statistics": stats_view,
     "Head importance": importance_view,
     "Reference": reference_view,
     "Beam search": beam_view,

@@ -111,9 +111,10 @@ def sentence_importance(checkpoint: str | None, sentence: str) -> tuple[dict, fl
     return rise, time.perf_counter() - start
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def head_importance(checkpoint: str | None) -> dict | None:
-    path = Path(checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
+@st.cache_data(max_entries=8, show_spinner=False)
+def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
+    """A JSON file that ships beside a checkpoint (head_importance.json, head_stats.json), or None."""
+    path = Path(checkpoint or DEFAULT_CHECKPOINT) / name
     try:
         return json.loads(path.read_text()) if path.is_file() else None
     except (OSError, ValueError):

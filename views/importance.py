@@ -7,7 +7,7 @@ import streamlit as st
 
 import viz
 
-from .common import KIND_NAMES, Context, chart, head_importance, head_label, sentence_importance
+from .common import KIND_NAMES, Context, chart, checkpoint_json, head_label, sentence_importance
 from .export import downloads
 from .share import page_view
 
@@ -23,7 +23,7 @@ def open_head():
 def importance_view(ctx: Context):
     # Not a fragment: "Open in its view" changes the view switch outside this view, which a fragment
     # rerun would never redraw (issue 9: the button did nothing in a real browser).
-    table = head_importance(ctx.checkpoint)
+    table = checkpoint_json(ctx.checkpoint, "head_importance.json")
     if table is None:
         st.info("No head-importance table of the test set next to this checkpoint. Compute it with `python -m "
                 "model.head_importance --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz`.")

@@ -22,11 +22,13 @@ import functools
 
 import streamlit as st
 
+from model.head_stats import STATS
+
 from . import compare
 from .common import KIND_NAMES, MAX_SENTENCE, log, models
 
 VIEW_SLUGS = {"cross": "Cross-attention", "enc": "Encoder self-attention", "dec": "Decoder self-attention",
-              "inside": "Inside a head", "trace": "Decoding trace", "flow": "Source flow", "positions": "Positional encodings", "ablate": "Ablate heads",
+              "inside": "Inside a head", "trace": "Decoding trace", "flow": "Source flow", "positions": "Positional encodings", "ablate": "Ablate heads", "stats": "Head statistics",
               "importance": "Head importance", "reference": "Reference", "beam": "Beam search"}
 SLUG_OF = {v: k for k, v in VIEW_SLUGS.items()}
 MAX_BEAM = 8
@@ -143,6 +145,11 @@ def read_url(cfg) -> list[str]:
     if params.get("ref") is not None:
         st.session_state.reference = params["ref"][:MAX_SENTENCE]
     read_compare(params, cfg, kind, notes)
+    if params.get("stat") is not None:
+        if params["stat"] in STATS:
+            st.session_state.stats_stat = params["stat"]
+        else:
+            notes.append(f"stat={params['stat'][:40]!r} is not one of {', '.join(STATS)}")
     width = _int(params, "beam", 1, MAX_BEAM, notes)
     if width is not None:
         st.session_state.beam_width = width
@@ -218,6 +225,8 @@ def state_params(cfg) -> dict:
         params["off"] = format_off(cfg)
     elif slug == "reference" and s.get("reference"):
         params["ref"] = s.reference
+    elif slug == "stats":
+        params["stat"] = s.get("stats_stat", STATS[0])
     elif slug == "beam":
         params["beam"] = str(s.get("beam_width", 4))
     return params

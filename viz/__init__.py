@@ -2,7 +2,7 @@
 
 from .attention import (COLORSCALE, MASKED_COLOR, attention_heatmap, causal_mask, cell_px, heads_at_step, label_step,
                         model_view, select_head, tile_of)
-from .decoding import (beam_table, candidates_bar, importance_heatmap, probability_change, steps_table,
+from .decoding import (beam_table, candidates_bar, head_grid, importance_heatmap, probability_change, steps_table,
                        token_diff)
 from .inside import coverage_bars, score_chain, vector_strips
 from .labels import plain, predicting
@@ -11,7 +11,7 @@ from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, p
                         similarity_heatmap, sinusoidal)
 
 __all__ = ["COLORSCALE", "MASKED_COLOR", "attention_heatmap", "attention_lines", "beam_table", "candidates_bar", "causal_mask", "cell_px",
-           "cosine_similarity", "coverage_bars", "dimension_curves", "heads_at_step", "importance_heatmap", "label_step", "model_view", "neighbour_cosine", "plain",
+           "cosine_similarity", "coverage_bars", "dimension_curves", "head_grid", "heads_at_step", "importance_heatmap", "label_step", "model_view", "neighbour_cosine", "plain",
            "predicting",
            "position_heatmap", "position_reach", "probability_change", "score_chain", "select_head", "similarity_heatmap", "sinusoidal",
            "steps_table", "tile_of", "token_of", "token_diff", "vector_strips"]

@@ -103,3 +103,30 @@ def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=Non
                       yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"layer {i + 1}" for i in range(L)],
                                  autorange="reversed"))
     return fig
+
+
+def head_grid(values, title="", value="value", low=None, high=None, digits=2):
+    """(L, H) one number per head on a sequential scale, the number in each cell; NaN cells left empty.
+
+    low, high: the colour range, shared by the grids that are to be compared (default: this one's).
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"values must be (layers, heads), got shape {v.shape}")
+    L, H = v.shape
+    finite = v[np.isfinite(v)]
+    low = float(finite.min()) if low is None and finite.size else (low or 0.0)
+    high = float(finite.max()) if high is None and finite.size else (high if high is not None else 1.0)
+    text = [["" if not np.isfinite(v[i, j]) else f"{v[i, j]:.{digits}f}" for j in range(H)] for i in range(L)]
+    custom = [[f"layer {i + 1}, head {j + 1}" for j in range(H)] for i in range(L)]
+    fig = go.Figure(go.Heatmap(z=v, x=list(range(H)), y=list(range(L)), customdata=custom, colorscale="Viridis",
+                               zmin=low, zmax=max(high, low + 1e-9), text=text, texttemplate="%{text}",
+                               textfont=dict(size=12), xgap=2, ygap=2,
+                               colorbar=dict(title=dict(text=plain(value)), thickness=12),
+                               hovertemplate="%{customdata}<br>" + plain(value) + " %{z:.4f}<extra></extra>"))
+    fig.update_layout(title=dict(text=title), height=120 + 50 * L, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"{h + 1}" for h in range(H)],
+                                 title=dict(text="head")),
+                      yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"layer {i + 1}" for i in range(L)],
+                                 autorange="reversed"))
+    return fig

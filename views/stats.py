@@ -1,0 +1,86 @@
+"""Head statistics: what each head does, summed up in numbers, for this sentence and for the test set (issue 12).
+
+72 pictures are hard to compare; one number per head and statistic is not. The sentence's own
+values are computed from its maps (model/head_stats.py); the test-set means ship beside the
+checkpoint (head_stats.json, `python -m model.head_stats`). A row picked in the table opens that
+head in its attention view.
+"""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model.head_stats import APPLIES, DEFINITIONS, STATS, translation_stats
+
+from .common import KIND_NAMES, Context, chart, checkpoint_json, literal
+from .export import downloads
+from .share import page_view
+
+NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "mean_distance": "mean distance",
+         "diagonal_share": "on itself", "previous_share": "on the previous token", "next_share": "on the next token",
+         "sos_share": "on <sos>", "eos_share": "on <eos>", "punctuation_share": "on punctuation",
+         "max_weight": "max weight", "monotonicity": "monotonicity", "alignment_spearman": "alignment Spearman"}
+SHORT = {"enc": "encoder", "dec": "decoder", "cross": "cross"}
+
+
+def table(stats: dict, cfg) -> pd.DataFrame:
+    """One row per head (kind, layer, head from 1), one column per statistic; empty where undefined."""
+    rows = []
+    for kind in KIND_NAMES:
+        values = {s: stats[s].get(kind) for s in STATS}
+        L = next(np.shape(v)[0] for v in values.values() if v is not None)
+        for layer in range(L):
+            for head in range(cfg.n_heads):
+                row = {"kind": SHORT[kind], "layer": layer + 1, "head": head + 1}
+                for s, v in values.items():
+                    x = None if v is None else np.asarray(v, dtype=float)[layer, head]
+                    row[NAMES[s]] = None if x is None or not np.isfinite(x) else round(float(x), 4)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def open_head(df: pd.DataFrame):
+    """A picked row shows that head in its attention view (the view switch is outside this view: no fragment)."""
+    rows = st.session_state.stats_table.selection.rows
+    if rows:
+        row = df.iloc[rows[0]]
+        kind = next(k for k, short in SHORT.items() if short == row["kind"])
+        st.session_state[f"{kind}_layer"], st.session_state[f"{kind}_head"] = int(row["layer"]) - 1, int(row["head"]) - 1
+        st.session_state.view = KIND_NAMES[kind]
+
+
+@page_view
+def stats_view(ctx: Context):
+    mine = translation_stats(ctx.result)
+    corpus = checkpoint_json(ctx.checkpoint, "head_stats.json")
+    st.caption("One number per head for what its attention does, for this sentence and, where the file ships "
+               "beside the model, averaged over the 1,000 sentences of the test set: sharper or more uniform, near "
+               "or far, on special tokens or punctuation, in source order or not.")
+    stat = st.selectbox("Statistic", STATS, key="stats_stat", format_func=NAMES.get)
+    st.caption(f"**{literal(NAMES[stat])}**: {literal(DEFINITIONS[stat])}.")
+    kinds = APPLIES[stat]
+    sources = [("this sentence", mine)]
+    if corpus:
+        sources.append((f"test set ({corpus['n']:,} sentences)", corpus["stats"]))
+    grids = {(name, k): np.asarray(values[stat][k], dtype=float) for name, values in sources for k in kinds
+             if values[stat].get(k) is not None}
+    finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()]) if grids else np.zeros(1)
+    low, high = float(finite.min()), float(finite.max())  # one colour range: sentence and test set compare
+    for name, _ in sources:
+        st.markdown(f"**{name.capitalize()}**")
+        cols = st.columns(len(kinds))
+        for col, kind in zip(cols, kinds):
+            with col:
+                chart(viz.head_grid(grids[(name, kind)], title=KIND_NAMES[kind], value=NAMES[stat], low=low,
+                                    high=high), key=f"stats_{name.split()[0]}_{kind}")
+    if not corpus:
+        st.info("No test-set statistics beside this checkpoint: `python -m model.head_stats --src "
+                "test_2016_flickr.de.gz` writes them.")
+    which = st.segmented_control("Table of", [name for name, _ in sources], key="stats_of",
+                                 default=sources[0][0], required=True)
+    df = table(dict(sources)[which], ctx.cfg)
+    st.caption("Click a column header to sort; pick a row to open that head in its attention view.")
+    st.dataframe(df, hide_index=True, key="stats_table", on_select=lambda: open_head(df),
+                 selection_mode="single-row", height=320)
+    downloads(ctx, extra=[("This table (CSV)", "head-stats.csv", "text/csv", lambda: df.to_csv(index=False))])
