@@ -97,12 +97,7 @@ def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=Non
                                zmid=0, zmin=-lim, zmax=lim, colorbar=dict(title=dict(text=value), thickness=12),
                                text=text, texttemplate="%{text}", textfont=dict(size=13), xgap=2, ygap=2,
                                hovertemplate="%{customdata}<br>" + value + " %{z:.4f}<extra></extra>"))
-    fig.update_layout(title=dict(text=title), height=120 + 50 * L, margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"{h + 1}" for h in range(H)],
-                                 title=dict(text="head")),
-                      yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"layer {i + 1}" for i in range(L)],
-                                 autorange="reversed"))
-    return fig
+    return _heads_layout(fig, L, H, title)
 
 
 def head_grid(values, title="", value="value", low=None, high=None, digits=2):
@@ -124,6 +119,11 @@ def head_grid(values, title="", value="value", low=None, high=None, digits=2):
                                textfont=dict(size=12), xgap=2, ygap=2,
                                colorbar=dict(title=dict(text=plain(value)), thickness=12),
                                hovertemplate="%{customdata}<br>" + plain(value) + " %{z:.4f}<extra></extra>"))
+    return _heads_layout(fig, L, H, title)
+
+
+def _heads_layout(fig, L: int, H: int, title: str):
+    """Axes of a layers x heads grid: heads across, layers down, both counted from 1."""
     fig.update_layout(title=dict(text=title), height=120 + 50 * L, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"{h + 1}" for h in range(H)],
                                  title=dict(text="head")),
