@@ -76,7 +76,8 @@ def why_noise(ctx: Context):
     st.caption(f"A learned position vector is trained only by the sentences long enough to reach it. Of the "
                f"{data['n']:,} Multi30k training sentences, half use at most {median_positions(src)} positions "
                f"(with `<sos>` and `<eos>`), {over30:.1%} use more than 30, and the longest German one uses {longest}: "
-               f"rows {longest} and later never received a gradient and keep their random start values. Neighbouring "
+               f"rows {longest} and later never received a gradient and keep their random start values (their spread "
+               "is exactly that of the Xavier-uniform initialisation, 0.075). Neighbouring "
                "learned rows are alike where many sentences reach them and unrelated past that; the paper's "
                "sinusoids are a fixed formula, alike for neighbours at every position, so a model built on them has "
                "at least seen the same kind of vector before.")
