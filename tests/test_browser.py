@@ -484,10 +484,12 @@ def test_the_model_switch_loads_the_sinusoidal_model(page):
 def test_a_row_of_the_head_statistics_opens_that_head(page, server):
     page.goto(f"{server}/?s={PAIR[0]}&view=stats&stat=diagonal_share")
     grid = page.locator(".st-key-stats_table")
-    grid.wait_for(timeout=30_000)
+    grid.locator("canvas").first.wait_for(timeout=30_000)
     wait_idle(page)
+    page.wait_for_timeout(1000)  # the grid takes clicks once it has drawn
     box = grid.bounding_box()
     # Row 3 of the table (encoder, layer 1, head 3): its row-selection cell at the left, below the header.
     page.mouse.click(box["x"] + 12, box["y"] + 35 * 3 + 17)
+    page.wait_for_function("location.search.includes('view=enc&layer=1&head=3')", timeout=30_000)
     page.get_by_text("Encoder self-attention, layer 1, head 3").first.wait_for(timeout=30_000)
     assert page.get_by_role("radio", name="Encoder self-attention", exact=True).get_attribute("aria-checked") == "true"

@@ -82,5 +82,6 @@ def stats_view(ctx: Context):
     df = table(dict(sources)[which], ctx.cfg)
     st.caption("Click a column header to sort; pick a row to open that head in its attention view.")
     st.dataframe(df, hide_index=True, key="stats_table", on_select=lambda: open_head(df),
-                 selection_mode="single-row", height=320)
+                 selection_mode="single-row", height=320,
+                 column_config={NAMES[s]: st.column_config.NumberColumn(format="%.3f") for s in STATS})
     downloads(ctx, extra=[("This table (CSV)", "head-stats.csv", "text/csv", lambda: df.to_csv(index=False))])
