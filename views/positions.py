@@ -84,6 +84,20 @@ def why_noise(ctx: Context):
     chart(viz.position_reach({"German": src, "English": tgt}, tables,
                              title="Training sentences reaching each position, and how alike neighbouring rows are"),
           key="pos_reach")
+    learned, fixed = (next(t for name, t in tables.items() if name.startswith(kind)) for kind in ("learned",
+                                                                                                 "sinusoidal"))
+    c1, c2 = st.columns(2)
+    with c1:
+        chart(viz.similarity_heatmap(learned, longest, title="Learned (source): cosine between positions"),
+              key="pos_sim_learned")
+    with c2:
+        chart(viz.similarity_heatmap(fixed, longest, title="Sinusoidal: cosine between positions"),
+              key="pos_sim_fixed")
+    near, fixed_near = viz.neighbour_cosine(learned), viz.neighbour_cosine(fixed)
+    st.caption(f"Orange: the {longest} positions the longest training sentence reaches. Mean cosine of neighbouring "
+               f"learned rows: {near[:30].mean():.2f} below position 30, {near[30:longest - 1].mean():.2f} from 30 "
+               f"to {longest - 1}, {near[longest:].mean():.2f} past it (unrelated vectors); the sinusoids' "
+               f"neighbours: {fixed_near.mean():.2f} at every position.")
     long_sentence(ctx, longest)
 
 
