@@ -170,6 +170,37 @@ def test_shipped_model_meets_the_quality_bar(data_dir):
     assert out["bleu"] >= 36.5 and out["ppl"] <= 5.40, out
 
 
+def test_the_sinusoidal_model_meets_its_bar_through_every_cli(data_dir, tmp_path):
+    """Issue 14: the same architecture less the 2 x 100 x 256 learned positions, greedy test BLEU >= 36.5."""
+    sin = CHECKPOINT / "sinusoidal"
+    if not (sin / "model.safetensors").is_file():
+        pytest.skip("no checkpoints/sinusoidal")
+    from model.data import read_lines
+    from model.translator import Translator
+
+    tr, learned = Translator.load(sin, "cpu"), Translator.load(CHECKPOINT, "cpu")
+    assert tr.cfg.positions == "sinusoidal" and learned.cfg.positions == "learned"
+    assert tr.model.n_params() == learned.model.n_params() - 2 * 100 * 256 == 8_987_141
+    src, ref = str(data_dir / "test_2016_flickr.de.gz"), str(data_dir / "test_2016_flickr.en.gz")
+    r = run("model.evaluate", "--checkpoint", "checkpoints/sinusoidal", "--src", src, "--ref", ref)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["n"] == 1000 and out["bleu"] >= 36.5, out
+    sentence = "Ein kleines Mädchen klettert auf einen Baum.\n"
+    r = run("model.translate", "--checkpoint", "checkpoints/sinusoidal", stdin=sentence)
+    assert r.returncode == 0 and r.stdout.strip() == tr.translate(sentence.strip()).text
+    r = run("model.inspect", "lens", "--checkpoint", "checkpoints/sinusoidal", sentence.strip())
+    assert r.returncode == 0, r.stderr
+    few = tmp_path / "few.de"
+    few.write_text("\n".join(read_lines(src)[:12]) + "\n", encoding="utf-8")
+    r = run("model.head_stats", "--checkpoint", "checkpoints/sinusoidal", "--src", str(few), "--out",
+            str(tmp_path / "stats.json"), "--no-progress")
+    assert r.returncode == 0 and json.loads((tmp_path / "stats.json").read_text())["n"] == 12
+    r = run("model.head_importance", "--checkpoint", "checkpoints/sinusoidal", "--src", src, "--ref", ref,
+            "--limit", "4", "--resamples", "10", "--out", str(tmp_path / "imp.json"))
+    assert r.returncode == 0 and json.loads((tmp_path / "imp.json").read_text())["data"]["n"] == 4
+
+
 def test_shipped_model_json_and_beam():
     shipped()
     r = run("model.translate", "--json", stdin="Ein kleines Mädchen klettert auf einen Baum.\n")
