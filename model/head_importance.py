@@ -36,7 +36,7 @@ from .heads import n_layers
 from .metrics import BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, loss_stats, mean_loss, paired_bootstrap
 from .transformer import KINDS
 from .translator import MAX_OUTPUT
-from .vocab import EOS_ID, PAD_ID, SOS_ID
+from .vocab import EOS_ID, SOS_ID
 
 BATCH_ROWS = 512  # (sentence, mask) rows per forward pass: 7 sentences x 73 variants
 
@@ -105,65 +105,22 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
 
 def batched_greedy_texts(translator, src: list, masks: dict, batch_rows=BATCH_ROWS, progress=False) -> list:
     """Greedy output strings, M lists of N ('' for an empty source line), as translate_all gives
-    with each mask row: every (sentence, mask) pair a batch row, sentences of similar length together.
-
-    Most single masks leave a sentence's greedy output as it was. Greedy decoding is a chain of
-    argmaxes, so if the masked model, reading the unmasked output (one teacher-forced pass, parallel
-    over the steps), picks that output's token at every step, its own greedy output is that output:
-    by induction over the steps it never sees another prefix. Only the rows where some step's argmax
-    differs, or where the winner leads the runner-up by less than MARGIN (a cached step may round
-    differently from the parallel pass), are decoded step by step.
-    """
+    with each mask row: every (sentence, mask) pair a batch row, sentences of similar length together."""
     M, N = next(iter(masks.values())).shape[0], len(src)
     ids = {i: translator.source_ids(s)[1] for i, s in enumerate(src) if s.strip()}
-    base = _greedy_ids(translator, ids, [(i, None) for i in ids], None, batch_rows, progress)
-    rows = [(i, v) for i in sorted(ids, key=lambda i: (len(ids[i]), len(base[(i, None)]))) for v in range(M)]
-    kept = _keeps_output(translator, ids, base, rows, masks, batch_rows, progress)
-    out = _greedy_ids(translator, ids, [r for r in rows if r not in kept], masks, batch_rows, progress)
+    rows = [(i, v) for i in sorted(ids, key=lambda i: len(ids[i])) for v in range(M)]
     hyps = [[""] * N for _ in range(M)]
     itos = translator.tgt_vocab.itos
-    for i, v in rows:
-        tokens = base[(i, None)] if (i, v) in kept else out[(i, v)]
-        hyps[v][i] = " ".join(itos[t] for t in (tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens))
-    return hyps
-
-
-MARGIN = 1e-3  # logits: a step decided by less than this is re-decoded, never assumed
-
-
-def _greedy_ids(translator, ids: dict, rows: list, masks: dict | None, batch_rows: int, progress: bool) -> dict:
-    """{(sentence, variant): output ids, <eos> included when produced} by step-by-step greedy decoding;
-    variant None: no mask."""
-    found = {}
-    for start in tqdm(range(0, len(rows), batch_rows), desc="decode", disable=not progress or not rows):
+    for start in tqdm(range(0, len(rows), batch_rows), desc="rows", disable=not progress):
         chunk = rows[start:start + batch_rows]
-        mask = None if masks is None else {k: m[torch.tensor([v for _, v in chunk])].to(translator.device)
-                                           for k, m in masks.items()}  # (B, L, H)
+        variant = torch.tensor([v for _, v in chunk])
+        mask = {k: m[variant].to(translator.device) for k, m in masks.items()}  # (B, L, H)
         out = greedy_decode(translator.model, pad([ids[i] for i, _ in chunk]).to(translator.device), MAX_OUTPUT,
                             top_k=1, head_mask=mask, need_weights=False)
-        for b, row in enumerate(chunk):
-            found[row] = out.ids[b, :int(out.lengths[b])].tolist()
-    return found
-
-
-@torch.no_grad()
-def _keeps_output(translator, ids: dict, base: dict, rows: list, masks: dict, batch_rows: int, progress: bool) -> set:
-    """The (sentence, variant) rows whose masked model, teacher-forced on the unmasked output, picks
-    every one of its tokens by at least MARGIN: their greedy output is the unmasked one."""
-    kept = set()
-    for start in tqdm(range(0, len(rows), batch_rows), desc="check", disable=not progress):
-        chunk = rows[start:start + batch_rows]
-        mask = {k: m[torch.tensor([v for _, v in chunk])].to(translator.device) for k, m in masks.items()}
-        outs = [base[(i, None)] for i, _ in chunk]
-        tgt_in = pad([[SOS_ID, *o[:-1]] for o in outs]).to(translator.device)  # (B, T)
-        want = pad(outs).to(translator.device)  # (B, T), <pad> past each output
-        logits = translator.model(pad([ids[i] for i, _ in chunk]).to(translator.device), tgt_in, head_mask=mask,
-                                  need_weights=False).logits.float()  # (B, T, V)
-        top = logits.topk(2, dim=-1)
-        sure = (top.indices[..., 0] == want) & (top.values[..., 0] - top.values[..., 1] > MARGIN)  # (B, T)
-        for b in torch.nonzero((sure | (want == PAD_ID)).all(-1)).flatten().tolist():
-            kept.add(chunk[b])
-    return kept
+        for b, (i, v) in enumerate(chunk):
+            tokens = out.ids[b, :int(out.lengths[b])].tolist()
+            hyps[v][i] = " ".join(itos[t] for t in (tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens))
+    return hyps
 
 
 @torch.no_grad()

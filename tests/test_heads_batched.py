@@ -13,7 +13,6 @@ from model.decoding import greedy_decode
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
                                    main, single_head_masks)
 from model.metrics import loss_stats
-from model.vocab import EOS_ID
 from test_decoding import GERMAN, seeded_translator
 
 SENT = "Ein Hund läuft im Park."
@@ -155,30 +154,3 @@ def test_sentence_importance_equals_separate_analyze_calls(tr):
     for k, layer, head in jobs:
         assert rise[k][layer, head] == pytest.approx(loss(f"{k}.{layer}.{head}") - base_loss, abs=1e-5)
     assert np.abs(np.concatenate([r.ravel() for r in rise.values()])).max() > 1e-3  # masking matters
-
-
-def test_outputs_checked_by_teacher_forcing_equal_step_by_step_decoding(tr, corpus):
-    """The shortcut (a row whose masked model picks every token of the unmasked output keeps it) gives
-    exactly the outputs of decoding every row, and both of its routes are taken on this corpus."""
-    from model.decoding import greedy_decode
-    from model.head_importance import _greedy_ids, _keeps_output, batched_greedy_texts
-
-    src, _ = corpus
-    masks = some_masks(tr.cfg, K=6)
-    fast = batched_greedy_texts(tr, src, masks, batch_rows=11)
-    for v in range(6):
-        for i, s in enumerate(src):
-            if not s:
-                assert fast[v][i] == ""
-                continue
-            _, ids, _ = tr.source_ids(s)
-            out = greedy_decode(tr.model, torch.tensor([ids]), 50, top_k=1, head_mask=row(masks, v),
-                                need_weights=False)
-            tokens = out.ids[0, :int(out.lengths[0])].tolist()
-            want = " ".join(tr.tgt_vocab.itos[t] for t in tokens if t != EOS_ID)
-            assert fast[v][i] == want, (v, i)
-    ids = {i: tr.source_ids(s)[1] for i, s in enumerate(src) if s}
-    base = _greedy_ids(tr, ids, [(i, None) for i in ids], None, 11, False)
-    rows = [(i, v) for i in ids for v in range(6)]
-    kept = _keeps_output(tr, ids, base, rows, masks, 11, False)
-    assert 0 < len(kept) < len(rows)
