@@ -2,6 +2,7 @@
 
     python -m model.inspect head [--kind cross] [--layer L] [--head H] [--query Q] "Ein Hund läuft."
     python -m model.inspect lens [--top-k K] "Ein Hund läuft."
+    python -m model.inspect importance "Ein Hund läuft."
 
 Both teacher-force the greedy translation of the sentence in one pass and print one JSON
 object. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
@@ -9,7 +10,9 @@ are the source tokens for enc, the decoder inputs for dec and cross): kind, laye
 query, query_token, key_tokens, x, q, k, v, scores, scaled, mask, weights, weighted_v,
 head_output, all_heads, attn_out, residual, normed, layer_output (model/result.py,
 HeadTrace). `lens`: tgt_tokens, output_tokens, top_tokens (L x T x K), top_probs
-(L x T x K), chosen_prob (L x T) (model/result.py, LogitLens).
+(L x T x K), chosen_prob (L x T) (model/result.py, LogitLens). `importance`: the sentence's own
+head importance, as the page computes it live: output_tokens, and loss_rise {kind: L x H}, how much
+the mean -log p of that output (teacher-forced) rises with each head alone switched off.
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
@@ -41,6 +44,7 @@ def main(argv=None):
     head.add_argument("--query", type=int, default=0, help="query token, from 0")
     lens = sub.add_parser("lens", parents=[common], help="the output layer applied after each decoder layer")
     lens.add_argument("--top-k", type=int, default=5, help="tokens per layer and step (default: 5)")
+    sub.add_parser("importance", parents=[common], help="every head switched off alone: this sentence's loss rise")
     args = p.parse_args(argv)
 
     from .translator import Translator  # after argument parsing: --help stays fast
@@ -49,8 +53,14 @@ def main(argv=None):
         translator = Translator.load(args.checkpoint, args.device)
         if args.command == "head":
             out = translator.inside(args.sentence).head(args.kind, args.layer, args.head, args.query).to_json()
-        else:
+        elif args.command == "lens":
             out = translator.logit_lens(args.sentence, top_k=args.top_k).to_json()
+        else:
+            from .head_importance import head_importance_for_sentence
+
+            rise = head_importance_for_sentence(translator, args.sentence)
+            out = {"output_tokens": [s.token for s in translator.translate(args.sentence).steps],
+                   "loss_rise": {k: [[round(float(x), 6) for x in row] for row in v] for k, v in rise.items()}}
     except (CheckpointError, OSError, ValueError) as e:  # InputError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -154,3 +154,18 @@ def test_sentence_importance_equals_separate_analyze_calls(tr):
     for k, layer, head in jobs:
         assert rise[k][layer, head] == pytest.approx(loss(f"{k}.{layer}.{head}") - base_loss, abs=1e-5)
     assert np.abs(np.concatenate([r.ravel() for r in rise.values()])).max() > 1e-3  # masking matters
+
+def test_inspect_importance_cli_prints_the_sentences_table(capsys):
+    from conftest import CHECKPOINT
+    from model.inspect import main
+    from model.translator import Translator
+
+    if not (CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip("no shipped checkpoint")
+    assert main(["importance", SENT, "--device", "cpu"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    want = head_importance_for_sentence(Translator.load(CHECKPOINT, "cpu"), SENT)
+    for kind, table in want.items():
+        assert np.allclose(out["loss_rise"][kind], table, atol=1e-6)
+    assert out["output_tokens"][-1] == "<eos>"
+    assert main(["importance", "   "]) == 2 and capsys.readouterr().err.startswith("error:")
