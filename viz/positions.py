@@ -106,10 +106,15 @@ def position_reach(lengths: dict, tables: dict, title=""):
     P = min(_check_table(t).shape[0] for t in tables.values())
     x = list(range(P))
     fig = go.Figure()
-    for (name, counts), color in zip(lengths.items(), ("rgba(99,110,250,0.45)", "rgba(0,204,150,0.45)")):
-        share = reach(counts, P)
-        fig.add_trace(go.Bar(x=x, y=100 * share, name=f"{name}: training sentences reaching it", marker_color=color,
-                             hovertemplate="position %{x}<br>%{y:.2f}% of training sentences<extra></extra>"))
+    for k, (name, counts) in enumerate(lengths.items()):  # the first as bars, any other as a dotted outline
+        share = 100 * reach(counts, P)
+        hover = f"{name}<br>position %{{x}}<br>%{{y:.2f}}% of training sentences<extra></extra>"
+        label = f"{name}: training sentences reaching it"
+        fig.add_trace(go.Bar(x=x, y=share, name=label, marker_color="rgba(99,110,250,0.5)", hovertemplate=hover)
+                      if k == 0 else
+                      go.Scatter(x=x, y=share, name=label, mode="lines", line=dict(shape="hvh", dash="dot", width=2,
+                                                                                   color="#00a884"),
+                                 hovertemplate=hover))
     for name, table in tables.items():
         cos = neighbour_cosine(table)[:P - 1]
         fig.add_trace(go.Scatter(x=x[:-1], y=cos, name=f"{name}: cosine with the next position", yaxis="y2",
