@@ -8,7 +8,7 @@
     ?s=...&view=cross&layer=2&draw=lines                  the line view of layer 2 (all heads)
     ?s=...&model=sinusoidal                                the sinusoidal-position model (issue 14)
     ?s=...&view=cross&vs=model                             compare with the other model (or vs=sentence&s2=...,
-                                                           vs=off with off=..., vs=whatif with step and whatif)
+                                                           vs=off with off=..., vs=force with step and whatif)
     ?s=...&view=inside&kind=cross&layer=2&head=8&query=3   one query through one head (query counts from 0,
                                                            as the token positions on the page do)
 
