@@ -70,7 +70,8 @@ def attention_view(ctx: Context, kind: str):
     stretch = controls.toggle("Stretch colours", key=f"{kind}_stretch", width="content",
                               help="Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: "
                                    "more contrast, but colours no longer compare between maps.")
-    st.session_state.setdefault("vs", "none")
+    if st.session_state.get("vs") not in compare.options(ctx):  # e.g. vs=model from a link, one model here
+        st.session_state.vs = "none"
     controls.segmented_control("Compare with", compare.options(ctx), key="vs", required=True, width="content",
                                format_func=compare.OPTIONS.get)
     head = None if head == "mean" else head
