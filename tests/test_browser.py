@@ -112,6 +112,7 @@ def test_every_view_renders_in_the_browser(page):
         page.get_by_role("radio", name=view).click()
         wait_idle(page)
         assert page.locator("[data-testid='stException']").count() == 0, view
+        assert page.get_by_text("could not be drawn").count() == 0, view  # views.share.page_view's message
     page.get_by_role("radio", name="Ablate heads").click()
     wait_idle(page)
     pills = page.get_by_role("toolbar", name="Cross-attention, layer 3: heads to switch off")
