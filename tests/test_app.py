@@ -423,3 +423,20 @@ def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
     app.segmented_control(key="cross_head").set_value(2).run()
     config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
     assert config == {"format": "svg", "scale": 2, "filename": "cross-layer3-head3"}
+
+
+HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\u200b\u0007"
+
+
+def test_markdown_latex_and_html_are_shown_literally_in_every_view(app):
+    """Issue 13: what the user typed (and what the model wrote from it) is text in every view: no bold, no
+    link, no formula, no tag, wherever it reaches a markdown element."""
+    from views import VIEWS
+
+    typed(app, HOSTILE_TEXT)
+    for view in VIEWS:
+        app.segmented_control(key="view").set_value(view).run()
+        assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
+        shown = [m.value for m in (*app.markdown, *app.caption) if "<style>" not in m.value]
+        for raw in ("**x**", "[a](http://x)", "$$x$$", "<b>", "`c`"):
+            assert not any(raw in text for text in shown), (view, raw)
