@@ -176,3 +176,14 @@ def test_head_statistics_of_the_sentence_and_the_test_set(monkeypatch, translato
     table = at.dataframe[0].value
     assert len(table) == 72 and table["on <eos>"].notna().sum() == 48  # 24 decoder heads: undefined
     assert dict(at.query_params)["stat"] == "eos_share" and dict(at.query_params)["view"] == "stats"
+
+
+@pytest.mark.skipif(not (SIN / "model.safetensors").is_file(), reason="no checkpoints/sinusoidal")
+def test_every_view_works_with_the_sinusoidal_model(monkeypatch):
+    from views import VIEWS
+
+    at = from_url(monkeypatch, s=PAIR[0], model="sinusoidal")
+    for view in VIEWS:
+        at.segmented_control(key="view").set_value(view).run()
+        assert not at.exception and not at.error, (view, at.exception, [e.value for e in at.error])
+        assert at.session_state.model == "sinusoidal"
