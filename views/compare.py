@@ -17,6 +17,7 @@ from .interventions import ablation_spec, n_layers, summary
 
 OPTIONS = {"none": "nothing", "model": "the other model", "sentence": "another sentence",
            "off": "heads switched off", "force": "a forced word"}
+SHORT_KIND = {"enc": "encoder", "dec": "decoder", "cross": "cross"}
 
 
 def options(ctx: Context) -> list[str]:
@@ -30,8 +31,18 @@ def head_items(cfg) -> list[str]:
 
 
 def item_label(item: str) -> str:
+    """'enc.0.3' -> 'encoder L1 H4': short, for the chips of the multiselect."""
     kind, layer, head = item.split(".")
-    return f"{dict(enc='encoder', dec='decoder', cross='cross')[kind]} L{int(layer) + 1} H{int(head) + 1}"
+    return f"{SHORT_KIND[kind]} L{int(layer) + 1} H{int(head) + 1}"
+
+
+def picked_heads(items: list[str]) -> dict[tuple[str, int], list[int]]:
+    """['enc.0.3', 'enc.0.5'] -> {('enc', 0): [3, 5]}, the form ablation_spec takes (and the link writes)."""
+    picked = {}
+    for item in items:
+        kind, layer, head = item.split(".")
+        picked.setdefault((kind, int(layer)), []).append(int(head))
+    return picked
 
 
 def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
@@ -61,11 +72,7 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         if not picked:
             st.info("Pick the heads to switch off; the maps of that run are drawn beside the original's.")
             return None
-        chosen = {}
-        for item in picked:
-            kind, layer, head = item.split(".")
-            chosen.setdefault((kind, int(layer)), []).append(int(head))
-        spec = ablation_spec(ctx.cfg, chosen)
+        spec = ablation_spec(ctx.cfg, picked_heads(picked))
         # The maps of the ablated model reading the *same* output (teacher forcing), so the two always
         # have one shape and the difference shows what switching the heads off changes in the others.
         alone = translate(ctx.checkpoint, r.source, spec)

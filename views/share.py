@@ -186,10 +186,7 @@ def compare_params(cfg) -> dict:
     if vs == "sentence" and s.get("s2"):
         params["s2"] = s.s2
     elif vs == "off" and s.get("vs_off"):
-        picked = {}
-        for item in s.vs_off:
-            k, layer, head = item.split(".")
-            picked.setdefault((k, int(layer)), []).append(int(head))
+        picked = compare.picked_heads(s.vs_off)
         params["off"] = ",".join(f"{k}.{layer + 1}.{h + 1}" for (k, layer), heads in picked.items() for h in heads)
     elif vs == "force" and s.get("vs_word") is not None:
         params.update(step=str(s.get("vs_step", 0) + 1), whatif=s.vs_word)
