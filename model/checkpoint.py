@@ -77,8 +77,8 @@ def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]
             _fail(folder, f"has no {name}")
     try:
         raw = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
-        raw.pop("training", None)
-        cfg = ModelConfig.from_dict(raw)
+        cfg = ModelConfig.from_dict({k: v for k, v in raw.items() if k != "training"} if isinstance(raw, dict)
+                                    else raw)
     except (ValueError, TypeError) as e:
         _fail(folder / CONFIG, f"is not a valid model config ({e})")
     try:

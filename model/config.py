@@ -42,11 +42,16 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ModelConfig":
-        """A config from its JSON; ValueError (or TypeError for a missing key) saying what is wrong."""
+        """A config from its JSON (every key, as to_dict writes it); ValueError saying what is wrong.
+
+        A missing key is an error, not its default: a checkpoint's shapes follow from every value.
+        """
         if not isinstance(d, dict):
             raise ValueError(f"a config is a JSON object, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
+        known = [f.name for f in fields(cls)]
+        unknown, missing = sorted(set(d) - set(known)), [k for k in known if k not in d]
         if unknown:
-            raise ValueError(f"unknown config keys {sorted(unknown)}")
+            raise ValueError(f"unknown config keys {unknown}")
+        if missing:
+            raise ValueError(f"missing config keys {missing}")
         return cls(**d)

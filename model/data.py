@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from .errors import InputError
 from .vocab import EOS_ID, PAD_ID, SOS_ID, Vocab, tokenize
 
 SPLITS = {
@@ -18,11 +19,35 @@ DATA_ENV = "MULTI30K_DIR"
 
 
 def read_lines(path) -> list[str]:
-    """Lines of a plain or .gz UTF-8 text file, newline stripped."""
+    """Lines of a plain or .gz UTF-8 text file (see split_lines); InputError when it is not one."""
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\r\n") for line in f]
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a file of sentences")
+    if not path.is_file():
+        raise InputError(f"{path} does not exist")
+    try:
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    except (OSError, EOFError) as e:  # a .gz that is not gzip, or cut short
+        raise InputError(f"{path} cannot be read as gzip: {e}") from None
+    return split_lines(data, str(path))
+
+
+def split_lines(data: bytes, name: str) -> list[str]:
+    """UTF-8 text split at "\\n" only, a final "\\r" dropped: exactly the lines `wc -l` counts (plus an
+    unterminated last one). Other separators Python knows (\\v, \\f, \\x1c, U+2028, a lone \\r ...) stay
+    inside their line, so output lines always match input lines. InputError names the first line
+    that is not UTF-8."""
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")  # a byte-order mark is not part of a sentence
+    if lines[-1] == b"":
+        lines.pop()
+    out = []
+    for n, line in enumerate(lines, 1):
+        try:
+            out.append(line.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name} line {n} is not UTF-8 text (byte 0x{line[e.start]:02x} at byte "
+                             f"{e.start + 1}): save the file as UTF-8") from None
+    return out
 
 
 def default_data_dir() -> Path | None:

@@ -170,6 +170,10 @@ def main(argv=None):
     if loaded is None:
         return 2
     translator, src, ref = loaded
+    out = Path(args.out) if args.out else Path(args.checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
+    if not out.parent.is_dir():  # before the long run, not after it
+        print(f"error: cannot write {out}: the folder {out.parent} does not exist", file=sys.stderr)
+        return 2
     if args.limit:
         src, ref = src[:args.limit], ref[:args.limit]
     t0 = time.time()
@@ -181,8 +185,11 @@ def main(argv=None):
                                  batch_rows=args.batch_rows)
     result["data"] = {"src": Path(args.src).name, "ref": Path(args.ref).name, "n": len(src),
                       "seconds": round(time.time() - t0, 1), "device": translator.device_name}
-    out = Path(args.out) if args.out else Path(args.checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
-    out.write_text(json.dumps(result, indent=1))
+    try:
+        out.write_text(json.dumps(result, indent=1))
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     worst = min(((k, i, j, b) for k, v in result["kinds"].items() for i, row in enumerate(v["bleu"])
                  for j, b in enumerate(row)), key=lambda x: x[3])
     print(json.dumps({"out": str(out), "baseline_bleu": result["baseline"]["bleu"],

@@ -20,11 +20,10 @@ the decoding settings, versions and device (model/export.py).
 """
 
 import argparse
-import io
 import json
 import sys
 
-from .data import read_lines
+from .data import read_lines, split_lines
 from .device import DEVICE_ENV, DEVICE_NAMES
 from .errors import CheckpointError, InputError
 
@@ -61,7 +60,7 @@ def main(argv=None):
         if args.input:
             lines = read_lines(args.input)
         else:
-            lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace").read().splitlines()
+            lines = split_lines(sys.stdin.buffer.read(), "stdin")
         references = read_lines(args.reference) if args.reference else None
         if references is not None and len(references) != len(lines):
             raise InputError(f"{args.reference} has {len(references)} lines but the input has {len(lines)}")

@@ -283,7 +283,7 @@ def tiny_ckpt(tmp_path):
 
 
 @pytest.mark.parametrize("case, says", [
-    ("missing", "No such file"),
+    ("missing", "does not exist"),
     ("empty", "has no sentence to translate"),
     ("device", "unknown device 'tpu'"),
     ("checkpoint", "Checkpoint"),

@@ -1,0 +1,306 @@
+"""Issue 13: odd files, odd checkpoints and odd devices give one clear message (exit 2 for the tools), never a
+traceback, and nothing written half-way; a file of any mix of lines gives exactly one output line per line."""
+
+import gzip
+import json
+import pickle
+import random
+import struct
+import subprocess
+import sys
+
+import pytest
+from safetensors.torch import load_file, save_file
+
+from conftest import ROOT
+from model.checkpoint import load_checkpoint, save_checkpoint
+from model.data import read_lines, split_lines
+from model.errors import CheckpointError, InputError
+from model.translator import Translator
+from model.vocab import Vocab
+from test_cli import assert_one_error_line, run
+from test_decoding import ENGLISH, GERMAN
+
+# ---------------------------------------------------------------------------------------------- input files
+
+# Lines Python's str.splitlines() would cut in two (or more): each must stay one line.
+ODD_LINES = ["ein\x0bhund", "ein\x0chund", "a\x1cb\x1dc\x1ed", "ein\u2028hund\u2029.", "ein\x85hund", "ein\rhund",
+             "\x00\x01\x07", "\u200b\ufeff", "😀 ein hund", "ein hund\x00läuft"]
+
+
+def test_split_lines_keeps_every_other_separator_inside_its_line():
+    text = "\n".join(ODD_LINES) + "\n"
+    assert split_lines(text.encode(), "x") == ODD_LINES
+    assert len(split_lines(text.encode(), "x")) == text.count("\n")  # what `wc -l` counts
+    assert split_lines(b"a\r\nb\r\n", "x") == ["a", "b"]  # Windows line ends
+    assert split_lines(b"a\nb", "x") == ["a", "b"]  # an unterminated last line counts
+    assert split_lines(b"\n\n", "x") == ["", ""] and split_lines(b"", "x") == []
+    assert split_lines("\ufeffein hund\n".encode(), "x") == ["ein hund"]  # a byte-order mark is dropped
+
+
+def test_read_lines_says_what_is_wrong_with_a_file(tmp_path):
+    def error(path):
+        with pytest.raises(InputError) as e:
+            read_lines(path)
+        return str(e.value)
+
+    assert "does not exist" in error(tmp_path / "missing.de")
+    assert "is a folder" in error(tmp_path)
+    (tmp_path / "latin1.de").write_bytes("ein hund\nzwei männer\n".encode("latin-1"))
+    assert error(tmp_path / "latin1.de").endswith("line 2 is not UTF-8 text (byte 0xe4 at byte 7): save the file "
+                                                  "as UTF-8")
+    (tmp_path / "fake.gz").write_bytes(b"plain text, not gzip\n")
+    assert "cannot be read as gzip" in error(tmp_path / "fake.gz")
+    good = gzip.compress("ein hund\n".encode())
+    (tmp_path / "cut.gz").write_bytes(good[:len(good) // 2])
+    assert "cannot be read as gzip" in error(tmp_path / "cut.gz")
+    (tmp_path / "ok.gz").write_bytes(good)
+    assert read_lines(tmp_path / "ok.gz") == ["ein hund"]
+
+
+@pytest.fixture
+def tiny_ckpt(tmp_path, tiny_model):
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "ckpt")
+    return str(tmp_path / "ckpt")
+
+
+def bad_files(tmp_path) -> dict:
+    """name -> (path, what the one error line must say)."""
+    (tmp_path / "latin1.de").write_bytes("ein hund\nzwei männer\n".encode("latin-1"))
+    (tmp_path / "garbage.de").write_bytes(bytes(random.Random(0).randrange(256) for _ in range(4000)))
+    (tmp_path / "fake.gz").write_bytes(b"not gzip at all\n")
+    (tmp_path / "folder").mkdir(exist_ok=True)
+    return {"missing": (tmp_path / "missing.de", "does not exist"),
+            "folder": (tmp_path / "folder", "is a folder"),
+            "latin1": (tmp_path / "latin1.de", "line 2 is not UTF-8 text"),
+            "garbage": (tmp_path / "garbage.de", "is not UTF-8 text"),
+            "fake_gz": (tmp_path / "fake.gz", "cannot be read as gzip")}
+
+
+@pytest.mark.parametrize("tool", ["model.translate", "model.evaluate", "model.head_importance", "model.head_stats"])
+def test_every_tool_refuses_a_bad_input_file_in_one_line(tool, tiny_ckpt, tmp_path):
+    good = tmp_path / "good.en"
+    good.write_text("a dog .\na dog .\n", encoding="utf-8")
+    out = tmp_path / "out.json"
+    for name, (path, says) in bad_files(tmp_path).items():
+        args = {"model.translate": ["--input", str(path)],
+                "model.evaluate": ["--src", str(path), "--ref", str(good)],
+                "model.head_importance": ["--src", str(path), "--ref", str(good), "--out", str(out)],
+                "model.head_stats": ["--src", str(path), "--out", str(out)]}[tool]
+        r = run(tool, *args, "--checkpoint", tiny_ckpt)
+        assert_one_error_line(r, str(path), says)
+        assert r.stdout == "" and not out.exists(), name
+    if tool in ("model.evaluate", "model.head_importance"):  # the reference file is read the same way
+        path, says = bad_files(tmp_path)["latin1"]
+        extra = ["--out", str(out)] if tool == "model.head_importance" else []
+        r = run(tool, "--src", str(good), "--ref", str(path), *extra, "--checkpoint", tiny_ckpt)
+        assert_one_error_line(r, str(path), says)
+        assert r.stdout == "" and not out.exists()
+
+
+def test_translate_refuses_non_utf8_stdin_naming_the_line(tiny_ckpt):
+    r = subprocess.run([sys.executable, "-m", "model.translate", "--checkpoint", tiny_ckpt],
+                       input="ein hund\nzwei männer\n".encode("latin-1"), capture_output=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode().splitlines() == ["error: stdin line 2 is not UTF-8 text (byte 0xe4 at byte 7): save the "
+                                              "file as UTF-8"]
+
+
+def test_head_importance_checks_its_output_folder_before_the_long_run(tiny_ckpt, tmp_path):
+    (tmp_path / "s.de").write_text("ein hund .\n", encoding="utf-8")
+    (tmp_path / "r.en").write_text("a dog .\n", encoding="utf-8")
+    r = run("model.head_importance", "--src", str(tmp_path / "s.de"), "--ref", str(tmp_path / "r.en"),
+            "--out", str(tmp_path / "no/such/folder/hi.json"), "--checkpoint", tiny_ckpt)
+    assert_one_error_line(r, "cannot write", "does not exist")
+
+
+def mixed_lines(n: int, seed: int = 0) -> list[str]:
+    """n lines: sentences of the tiny vocabulary (some unknown words), empty and blank lines, lines longer
+    than the model's 24 positions, and the odd lines above."""
+    rng = random.Random(seed)
+    words = GERMAN[4:] + ["katze", "Straße", "日本語"]
+    sentences = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(150)]
+    overlong = [" ".join(rng.choice(words) for _ in range(rng.randint(30, 120))) for _ in range(20)]
+    pool = sentences * 6 + overlong * 3 + ["", " ", "\t"] * 20 + ODD_LINES * 3
+    return [rng.choice(pool) for _ in range(n)]
+
+
+def test_a_10000_line_mixed_file_gives_one_line_per_line_in_order(tiny_ckpt, tmp_path):
+    lines = mixed_lines(10_000)
+    src = tmp_path / "mixed.de"
+    src.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+    r = run("model.translate", "--input", str(src), "--checkpoint", tiny_ckpt)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    got = r.stdout.split("\n")
+    assert got[-1] == "" and len(got) - 1 == len(lines)  # one line per line, newline-terminated
+    # The other route: each distinct line translated alone, in this process.
+    translator = Translator.load(tiny_ckpt, "cpu")
+    expected, cut = {}, {}
+    for line in set(lines):
+        try:
+            expected[line], cut[line] = translator.translate(line).text, translator.source_ids(line)[2]
+        except InputError:
+            expected[line], cut[line] = "", 0
+    assert len(set(expected.values())) > 30  # the outputs differ enough for the order to show
+    assert got[:-1] == [expected[line] for line in lines]
+    notes = [note.split(": ", 1) for note in r.stderr.splitlines()]
+    assert [head for head, what in notes if "wrote an empty line" in what] == [
+        f"line {n}" for n, line in enumerate(lines, 1) if not line.strip()]
+    assert [head for head, what in notes if "tokens cut" in what] == [
+        f"line {n}" for n, line in enumerate(lines, 1) if cut[line]]
+    assert sum(bool(cut[line]) for line in lines) > 100 and sum(not line.strip() for line in lines) > 100
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+
+class CreatesAFile:
+    """Unpickling this object opens (so creates) a file: proof that a loader ran pickle code."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+def _pickle_as_weights(folder, marker):
+    (folder / "model.safetensors").write_bytes(pickle.dumps({"weights": CreatesAFile(marker)}))
+
+
+def _torch_pickle_as_weights(folder, marker):
+    import torch
+
+    torch.save({"weights": CreatesAFile(marker)}, folder / "model.safetensors")
+
+
+def _huge_header(folder, marker):
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", 2 ** 62) + data[8:])
+
+
+def _empty_weights(folder, marker):
+    (folder / "model.safetensors").write_bytes(b"")
+
+
+def _wrong_shape(folder, marker):
+    state = load_file(folder / "model.safetensors")
+    state["generator.weight"] = state["generator.weight"][:, :-1].contiguous()
+    save_file(state, folder / "model.safetensors")
+
+
+def _infinite(folder, marker):
+    state = load_file(folder / "model.safetensors")
+    state["encoder.0.ffn.fc1.weight"][0, 0] = float("inf")
+    save_file(state, folder / "model.safetensors")
+
+
+def _config(text):
+    def write(folder, marker):
+        (folder / "config.json").write_text(text)
+    return write
+
+
+def _config_change(change):
+    def write(folder, marker):
+        cfg = json.loads((folder / "config.json").read_text())
+        cfg.update(change)
+        for key in [k for k, v in change.items() if v is None]:
+            del cfg[key]
+        (folder / "config.json").write_text(json.dumps(cfg))
+    return write
+
+
+def _vocab(text):
+    def write(folder, marker):
+        (folder / "vocab.json").write_text(text)
+    return write
+
+
+# name -> (how to break the saved tiny checkpoint, what the CheckpointError must say)
+BROKEN = {
+    "pickle": (_pickle_as_weights, "corrupt or truncated"),
+    "torch_pickle": (_torch_pickle_as_weights, "corrupt or truncated"),
+    "huge_header": (_huge_header, "corrupt or truncated"),
+    "empty_weights": (_empty_weights, "corrupt or truncated"),
+    "wrong_shape": (_wrong_shape, "generator.weight has shape (19, 15), the config needs (19, 16)"),
+    "infinite": (_infinite, "encoder.0.ffn.fc1.weight holds NaN or infinite values"),
+    "config_list": (_config("[1, 2]"), "a config is a JSON object, got list"),
+    "config_missing_key": (_config_change({"d_model": None}), "missing config keys ['d_model']"),
+    "config_wrong_type": (_config_change({"d_ff": "32"}), "d_ff must be a whole number above 0, got '32'"),
+    "n_heads_text": (_config_change({"n_heads": "4"}), "n_heads must be a whole number above 0, got '4'"),
+    "indivisible": (_config_change({"n_heads": 3}), "d_model 16 is not divisible by n_heads 3"),
+    "dropout": (_config_change({"dropout": 1.0}), "dropout must be a number in [0, 1), got 1.0"),
+    "positions": (_config_change({"positions": "rotary"}), "positions must be 'learned' or 'sinusoidal', got 'rotary'"),
+    "config_not_utf8": (lambda f, m: (f / "config.json").write_bytes(b'{"d_model": "\xff"}'),
+                        "not a valid model config"),
+    "vocab_not_json": (_vocab("{src: "), "is not a valid vocabulary file"),
+    "vocab_list": (_vocab("[]"), "is not a valid vocabulary file"),
+    "vocab_numbers": (_vocab(json.dumps({"src": list(range(23)), "tgt": ENGLISH})), "tokens must be strings"),
+    "vocab_wrong_size": (_vocab(json.dumps({"src": GERMAN + ["extra"], "tgt": ENGLISH})), "vocabularies have 24/19"),
+}
+
+
+def broken_checkpoints(root, tiny_model) -> dict:
+    """name -> folder, each a saved tiny checkpoint broken one way; the marker file must never appear."""
+    folders = {}
+    for name, (breaks, _) in BROKEN.items():
+        folder = root / name
+        save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), folder)
+        breaks(folder, root / "unpickled")
+        folders[name] = folder
+    return folders
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_a_broken_checkpoint_is_one_clear_error(name, tmp_path, tiny_model):
+    folder = broken_checkpoints(tmp_path, tiny_model)[name]
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(folder)
+    assert BROKEN[name][1] in str(e.value) and str(folder) in str(e.value)
+    assert not (tmp_path / "unpickled").exists()  # the pickle was never run
+
+
+def test_broken_checkpoints_are_the_same_errors_under_python_O(tmp_path, tiny_model):
+    """Asserts vanish under `python -O`; every check above must still hold, through the command line too."""
+    broken_checkpoints(tmp_path, tiny_model)
+    script = (
+        "import json, sys\n"
+        "from model.checkpoint import load_checkpoint\n"
+        "assert False, 'asserts are on'\n"  # proves -O is in force: this line must not fire
+        "for name in sys.argv[2:]:\n"
+        "    try:\n"
+        "        load_checkpoint(sys.argv[1] + '/' + name)\n"
+        "        print(json.dumps([name, 'loaded', '']))\n"
+        "    except Exception as e:\n"
+        "        print(json.dumps([name, type(e).__name__, str(e)]))\n")
+    r = subprocess.run([sys.executable, "-O", "-c", script, str(tmp_path), *BROKEN], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    for name, kind, msg in map(json.loads, r.stdout.splitlines()):
+        assert kind == "CheckpointError" and BROKEN[name][1] in msg, (name, kind, msg)
+    for name in ("pickle", "huge_header", "config_list", "vocab_numbers"):
+        r = subprocess.run([sys.executable, "-O", "-m", "model.translate", "--checkpoint", str(tmp_path / name)],
+                           input="ein hund .\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert_one_error_line(r, BROKEN[name][1])
+        assert r.stdout == ""
+    assert not (tmp_path / "unpickled").exists()
+
+
+def test_the_marker_object_really_creates_its_file_when_unpickled(tmp_path):
+    """The pickle test above could not fail if unpickling CreatesAFile did nothing: show that it does."""
+    pickle.loads(pickle.dumps(CreatesAFile(tmp_path / "made")))
+    assert (tmp_path / "made").exists()
+
+
+# ---------------------------------------------------------------------------------------------- devices
+
+@pytest.mark.parametrize("device, says", [("Cuda", "unknown device 'Cuda'"), ("cuda:x", "unknown device 'cuda:x'"),
+                                          (" cpu", "unknown device ' cpu'"), ("mps", "MPS is not available here")])
+def test_more_bad_devices_are_one_line(tiny_ckpt, device, says):
+    import torch
+
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    r = run("model.translate", "--checkpoint", tiny_ckpt, "--device", device, stdin="ein hund .\n")
+    assert_one_error_line(r, says)
+    assert r.stdout == ""
