@@ -440,3 +440,22 @@ def test_markdown_latex_and_html_are_shown_literally_in_every_view(app):
         shown = [m.value for m in (*app.markdown, *app.caption) if "<style>" not in m.value]
         for raw in ("**x**", "[a](http://x)", "$$x$$", "<b>", "`c`"):
             assert not any(raw in text for text in shown), (view, raw)
+
+
+ODD_INPUTS = {"nul": "Ein\x00Hund läuft\x00", "only_nul": "\x00", "controls": "Ein \x01\x1b[31mHund\x7f läuft \x08.",
+              "zero_width": "Ein\u200b Hund\u200c\u200d läuft\ufeff \u2060.", "bidi": "\u202eEin Hund läuft.\u202c",
+              "one_long_token": "Hund" * 125, "numbers": "123 456,78 % 1.000", "punctuation": "?! … „“ -- ;:"}
+
+
+@pytest.mark.parametrize("name", ODD_INPUTS)
+def test_odd_input_gets_through_every_view(app, name):
+    """Issue 13: control, zero-width and bidi characters, a NUL byte, a 500-letter token, numbers or
+    punctuation only: every view draws (or says why not) without an error or an exception."""
+    from views import VIEWS
+
+    typed(app, ODD_INPUTS[name])
+    for view in VIEWS:
+        app.segmented_control(key="view").set_value(view).run()
+        assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
+        if "attention" in view:  # something unknown is still a token: the maps are drawn
+            assert app.get("plotly_chart"), view
