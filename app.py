@@ -12,7 +12,9 @@ import json
 import logging
 from pathlib import Path
 
+import plotly.io as pio
 import streamlit as st
+import torch
 
 from model.errors import CheckpointError, InputError
 from views import VIEWS, Context
@@ -20,6 +22,15 @@ from views.common import CSS, MAX_SENTENCE, MODEL_NAMES, literal, load_translato
 from views.share import read_model, read_url, write_url
 
 ROOT = Path(__file__).resolve().parent
+# Streamlit serialises each figure with plotly.io.to_json. Its orjson engine first walks every list in
+# Python; the standard json engine encodes the same JSON in C, 4x faster for the model view, and a page
+# run is mostly figures (bench/load_test.py).
+pio.json.config.default_engine = "json"
+# One CPU thread per model call. Sessions run in threads of this one process; with torch's default (a
+# thread per core) 20 sessions at once wait on each other's thread pools: the median Enter -> translation
+# went from 3.7 s to 12.7 s on 2 cores (bench/load_test.py). Sessions that translate at the same moment
+# share one batch instead (model/batching.py).
+torch.set_num_threads(1)
 log = logging.getLogger("explorer")
 
 

@@ -104,7 +104,7 @@ def test_model_view_tiles_every_layer_and_head():
     for layer, head in [(0, 0), (1, 5), (2, 7)]:
         r, c = layer * (Q + 1), head * (K + 1)
         np.testing.assert_array_equal(z[r:r + Q, c:c + K], maps[layer, head])
-        assert list(custom[(r, c)][:2]) == [layer + 1, head + 1]  # hover counts from 1 like the page
+        assert list(custom[(r, c)][:2]) == [str(layer + 1), str(head + 1)]  # hover counts from 1 like the page
         assert viz.tile_of({"customdata": list(custom[(r + Q - 1, c + 2)])}) == (layer, head)  # a click names it
     assert np.isnan(z[Q, :]).all() and np.isnan(z[:, K]).all()  # gaps between tiles
     assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]

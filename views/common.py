@@ -12,6 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 import viz
+from model.batching import BatchingTranslator
 from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
 from model.device import DEVICE_ENV
 from model.head_importance import head_importance_for_sentence
@@ -64,8 +65,8 @@ def other_model(checkpoint: str | None) -> tuple[str, str | None] | None:
 # --- model calls, cached by their arguments: changing a view, layer, head or step never re-runs the model ---
 
 @st.cache_resource(show_spinner="Loading the model…")
-def _load(checkpoint: str | None, device: str | None) -> Translator:
-    return Translator.load(checkpoint, device)
+def _load(checkpoint: str | None, device: str | None) -> BatchingTranslator:
+    return BatchingTranslator(Translator.load(checkpoint, device))
 
 
 def load_translator(checkpoint: str | None) -> Translator:
@@ -73,13 +74,15 @@ def load_translator(checkpoint: str | None) -> Translator:
 
     Cached by checkpoint and by $TRANSFORMER_DEVICE, so a changed device is never served a stale model.
     """
-    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None)
+    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None).translator
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def translate(checkpoint: str | None, sentence: str, heads_off: str = "", force_step=None, force_token=None):
-    force = None if force_step is None else {force_step: force_token}
-    return load_translator(checkpoint).translate(sentence, heads_off=heads_off, force=force)
+    """Greedy translation; sessions translating at the same moment share one batch (model/batching.py)."""
+    if force_step is not None:
+        return load_translator(checkpoint).translate(sentence, heads_off=heads_off, force={force_step: force_token})
+    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None).translate(sentence, heads_off)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -97,9 +97,12 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
         raise ValueError(f"weights have shape {w.shape} but there are {len(query_tokens)} query tokens "
                          f"and {len(key_tokens)} key tokens")
     q_lab, k_lab = positioned(query_tokens, query_unknown), positioned(key_tokens, key_unknown)
+    # A numpy string array, not an object array: Plotly deep-copies and serialises object arrays element by
+    # element, which made the figures the largest cost of a page run under load (bench/load_test.py).
     custom = np.empty((Q, K, 2), dtype=object)
     custom[..., 0] = np.array(q_lab, dtype=object)[:, None]
     custom[..., 1] = np.array(k_lab, dtype=object)[None, :]
+    custom = custom.astype(str)
     masked = causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool)
     hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>"
     x, y = list(range(K)), list(range(Q))
@@ -158,7 +161,8 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
     y = (layer * (Q + GAP) + q).ravel()
     w = m.ravel()
     # customdata: [layer, head] 1-based as the page counts (hover), then the query and key labels.
-    custom = np.stack([layer.ravel() + 1, head.ravel() + 1, q_lab[q.ravel()], k_lab[k.ravel()]], axis=-1)
+    # As strings (a numpy string array: see attention_heatmap); tile_of reads the numbers back.
+    custom = np.stack([layer.ravel() + 1, head.ravel() + 1, q_lab[q.ravel()], k_lab[k.ravel()]], axis=-1).astype(str)
     future = (causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool))[q.ravel(), k.ravel()]
     hover = "layer %{customdata[0]}, head %{customdata[1]}<br>query %{customdata[2]}<br>key %{customdata[3]}<br>"
     marker = dict(symbol="square", size=cell, line=dict(width=0))

@@ -1,0 +1,73 @@
+"""model/batching.py: many threads translating at once get, each, what translating alone gives."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from model.batching import BatchingTranslator
+from model.errors import InputError
+from test_decoding import GERMAN, seeded_translator
+
+SENTENCES = [" ".join(GERMAN[4 + (i * 7 + j * 3) % 19] for j in range(2 + i % 9)) for i in range(24)]
+
+
+def run_together(batcher, jobs):
+    """Each job (sentence, heads_off) in its own thread, released together; results (or errors) in order."""
+    out, start = [None] * len(jobs), threading.Barrier(len(jobs))
+
+    def one(i, sentence, heads_off):
+        start.wait()
+        try:
+            out[i] = batcher.translate(sentence, heads_off)
+        except InputError as e:
+            out[i] = e
+    threads = [threading.Thread(target=one, args=(i, *job)) for i, job in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return out
+
+
+def same(a, b):
+    assert a.output_tokens == b.output_tokens and a.src_tokens == b.src_tokens
+    np.testing.assert_allclose([s.prob for s in a.steps], [s.prob for s in b.steps], atol=1e-5)
+    for x, y in zip((a.encoder_attentions, a.decoder_attentions, a.cross_attentions),
+                    (b.encoder_attentions, b.decoder_attentions, b.cross_attentions)):
+        np.testing.assert_allclose(x, y, atol=1e-5)
+
+
+def test_threads_at_once_share_batches_and_each_gets_its_own_translation():
+    tr = seeded_translator()
+    batcher = BatchingTranslator(tr)
+    specs = ["", "enc.0.1", "", "cross.1"]  # two head masks: one batch each
+    jobs = [(s, specs[i % len(specs)]) for i, s in enumerate(SENTENCES)]
+    got = run_together(batcher, jobs)
+    for (sentence, heads_off), result in zip(jobs, got):
+        same(result, tr.translate(sentence, heads_off=heads_off))  # the other route: alone, no batcher
+    assert sum(batcher.batches) == len(jobs) and max(batcher.batches) > 1  # they really went together
+    assert len({r.text for r in got}) > 5  # different sentences, different outputs: a mix-up would show
+
+
+def test_a_bad_request_fails_alone():
+    tr = seeded_translator()
+    batcher = BatchingTranslator(tr)
+    got = run_together(batcher, [("   ", ""), (SENTENCES[0], ""), (SENTENCES[1], "enc.9.9"), (SENTENCES[2], "")])
+    assert isinstance(got[0], InputError) and isinstance(got[2], InputError)
+    same(got[1], tr.translate(SENTENCES[0]))
+    same(got[3], tr.translate(SENTENCES[2]))
+
+
+def test_an_error_inside_a_batch_reaches_its_callers_and_the_worker_goes_on(monkeypatch):
+    tr = seeded_translator()
+    batcher = BatchingTranslator(tr)
+    real = tr.translate_batch
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory")
+    monkeypatch.setattr(tr, "translate_batch", broken)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        batcher.translate(SENTENCES[0])
+    monkeypatch.setattr(tr, "translate_batch", real)
+    same(batcher.translate(SENTENCES[0]), tr.translate(SENTENCES[0]))
