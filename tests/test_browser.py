@@ -494,3 +494,28 @@ def test_a_row_of_the_head_statistics_opens_that_head(page, server):
     page.wait_for_function("location.search.includes('view=enc&layer=1&head=3')", timeout=30_000)
     page.get_by_text("Encoder self-attention, layer 1, head 3").first.wait_for(timeout=30_000)
     assert page.get_by_role("radio", name="Encoder self-attention", exact=True).get_attribute("aria-checked") == "true"
+
+
+def test_sessions_at_once_each_get_their_own_translation_and_ablation(server, data_dir):
+    """Issue 13, the load test small: 6 browser sessions press Enter together, 3 of them with a head switched
+    off by their link; each must show exactly what python -m model.translate gives (bench/load_test.py)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench import load_test
+    from model.data import load_split
+    from playwright.async_api import async_playwright
+
+    sentences = load_split(data_dir, "test")[0][:6]
+    expected = load_test.expected_outputs(sentences, 6)
+
+    async def go():
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            result = await load_test.sessions_round(browser, server + "/", sentences, expected, 6)
+            await browser.close()
+            return result
+    with ThreadPoolExecutor(1) as pool:  # its own thread: the sync Playwright of the other tests may be running
+        r = pool.submit(asyncio.run, go()).result()
+    assert not r["wrong"] and not r["errors"], (r["wrong"], r["errors"])
+    assert r["max"] < 60
