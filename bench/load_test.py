@@ -8,7 +8,11 @@ Starts one `streamlit run app.py` on 127.0.0.1 and drives headless Chromium sess
   switches a different head off), each types its own test-set sentence, and all press Enter
   together. Every session must show exactly the translation `python -m model.translate` gives for
   its sentence (and, with heads off, the ablated one that `--mask-heads` gives). Prints per N the
-  median and max seconds from Enter to the translation (bar at 20: median <= 4 s, max <= 10 s).
+  median and max seconds from Enter to the translation (bar at 20: median <= 4 s, max <= 10 s),
+  stamped by the browser's network layer (the websocket frame that sent the sentence, the one
+  that brought the translation back), and beside it the time until the page showed it. The
+  browsers share the server's cores here, so they run at nice 19 (--nice), standing for the
+  students' own machines; the server keeps its priority.
 --memory: the server's resident memory after that many different sentences, each opened with an
   intervention (heads switched off, beam search, a reference), four sessions at a time
   (bar: <= 1 GB at 600).
