@@ -13,6 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "checkpoints"
 
 
+@pytest.fixture(autouse=True)
+def torch_threads():
+    """app.py sets torch to one thread per call (for its sessions), and AppTest runs app.py inside this
+    process: put the count back, so that later tests (and provenance, which names it) see the default."""
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
 def tiny_config(**kw) -> ModelConfig:
     base = dict(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_enc_layers=2, n_dec_layers=2,
                 n_heads=4, d_ff=32, max_positions=24)

@@ -129,7 +129,8 @@ def test_a_10000_line_mixed_file_gives_one_line_per_line_in_order(tiny_ckpt, tmp
     lines = mixed_lines(10_000)
     src = tmp_path / "mixed.de"
     src.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
-    r = run("model.translate", "--input", str(src), "--checkpoint", tiny_ckpt)
+    r = subprocess.run([sys.executable, "-m", "model.translate", "--input", str(src), "--checkpoint", tiny_ckpt],
+                       capture_output=True, text=True, cwd=ROOT, timeout=1200)  # ~30 s alone; CI may be busy
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     got = r.stdout.split("\n")
     assert got[-1] == "" and len(got) - 1 == len(lines)  # one line per line, newline-terminated
