@@ -241,20 +241,17 @@ BROKEN = {
 }
 
 
-def broken_checkpoints(root, tiny_model) -> dict:
-    """name -> folder, each a saved tiny checkpoint broken one way; the marker file must never appear."""
-    folders = {}
-    for name, (breaks, _) in BROKEN.items():
-        folder = root / name
-        save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), folder)
-        breaks(folder, root / "unpickled")
-        folders[name] = folder
-    return folders
+def broken_checkpoint(root, tiny_model, name):
+    """A saved tiny checkpoint broken one way, in root/name; the marker file root/unpickled must never appear."""
+    folder = root / name
+    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), folder)
+    BROKEN[name][0](folder, root / "unpickled")
+    return folder
 
 
 @pytest.mark.parametrize("name", BROKEN)
 def test_a_broken_checkpoint_is_one_clear_error(name, tmp_path, tiny_model):
-    folder = broken_checkpoints(tmp_path, tiny_model)[name]
+    folder = broken_checkpoint(tmp_path, tiny_model, name)
     with pytest.raises(CheckpointError) as e:
         load_checkpoint(folder)
     assert BROKEN[name][1] in str(e.value) and str(folder) in str(e.value)
@@ -263,7 +260,8 @@ def test_a_broken_checkpoint_is_one_clear_error(name, tmp_path, tiny_model):
 
 def test_broken_checkpoints_are_the_same_errors_under_python_O(tmp_path, tiny_model):
     """Asserts vanish under `python -O`; every check above must still hold, through the command line too."""
-    broken_checkpoints(tmp_path, tiny_model)
+    for name in BROKEN:
+        broken_checkpoint(tmp_path, tiny_model, name)
     script = (
         "import json, sys\n"
         "from model.checkpoint import load_checkpoint\n"

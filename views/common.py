@@ -74,7 +74,11 @@ def load_translator(checkpoint: str | None) -> Translator:
 
     Cached by checkpoint and by $TRANSFORMER_DEVICE, so a changed device is never served a stale model.
     """
-    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None).translator
+    return _batcher(checkpoint).translator
+
+
+def _batcher(checkpoint: str | None) -> BatchingTranslator:
+    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -82,7 +86,7 @@ def translate(checkpoint: str | None, sentence: str, heads_off: str = "", force_
     """Greedy translation; sessions translating at the same moment share one batch (model/batching.py)."""
     if force_step is not None:
         return load_translator(checkpoint).translate(sentence, heads_off=heads_off, force={force_step: force_token})
-    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None).translate(sentence, heads_off)
+    return _batcher(checkpoint).translate(sentence, heads_off)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
