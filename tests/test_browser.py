@@ -26,9 +26,15 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def chromium():
+    """Debian's Chromium, or the test is skipped (the README says how to install it)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -496,7 +502,7 @@ def test_a_row_of_the_head_statistics_opens_that_head(page, server):
     assert page.get_by_role("radio", name="Encoder self-attention", exact=True).get_attribute("aria-checked") == "true"
 
 
-def test_sessions_at_once_each_get_their_own_translation_and_ablation(server, data_dir):
+def test_sessions_at_once_each_get_their_own_translation_and_ablation(chromium, server, data_dir):
     """Issue 13, the load test small: 6 browser sessions press Enter together, 3 of them with a head switched
     off by their link; each must show exactly what python -m model.translate gives (bench/load_test.py)."""
     import asyncio
@@ -511,7 +517,7 @@ def test_sessions_at_once_each_get_their_own_translation_and_ablation(server, da
 
     async def go():
         async with async_playwright() as p:
-            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = await p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             result = await load_test.sessions_round(browser, server + "/", sentences, expected, 6)
             await browser.close()
             return result
