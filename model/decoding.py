@@ -92,6 +92,47 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
 
 
 @torch.no_grad()
+def greedy_ids(model, memory, src_mask, max_len=50, head_mask=None) -> list[list[int]]:
+    """Each row's greedy output ids (<eos> included where produced), the argmax chain of greedy_decode
+    without its probabilities, alternatives and maps: for callers that need only the words, thousands
+    of times (head importance).
+
+    Takes the encoder output memory (B, S, D) and src_mask (B, 1, 1, S), so rows can share one
+    encoding, and per-row head masks ({kind: (B, L, H)}) for the decoder kinds. A finished row
+    leaves the batch once a quarter of the rows have finished, so one long output does not keep
+    every finished row computing. Rows are independent, so what a row gets does not depend on
+    the others.
+    """
+    B = memory.size(0)
+    max_len = min(max_len, model.cfg.max_positions)
+    out = [[] for _ in range(B)]
+    rows = list(range(B))  # the original row of each row in the batch
+    done = torch.zeros(B, dtype=torch.bool, device=memory.device)
+    mask = {k: m for k, m in (head_mask or {}).items() if k != "enc"}
+    cache = model.new_cache()
+    y = torch.full((B, 1), SOS_ID, dtype=torch.long, device=memory.device)
+    for t in range(max_len):
+        logits, _, _ = model.decode(y, memory, src_mask, mask, cache, start=t, need_weights=False)
+        nxt = logits[:, -1].float().log_softmax(-1).argmax(-1)  # as greedy_decode picks it
+        for r, tok, finished in zip(rows, nxt.tolist(), done.tolist()):
+            if not finished:
+                out[r].append(tok)
+        done |= nxt == EOS_ID
+        if done.all():
+            break
+        if 4 * int(done.sum()) >= len(rows):  # drop the finished rows from the batch and its cache
+            keep = (~done).nonzero().squeeze(1)
+            rows = [rows[i] for i in keep.tolist()]
+            nxt, done, memory, src_mask = nxt[keep], done[keep], memory[keep], src_mask[keep]
+            mask = {k: m[keep] if m.dim() == 3 else m for k, m in mask.items()}
+            for layer in cache:
+                for part in layer.values():
+                    part["k"], part["v"] = part["k"][keep], part["v"][keep]
+        y = nxt[:, None]
+    return out
+
+
+@torch.no_grad()
 def teacher_forced(model, src, tgt_in, head_mask=None, need_weights=True, capture=None):
     """One forward pass: src (B, S), decoder inputs tgt_in (B, T) -> Output (logits and maps).
 

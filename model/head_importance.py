@@ -30,10 +30,11 @@ from tqdm import tqdm
 
 from .checkpoint import DEFAULT_CHECKPOINT
 from .data import encode_pairs, pad
-from .decoding import greedy_decode
+from .decoding import greedy_ids
 from .evaluate import corpus_parser, load_corpus
 from .heads import n_layers
-from .metrics import BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, loss_stats, mean_loss, paired_bootstrap
+from .metrics import (BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, mean_loss, paired_bootstraps,
+                      sentence_losses)
 from .transformer import KINDS
 from .translator import MAX_OUTPUT
 from .vocab import EOS_ID, SOS_ID
@@ -75,9 +76,9 @@ def head_importance_one_at_a_time(translator, src, ref, progress=True, resamples
 def _table(cfg, jobs, base: CorpusScore, masked: list, resamples, seed, level) -> dict:
     kinds = {k: {name: [[None] * cfg.n_heads for _ in range(n_layers(cfg, k))]
                  for name in ("bleu", "loss", "bleu_drop_ci", "loss_rise_ci")} for k in KINDS}
-    for (k, layer, head), run in zip(jobs, masked, strict=True):
+    intervals = paired_bootstraps(base, masked, resamples, seed, level)
+    for (k, layer, head), run, ci in zip(jobs, masked, intervals, strict=True):
         s = run.summary()
-        ci = paired_bootstrap(base, run, resamples, seed, level)
         kinds[k]["bleu"][layer][head] = s["bleu"]
         kinds[k]["loss"][layer][head] = s["loss"]
         kinds[k]["bleu_drop_ci"][layer][head] = [round(x, 2) for x in ci["bleu_drop"]]
@@ -89,58 +90,84 @@ def _table(cfg, jobs, base: CorpusScore, masked: list, resamples, seed, level) -
                     "and loss - baseline loss"}
 
 
+@torch.no_grad()
 def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_rows=BATCH_ROWS,
                           progress=False) -> list:
     """One CorpusScore per mask row of `masks` ({kind: (M, L, H)}), as corpus_score with that mask
-    would give, from batches of (sentence, mask) rows: greedy outputs and reference losses."""
+    would give: greedy outputs ('' for an empty source line) and reference losses.
+
+    Every (sentence, mask) pair is a batch row, sentences of similar length together. Per batch,
+    the encoder runs once per (sentence, encoder mask) (shared_encoding); on that, greedy_ids
+    decodes the outputs and one teacher-forced pass per sentence scores its reference.
+    """
     M, N = next(iter(masks.values())).shape[0], len(src)
-    hyps = batched_greedy_texts(translator, src, masks, batch_rows, progress)  # M x N
+    model, device, itos = translator.model, translator.device, translator.tgt_vocab.itos
     s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
-    per_row = {k: m.repeat_interleave(N, 0).to(translator.device) for k, m in masks.items()}  # (M*N, L, H), mask-major
-    _, sums, counts = loss_stats(translator.model, s_ids * M, t_ids * M, translator.device, batch_rows, per_row)
-    sums, counts = sums.reshape(M, N), counts.reshape(M, N)  # (M, N)
+    usable = {i for i, s in enumerate(src) if s.strip()}
+    for i in usable:
+        translator.source_ids(src[i])  # a line the translator refuses fails here, as in translate_all
+    order = sorted(range(N), key=lambda i: (len(s_ids[i]), len(t_ids[i])))
+    rows = [(i, v) for i in order for v in range(M)]
+    hyps = [[""] * N for _ in range(M)]
+    sums, counts = np.zeros((M, N)), np.zeros((M, N), dtype=np.int64)
+    for start in tqdm(range(0, len(rows), batch_rows), desc="rows", disable=not progress):
+        chunk = rows[start:start + batch_rows]
+        sent, variant = [i for i, _ in chunk], [v for _, v in chunk]
+        memory, src_mask = shared_encoding(model, [s_ids[i] for i in sent], masks, variant, device)
+        mask = {k: m[variant].to(device) for k, m in masks.items() if k != "enc"}  # (B, L, H)
+        for (i, v), out in zip(chunk, greedy_ids(model, memory, src_mask, MAX_OUTPUT, mask)):
+            if i in usable:
+                hyps[v][i] = " ".join(itos[t] for t in (out[:-1] if out and out[-1] == EOS_ID else out))
+        for i in dict.fromkeys(sent):  # a sentence's rows share its reference: no padding
+            b = torch.tensor([n for n, j in enumerate(sent) if j == i], device=device)
+            tgt = torch.tensor([t_ids[i]], device=device).expand(len(b), -1)
+            logits, _, _ = model.decode(tgt[:, :-1], memory[b], src_mask[b], {k: m[b] for k, m in mask.items()},
+                                        need_weights=False)
+            v = [variant[n] for n in b.tolist()]
+            sums[v, i], counts[v, i] = sentence_losses(logits, tgt[:, 1:])
     return [CorpusScore(hyps[v], bleu_stats(hyps[v], ref), mean_loss(sums[v], counts[v]), sums[v], counts[v])
             for v in range(M)]
 
 
-def batched_greedy_texts(translator, src: list, masks: dict, batch_rows=BATCH_ROWS, progress=False) -> list:
-    """Greedy output strings, M lists of N ('' for an empty source line), as translate_all gives
-    with each mask row: every (sentence, mask) pair a batch row, sentences of similar length together."""
-    M, N = next(iter(masks.values())).shape[0], len(src)
-    ids = {i: translator.source_ids(s)[1] for i, s in enumerate(src) if s.strip()}
-    rows = [(i, v) for i in sorted(ids, key=lambda i: len(ids[i])) for v in range(M)]
-    hyps = [[""] * N for _ in range(M)]
-    itos = translator.tgt_vocab.itos
-    for start in tqdm(range(0, len(rows), batch_rows), desc="rows", disable=not progress):
-        chunk = rows[start:start + batch_rows]
-        variant = torch.tensor([v for _, v in chunk])
-        mask = {k: m[variant].to(translator.device) for k, m in masks.items()}  # (B, L, H)
-        out = greedy_decode(translator.model, pad([ids[i] for i, _ in chunk]).to(translator.device), MAX_OUTPUT,
-                            top_k=1, head_mask=mask, need_weights=False)
-        for b, (i, v) in enumerate(chunk):
-            tokens = out.ids[b, :int(out.lengths[b])].tolist()
-            hyps[v][i] = " ".join(itos[t] for t in (tokens[:-1] if tokens and tokens[-1] == EOS_ID else tokens))
-    return hyps
+@torch.no_grad()
+def shared_encoding(model, ids: list, masks: dict, variant: list, device) -> tuple:
+    """Encoder output (B, S, D) and source mask (B, 1, 1, S) of rows (ids[b], mask row variant[b]).
+
+    The encoder runs once per distinct (source, encoder mask): rows whose masks switch off only
+    decoder heads share the unmasked encoding, which is the same tensor the encoder gives each
+    of them alone (the encoder never sees the decoder's masks).
+    """
+    enc = masks.get("enc")
+    keys = [(tuple(x), -1 if enc is None or bool(enc[v].eq(1).all()) else v) for x, v in zip(ids, variant)]
+    index = {k: u for u, k in enumerate(dict.fromkeys(keys))}  # distinct keys, in order
+    distinct = list(index)
+    where = torch.tensor([index[k] for k in keys], device=device)
+    src = pad([list(x) for x, _ in distinct]).to(device)
+    head_mask = None
+    if enc is not None:
+        head_mask = {"enc": torch.stack([torch.ones_like(enc[0]) if v < 0 else enc[v] for _, v in distinct]).to(device)}
+    memory, _ = model.encode(src, head_mask, need_weights=False)
+    return memory[where], model.src_mask(src)[where]
 
 
 @torch.no_grad()
 def head_importance_for_sentence(translator, sentence: str) -> dict:
     """Loss rise of one sentence's own greedy output, teacher-forced, with each head masked alone.
 
-    One forward pass of 1 + J rows (baseline and every single-head mask). The loss is the
-    mean -log p of the output's steps (<eos> included), as Translator.analyze's step
-    probabilities give it. Returns {kind: (L, H) numpy array}: masked loss - baseline loss.
+    One forward pass of 1 + J rows (baseline and every single-head mask), the encoder run once
+    per encoder mask. The loss is the mean -log p of the output's steps (<eos> included), as
+    Translator.analyze's step probabilities give it. Returns {kind: (L, H) numpy array}: masked
+    loss - baseline loss.
     """
     _, src_ids, _ = translator.source_ids(sentence)
     model, device = translator.model, translator.device
-    src = torch.tensor([src_ids], device=device)  # (1, S)
-    dec = greedy_decode(model, src, MAX_OUTPUT, top_k=1, need_weights=False)
-    out = dec.ids[0, :int(dec.lengths[0])]  # (T,) <eos> included when produced
     jobs, masks = single_head_masks(translator.cfg)
     M = 1 + len(jobs)
+    memory, src_mask = shared_encoding(model, [src_ids] * M, masks, list(range(M)), device)
+    out = torch.tensor(greedy_ids(model, memory[:1], src_mask[:1], MAX_OUTPUT)[0], device=device)  # (T,)
     tgt_in = torch.cat([torch.tensor([SOS_ID], device=device), out[:-1]])[None].expand(M, -1)  # (M, T)
-    logits = model(src.expand(M, -1), tgt_in, head_mask={k: m.to(device) for k, m in masks.items()},
-                   need_weights=False).logits  # (M, T, V)
+    mask = {k: m.to(device) for k, m in masks.items() if k != "enc"}
+    logits, _, _ = model.decode(tgt_in, memory, src_mask, mask, need_weights=False)  # (M, T, V)
     logp = logits.float().log_softmax(-1).gather(-1, out.expand(M, -1)[..., None]).squeeze(-1)  # (M, T)
     loss = -logp.mean(-1).cpu().numpy()  # (M,)
     rise = {k: np.zeros((n_layers(translator.cfg, k), translator.cfg.n_heads)) for k in KINDS}

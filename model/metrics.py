@@ -8,6 +8,7 @@ summed cross-entropy and token counts), which is what makes the paired bootstrap
 resample sentences, add up their statistics, recompute.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -26,6 +27,14 @@ def token_loss(logits, target, label_smoothing=0.0):
     loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1),
                            ignore_index=PAD_ID, reduction="sum", label_smoothing=label_smoothing)
     return loss, int((target != PAD_ID).sum())
+
+
+def sentence_losses(logits, target) -> tuple[np.ndarray, np.ndarray]:
+    """Teacher-forced logits (B, T, V) and targets (B, T) -> each row's summed cross-entropy (float64
+    over float32 token losses) and its count of non-padding targets, (B,) and (B,)."""
+    per_token = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), target.reshape(-1),
+                                ignore_index=PAD_ID, reduction="none").view(target.shape)  # 0 at padding
+    return per_token.double().sum(1).cpu().numpy(), (target != PAD_ID).sum(1).cpu().numpy()
 
 
 def mean_loss(sums: np.ndarray, counts: np.ndarray) -> float:
@@ -52,10 +61,7 @@ def loss_stats(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None):
         mask = head_mask and {k: m[torch.tensor(idx, device=m.device)] if m.dim() == 3 else m
                               for k, m in head_mask.items()}  # per-sentence masks: (B, L, H), this batch's rows
         out = model(src, tgt[:, :-1], head_mask=mask, need_weights=False)
-        per_token = F.cross_entropy(out.logits.float().transpose(1, 2), tgt[:, 1:], ignore_index=PAD_ID,
-                                    reduction="none")  # (B, T-1), 0 at padding
-        sums[idx] = per_token.double().sum(1).cpu().numpy()
-        counts[idx] = (tgt[:, 1:] != PAD_ID).sum(1).cpu().numpy()
+        sums[idx], counts[idx] = sentence_losses(out.logits, tgt[:, 1:])
     model.train(was_training)
     return mean_loss(sums, counts), sums, counts
 
@@ -67,8 +73,14 @@ def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=Non
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
     """Corpus BLEU on lower-cased spaCy tokens joined by spaces (= torchtext bleu_score x 100)."""
-    refs = [" ".join(tokenize(r, "en")) for r in refs]
-    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True).score
+    return sacrebleu.corpus_bleu(hyps, [[bleu_reference(r) for r in refs]], tokenize="none", force=True).score
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def bleu_reference(reference: str) -> str:
+    """A reference as BLEU sees it: its lower-cased spaCy tokens joined by spaces. Cached: a
+    head-importance run scores the same references 73 times."""
+    return " ".join(tokenize(reference, "en"))
 
 
 # corpus_bleu's settings as an object, for the per-sentence statistics corpus BLEU is computed from
@@ -78,7 +90,7 @@ _BLEU = sacrebleu.BLEU(tokenize="none", force=True)
 def bleu_stats(hyps: list[str], refs: list[str]) -> np.ndarray:
     """BLEU's sufficient statistics per sentence, (N, 10): output length, reference length, matched
     1- to 4-grams, output 1- to 4-grams. Corpus BLEU is bleu_from_stats of their column sums."""
-    refs = [" ".join(tokenize(r, "en")) for r in refs]
+    refs = [bleu_reference(r) for r in refs]
     return np.array(_BLEU._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), 10)
 
 
@@ -89,8 +101,7 @@ def bleu_from_stats(totals) -> float:
 
 def sentence_bleu(hyp_tokens: list[str], reference: str) -> float:
     """BLEU of one output against one reference, tokenized as for corpus BLEU (sacrebleu's smoothing)."""
-    ref = " ".join(tokenize(reference, "en"))
-    return sacrebleu.sentence_bleu(" ".join(hyp_tokens), [ref], tokenize="none").score
+    return sacrebleu.sentence_bleu(" ".join(hyp_tokens), [bleu_reference(reference)], tokenize="none").score
 
 
 def translate_all(translator, sentences, beam=1, heads_off=None, progress=False) -> list[str]:
@@ -153,8 +164,14 @@ def paired_bootstrap(base: CorpusScore, other: CorpusScore, resamples: int = 100
     The same seed gives the same draws, so every head of a table is judged on the same ones.
     Returns {"bleu_drop": (low, high), "loss_rise": (low, high)}.
     """
+    return paired_bootstraps(base, [other], resamples, seed, level)[0]
+
+
+def paired_bootstraps(base: CorpusScore, others: list, resamples: int = 1000, seed: int = BOOTSTRAP_SEED,
+                      level: float = 0.95) -> list:
+    """paired_bootstrap of base against each run of `others`, the base's resampled scores computed once."""
     n = len(base.hyps)
-    if len(other.hyps) != n or not np.array_equal(base.token_counts, other.token_counts):
+    if any(len(o.hyps) != n or not np.array_equal(base.token_counts, o.token_counts) for o in others):
         raise ValueError("a paired bootstrap needs two runs over the same sentences and references")
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(n, np.full(n, 1 / n), size=resamples)  # (R, N): how often each sentence is drawn
@@ -163,8 +180,12 @@ def paired_bootstrap(base: CorpusScore, other: CorpusScore, resamples: int = 100
     def bleus(run):
         return np.array([bleu_from_stats(t) for t in draws @ run.bleu_stats])  # (R, 10) -> (R,)
 
-    bleu_drop = bleus(base) - bleus(other)
-    loss_rise = (draws @ other.loss_sums - draws @ base.loss_sums) / tokens
+    base_bleus, base_loss = bleus(base), draws @ base.loss_sums
     tail = (1 - level) / 2
-    return {"bleu_drop": tuple(np.quantile(bleu_drop, [tail, 1 - tail]).tolist()),
-            "loss_rise": tuple(np.quantile(loss_rise, [tail, 1 - tail]).tolist())}
+    out = []
+    for other in others:
+        bleu_drop = base_bleus - bleus(other)
+        loss_rise = (draws @ other.loss_sums - base_loss) / tokens
+        out.append({"bleu_drop": tuple(np.quantile(bleu_drop, [tail, 1 - tail]).tolist()),
+                    "loss_rise": tuple(np.quantile(loss_rise, [tail, 1 - tail]).tolist())})
+    return out

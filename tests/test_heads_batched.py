@@ -1,5 +1,6 @@
 """Per-row head masks are exact, so masked variants can share a batch: each row is what its own call gives."""
 
+import copy
 import json
 import random
 
@@ -9,9 +10,10 @@ import torch
 
 from conftest import random_batch, tiny_config
 from model.data import encode_pairs
-from model.decoding import greedy_decode
+from model.decoding import greedy_decode, greedy_ids
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
-                                   main, single_head_masks)
+                                   main, shared_encoding, single_head_masks)
+from model.vocab import EOS_ID
 from model.metrics import loss_stats
 from test_decoding import GERMAN, seeded_translator
 
@@ -83,6 +85,45 @@ def test_all_ones_per_row_mask_is_no_mask_bit_for_bit(tiny_model):
     assert torch.equal(tiny_model(src, tgt, head_mask=ones).logits, tiny_model(src, tgt).logits)
     a, b = greedy_decode(tiny_model, src, 10, head_mask=ones), greedy_decode(tiny_model, src, 10)
     assert torch.equal(a.ids, b.ids) and torch.equal(a.probs, b.probs)
+
+
+def test_greedy_ids_equal_greedy_decode_row_by_row(tiny_model):
+    """The lean argmax chain (finished rows leave the batch) gives each row what greedy_decode gives it alone."""
+    model = copy.deepcopy(tiny_model)
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] += 1.0  # outputs of many lengths, so rows leave the batch at different steps
+    cfg, K, B = model.cfg, 6, 8
+    src, _ = random_batch(cfg, B=B)
+    masks = some_masks(cfg, K, seed=2)
+    rows = [(b, k) for b in range(B) for k in range(K)]
+    src_rows = src[[b for b, _ in rows]]
+    per_row = {kind: m[[k for _, k in rows]] for kind, m in masks.items()}  # (B*K, L, H)
+    memory, _ = model.encode(src_rows, per_row, need_weights=False)
+    got = greedy_ids(model, memory, model.src_mask(src_rows), 12, per_row)
+    lengths = set()
+    for (b, k), ids in zip(rows, got):
+        alone = greedy_decode(model, src[b:b + 1], max_len=12, head_mask=row(masks, k), need_weights=False)
+        assert ids == alone.ids[0, :int(alone.lengths[0])].tolist()
+        lengths.add((len(ids), ids[-1] == EOS_ID))
+    assert len(lengths) > 3 and (12, False) in lengths and any(end for _, end in lengths)  # rows left early
+
+
+def test_shared_encoding_runs_the_encoder_once_per_source_and_encoder_mask(tiny_model):
+    cfg, K = tiny_model.cfg, 6
+    src, _ = random_batch(cfg, B=2)
+    masks = some_masks(cfg, K, seed=3)
+    masks["enc"][[2, 4]] = 1.0  # rows 2 and 4 switch off decoder heads only: they share row 0's encoding
+    ids = [[t for t in src[b].tolist() if t != cfg.pad_id] for b in range(2)]
+    rows = [(b, k) for b in range(2) for k in range(K)]
+    seen = []
+    hook = tiny_model.encoder[0].register_forward_hook(lambda mod, args, out: seen.append(args[0].shape[0]))
+    memory, src_mask = shared_encoding(tiny_model, [ids[b] for b, _ in rows], masks, [k for _, k in rows], "cpu")
+    hook.remove()
+    assert seen == [2 * (K - 2)]  # 12 rows, 8 encodings
+    for n, (b, k) in enumerate(rows):
+        alone, _ = tiny_model.encode(torch.tensor([ids[b]]), row(masks, k), need_weights=False)
+        torch.testing.assert_close(memory[n, :len(ids[b])], alone[0], atol=1e-6, rtol=0)
+        assert src_mask[n, 0, 0].tolist() == [True] * len(ids[b]) + [False] * (memory.shape[1] - len(ids[b]))
 
 
 def test_a_per_row_mask_of_the_wrong_size_is_refused(tiny_model):
