@@ -125,8 +125,12 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
                                         need_weights=False)
             v = [variant[n] for n in b.tolist()]
             sums[v, i], counts[v, i] = sentence_losses(logits, tgt[:, 1:])
-    return [CorpusScore(hyps[v], bleu_stats(hyps[v], ref), mean_loss(sums[v], counts[v]), sums[v], counts[v])
-            for v in range(M)]
+    # most masks leave a sentence's output as it was: count n-grams once per distinct (output, sentence)
+    pairs = list(dict.fromkeys((hyps[v][i], i) for v in range(M) for i in range(N)))
+    index = {p: n for n, p in enumerate(pairs)}
+    stats = bleu_stats([h for h, _ in pairs], [ref[i] for _, i in pairs])  # (distinct pairs, 10)
+    return [CorpusScore(hyps[v], stats[[index[(hyps[v][i], i)] for i in range(N)]], mean_loss(sums[v], counts[v]),
+                        sums[v], counts[v]) for v in range(M)]
 
 
 @torch.no_grad()
