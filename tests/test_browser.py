@@ -278,6 +278,19 @@ def test_800px_wide_every_control_is_usable(browser, server):
     for name in ("◀ Previous", "Next ▶"):
         button = pg.get_by_role("button", name=name)
         assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && b.innerText.trim().length > 4"), name
+    pg.get_by_role("radio", name="Ablate heads").click()
+    wait_idle(pg)
+    for kind in ("Encoder self-attention", "Decoder self-attention", "Cross-attention"):  # 3 columns of 8 pills
+        for layer in (1, 2, 3):
+            bar = pg.get_by_role("toolbar", name=f"{kind}, layer {layer}: heads to switch off")
+            assert bar.evaluate("t => t.scrollWidth <= t.clientWidth + 1"), (kind, layer)  # no hidden scroller
+            column = bar.evaluate("t => { const r = t.closest('[data-testid=stColumn]').getBoundingClientRect();"
+                                  " return [r.left, r.right]; }")
+            for h in range(1, 9):
+                box = bar.get_by_role("button", name=str(h), exact=True).bounding_box()
+                assert box and column[0] <= box["x"] and box["x"] + box["width"] <= column[1] + 1, (kind, layer, h)
+    bar.get_by_role("button", name="8", exact=True).click()  # the last head of the last layer, in view
+    pg.get_by_text("Switched off: Cross-attention layer 3, head 8").wait_for(timeout=30_000)
     pg.screenshot(path=str(ARTIFACTS / "narrow.png"), full_page=True)
     ctx.close()
 

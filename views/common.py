@@ -135,6 +135,8 @@ KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", 
 
 # Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
 # they read in light and dark mode alike (issue 9: white on pale grey in dark mode before).
+# Pills wrap onto a second line where a column is narrow (the ablation view's 8 heads at 800 px), instead
+# of hiding the last heads in a horizontal scroll.
 CSS = """<style>
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
        background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
@@ -144,6 +146,7 @@ CSS = """<style>
 .chip.del {background:rgba(220,38,38,0.14); border-color:rgba(220,38,38,0.55); text-decoration:line-through}
 .chip.add {background:rgba(22,163,74,0.18); border-color:rgba(22,163,74,0.65); font-weight:600}
 .translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
+[data-testid="stButtonGroup"] [role="toolbar"] {flex-wrap:wrap; overflow-x:visible}
 </style>"""
 
 
