@@ -290,6 +290,8 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
         assert not at.error, (name, at.error)
     view(at, "Positional encodings")
     assert at.multiselect(key="pos_dims").value == [0, 1, 2, 4, 8]
+    neighbours = next(c.value for c in at.caption if "Mean cosine of neighbouring" in c.value)
+    assert "nan" not in neighbours and "(24 positions): " in neighbours and "past it" not in neighbours  # 24 < 46
 
 
 def from_url(monkeypatch, **params):

@@ -94,10 +94,12 @@ def why_noise(ctx: Context):
         chart(viz.similarity_heatmap(fixed, longest, title="Sinusoidal: cosine between positions"),
               key="pos_sim_fixed")
     near, fixed_near = viz.neighbour_cosine(learned), viz.neighbour_cosine(fixed)
+    ranges = [(near[:30], "below position 30"), (near[30:longest - 1], f"from 30 to {longest - 1}"),
+              (near[longest:], "past it (unrelated vectors)")]
+    means = ", ".join(f"{part.mean():.2f} {where}" for part, where in ranges if part.size)  # a small model has fewer
     st.caption(f"Orange: the {longest} positions the longest training sentence reaches. Mean cosine of neighbouring "
-               f"learned rows: {near[:30].mean():.2f} below position 30, {near[30:longest - 1].mean():.2f} from 30 "
-               f"to {longest - 1}, {near[longest:].mean():.2f} past it (unrelated vectors); the sinusoids' "
-               f"neighbours: {fixed_near.mean():.2f} at every position.")
+               f"learned rows ({len(learned)} positions): {means}; the sinusoids' neighbours: "
+               f"{fixed_near.mean():.2f} at every position.")
     long_sentence(ctx, longest)
 
 
