@@ -1,6 +1,6 @@
 """Head importance: masked variants as rows of one batch vs one corpus pass per head, in the same run.
 
-    python bench/head_importance_speed.py [--n 100] [--rounds 1] [--batch-rows 512] [--threads 2]
+    python bench/head_importance_speed.py [--n 100] [--rounds 1] [--batch-rows 512] [--threads 2] [--device cpu]
 
 1. the first N test2016 sentences, the whole table (72 heads, bootstrap included) computed by
    the old loop (head_importance_one_at_a_time, the reference) and by the batched one,
@@ -51,6 +51,7 @@ def main():
     p.add_argument("--rounds", type=int, default=1, help="old/batched pairs, alternating")
     p.add_argument("--batch-rows", type=int, default=BATCH_ROWS)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, mps or auto (both loops run on it)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     data_dir = args.data_dir or default_data_dir()
@@ -58,8 +59,8 @@ def main():
         sys.exit("error: Multi30k not found: pass --data-dir or set MULTI30K_DIR")
     src, ref = load_split(data_dir, "test")
     src, ref = src[:args.n], ref[:args.n]
-    tr = Translator.load(ROOT / "checkpoints", "cpu")
-    print(f"head importance, first {len(src)} test2016 sentences, {args.threads} threads, "
+    tr = Translator.load(ROOT / "checkpoints", args.device)
+    print(f"head importance, first {len(src)} test2016 sentences, {tr.device_name}, "
           f"batch rows {args.batch_rows}")
 
     old_times, new_times, diffs = [], [], []

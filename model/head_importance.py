@@ -15,8 +15,11 @@ resample of the test set would erase shows as an interval around zero. Writes JS
 
 The 72 masked variants do not cost a pass each: every (sentence, mask) pair is a row, and
 rows with different per-row head masks (model/transformer.py) share one batch, for greedy
-decoding and for teacher forcing alike (`--batch-rows`). `--one-at-a-time` runs the old
-loop (one corpus score per head); both give the same table.
+decoding and for teacher forcing alike (`--batch-rows`). What the rows have in common is
+computed once: the encoder per (sentence, encoder mask), so the 48 variants that switch off a
+decoder head share the unmasked encoding; a sentence's reference is scored for all its rows
+in one teacher-forced pass; n-grams are counted once per distinct output. `--one-at-a-time`
+runs the old loop (one corpus score per head); both give the same table.
 """
 
 import json
