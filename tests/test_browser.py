@@ -295,6 +295,24 @@ def test_800px_wide_every_control_is_usable(browser, server):
     ctx.close()
 
 
+@pytest.mark.parametrize("width", [800, 1400])
+def test_head_grids_stack_where_three_across_would_crowd_the_numbers(browser, server, width):
+    """Importance grids: three across at 1400 px; stacked at 800 px (a third of it left 16 px a cell)."""
+    ctx = browser.new_context(viewport={"width": width, "height": 2400})
+    pg = ctx.new_page()
+    pg.goto(f"{server}/?s=Zwei%20M%C3%A4nner%20spielen%20Fu%C3%9Fball.&view=importance")
+    pg.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 6", timeout=60_000)
+    wait_idle(pg)
+    grids = [pg.locator(f".st-key-importance_{kind} .js-plotly-plot") for kind in ("enc", "dec", "cross")]
+    xs = [g.bounding_box()["x"] for g in grids]
+    cells = [g.evaluate("p => p._fullLayout.xaxis._length / 8") for g in grids]  # px per head
+    ctx.close()
+    if width == 800:
+        assert len({round(x) for x in xs}) == 1 and min(cells) >= 60, (xs, cells)  # one above the other
+    else:
+        assert xs[0] < xs[1] < xs[2] and min(cells) >= 28, (xs, cells)  # side by side
+
+
 def fresh_page(browser, url: str, **ctx_args):
     ctx = browser.new_context(viewport={"width": 1400, "height": 2200}, **ctx_args)
     pg = ctx.new_page()

@@ -136,7 +136,9 @@ KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", 
 # Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
 # they read in light and dark mode alike (issue 9: white on pale grey in dark mode before).
 # Pills wrap onto a second line where a column is narrow (the ablation view's 8 heads at 800 px), instead
-# of hiding the last heads in a horizontal scroll.
+# of hiding the last heads in a horizontal scroll. Below 1100 px, three or more charts side by side (the
+# layers x heads grids of importance and statistics) stack instead: a third of 800 px leaves 16 px a cell,
+# too narrow for the numbers in them.
 CSS = """<style>
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
        background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
@@ -147,6 +149,12 @@ CSS = """<style>
 .chip.add {background:rgba(22,163,74,0.18); border-color:rgba(22,163,74,0.65); font-weight:600}
 .translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
 [data-testid="stButtonGroup"] [role="toolbar"] {flex-wrap:wrap; overflow-x:visible}
+@media (max-width: 1100px) {
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"]) {
+    flex-wrap:wrap}
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"])
+    > [data-testid="stColumn"] {flex:1 1 100%; min-width:100%}
+}
 </style>"""
 
 

@@ -95,7 +95,8 @@ def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=Non
                for j in range(H)] for i in range(L)]
     fig = go.Figure(go.Heatmap(z=d, x=list(range(H)), y=list(range(L)), customdata=custom, colorscale="RdBu_r",
                                zmid=0, zmin=-lim, zmax=lim, colorbar=dict(title=dict(text=value), thickness=12),
-                               text=text, texttemplate="%{text}", textfont=dict(size=13), xgap=2, ygap=2,
+                               text=text, texttemplate="%{text}", textfont=dict(size=13 if digits < 3 else 11),
+                               xgap=2, ygap=2,
                                hovertemplate="%{customdata}<br>" + value + " %{z:.4f}<extra></extra>"))
     return _heads_layout(fig, L, H, title)
 
