@@ -155,21 +155,16 @@ def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=Fal
     return corpus_score(translator, src, ref, beam, heads_off, progress).summary()
 
 
-def paired_bootstrap(base: CorpusScore, other: CorpusScore, resamples: int = 1000, seed: int = BOOTSTRAP_SEED,
-                     level: float = 0.95) -> dict:
-    """Percentile intervals for the BLEU drop (base - other) and the loss rise (other - base).
+def paired_bootstraps(base: CorpusScore, others: list, resamples: int = 1000, seed: int = BOOTSTRAP_SEED,
+                      level: float = 0.95) -> list:
+    """Percentile intervals for the BLEU drop (base - other) and the loss rise (other - base) of each run.
 
     Paired bootstrap over sentences (Koehn, 2004): each resample draws N sentences with
     replacement and scores both runs on the same draw, from summed per-sentence statistics.
-    The same seed gives the same draws, so every head of a table is judged on the same ones.
-    Returns {"bleu_drop": (low, high), "loss_rise": (low, high)}.
+    The same seed gives the same draws, so every run (every head of a table) is judged on the
+    same ones, and the base's resampled scores are computed once for all of them.
+    Returns one {"bleu_drop": (low, high), "loss_rise": (low, high)} per run of `others`.
     """
-    return paired_bootstraps(base, [other], resamples, seed, level)[0]
-
-
-def paired_bootstraps(base: CorpusScore, others: list, resamples: int = 1000, seed: int = BOOTSTRAP_SEED,
-                      level: float = 0.95) -> list:
-    """paired_bootstrap of base against each run of `others`, the base's resampled scores computed once."""
     n = len(base.hyps)
     if any(len(o.hyps) != n or not np.array_equal(base.token_counts, o.token_counts) for o in others):
         raise ValueError("a paired bootstrap needs two runs over the same sentences and references")

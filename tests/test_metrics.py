@@ -9,7 +9,7 @@ import sacrebleu
 from model.data import encode_pairs
 from model.head_importance import head_importance
 from model.metrics import (bleu, bleu_from_stats, bleu_stats, corpus_score, evaluate_loss, loss_stats,
-                           paired_bootstrap, score)
+                           paired_bootstraps, score)
 from test_decoding import GERMAN, seeded_translator
 
 
@@ -64,27 +64,37 @@ def test_interval_contains_the_point_estimate_and_repeats_exactly(tr, corpus):
     widths = []
     for heads in ("cross.1.2", "enc.0.1", "dec.1.3", "cross.0.*"):
         masked = corpus_score(tr, src, ref, heads_off=heads)
-        ci = paired_bootstrap(base, masked, resamples=500, seed=7)
+        ci = paired_bootstraps(base, [masked], resamples=500, seed=7)[0]
         lo, hi = ci["bleu_drop"]
         assert lo <= base.bleu - masked.bleu <= hi, (heads, ci)
         lo, hi = ci["loss_rise"]
         assert lo <= masked.loss - base.loss <= hi, (heads, ci)
-        assert paired_bootstrap(base, masked, resamples=500, seed=7) == ci
+        assert paired_bootstraps(base, [masked], resamples=500, seed=7) == [ci]
         widths.append(hi - lo)
     assert min(widths) > 0  # the heads really change something: the intervals are not trivial
-    assert paired_bootstrap(base, masked, resamples=500, seed=8) != ci
+    assert paired_bootstraps(base, [masked], resamples=500, seed=8) != [ci]
+
+
+def test_bootstraps_of_several_runs_equal_each_run_alone(tr, corpus):
+    """The base's resampled scores are shared between runs: each run's interval is what it gets alone."""
+    src, ref = corpus
+    base = corpus_score(tr, src, ref)
+    runs = [corpus_score(tr, src, ref, heads_off=h) for h in ("cross.1.2", "enc.0.1", "dec.1.3")]
+    together = paired_bootstraps(base, runs, resamples=300, seed=3)
+    assert together == [paired_bootstraps(base, [r], resamples=300, seed=3)[0] for r in runs]
+    assert len({str(ci) for ci in together}) == 3
 
 
 def test_a_head_that_changes_nothing_has_a_zero_interval(tr, corpus):
     src, ref = corpus
     base, nothing = corpus_score(tr, src, ref), corpus_score(tr, src, ref, heads_off="")
-    assert paired_bootstrap(base, nothing, resamples=300) == {"bleu_drop": (0.0, 0.0), "loss_rise": (0.0, 0.0)}
+    assert paired_bootstraps(base, [nothing], resamples=300) == [{"bleu_drop": (0.0, 0.0), "loss_rise": (0.0, 0.0)}]
 
 
 def test_bootstrap_refuses_runs_over_different_sentences(tr, corpus):
     src, ref = corpus
     with pytest.raises(ValueError, match="same sentences"):
-        paired_bootstrap(corpus_score(tr, src, ref), corpus_score(tr, src[:-1], ref[:-1]))
+        paired_bootstraps(corpus_score(tr, src, ref), [corpus_score(tr, src[:-1], ref[:-1])])
 
 
 def test_head_importance_table_holds_the_intervals(tr, corpus):
@@ -95,7 +105,7 @@ def test_head_importance_table_holds_the_intervals(tr, corpus):
     for kind, v in table["kinds"].items():
         assert np.array(v["bleu_drop_ci"]).shape == np.array(v["loss_rise_ci"]).shape == (2, 4, 2)
     # two routes: the table's interval for a head is the bootstrap of that head against the baseline
-    ci = paired_bootstrap(corpus_score(tr, src, ref), corpus_score(tr, src, ref, heads_off="cross.1.2"), 200, 5)
+    ci = paired_bootstraps(corpus_score(tr, src, ref), [corpus_score(tr, src, ref, heads_off="cross.1.2")], 200, 5)[0]
     assert table["kinds"]["cross"]["bleu_drop_ci"][1][2] == [round(x, 2) for x in ci["bleu_drop"]]
     assert table["kinds"]["cross"]["loss_rise_ci"][1][2] == [round(x, 4) for x in ci["loss_rise"]]
     assert head_importance(tr, src, ref, progress=False, resamples=200, seed=5) == table
