@@ -137,8 +137,8 @@ KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", 
 # they read in light and dark mode alike (issue 9: white on pale grey in dark mode before).
 # Pills wrap onto a second line where a column is narrow (the ablation view's 8 heads at 800 px), instead
 # of hiding the last heads in a horizontal scroll. Below 1100 px, three or more charts side by side (the
-# layers x heads grids of importance and statistics) stack instead: a third of 800 px leaves 16 px a cell,
-# too narrow for the numbers in them.
+# layers x heads grids of importance and statistics) stack instead: a third of 800 px left 11 px a head,
+# too narrow for the numbers in the cells.
 CSS = """<style>
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
        background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
