@@ -106,9 +106,7 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
     M, N = next(iter(masks.values())).shape[0], len(src)
     model, device, itos = translator.model, translator.device, translator.tgt_vocab.itos
     s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
-    usable = {i for i, s in enumerate(src) if s.strip()}
-    for i in usable:
-        translator.source_ids(src[i])  # a line the translator refuses fails here, as in translate_all
+    usable = {i for i, s in enumerate(src) if s.strip()}  # what translate_all translates (the rest: '')
     order = sorted(range(N), key=lambda i: (len(s_ids[i]), len(t_ids[i])))
     rows = [(i, v) for i in order for v in range(M)]
     hyps = [[""] * N for _ in range(M)]
@@ -117,7 +115,7 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
         chunk = rows[start:start + batch_rows]
         sent, variant = [i for i, _ in chunk], [v for _, v in chunk]
         memory, src_mask = shared_encoding(model, [s_ids[i] for i in sent], masks, variant, device)
-        mask = {k: m[variant].to(device) for k, m in masks.items() if k != "enc"}  # (B, L, H)
+        mask = {k: m[variant].to(device) for k, m in masks.items()}  # (B, L, H); decoding reads dec and cross
         for (i, v), out in zip(chunk, greedy_ids(model, memory, src_mask, MAX_OUTPUT, mask)):
             if i in usable:
                 hyps[v][i] = " ".join(itos[t] for t in (out[:-1] if out and out[-1] == EOS_ID else out))
@@ -145,7 +143,8 @@ def shared_encoding(model, ids: list, masks: dict, variant: list, device) -> tup
     of them alone (the encoder never sees the decoder's masks).
     """
     enc = masks.get("enc")
-    keys = [(tuple(x), -1 if enc is None or bool(enc[v].eq(1).all()) else v) for x, v in zip(ids, variant)]
+    own = set() if enc is None else set((enc.flatten(1) != 1).any(1).nonzero().flatten().tolist())  # masked encoders
+    keys = [(tuple(x), v if v in own else -1) for x, v in zip(ids, variant)]
     index = {k: u for u, k in enumerate(dict.fromkeys(keys))}  # distinct keys, in order
     distinct = list(index)
     where = torch.tensor([index[k] for k in keys], device=device)
@@ -173,7 +172,7 @@ def head_importance_for_sentence(translator, sentence: str) -> dict:
     memory, src_mask = shared_encoding(model, [src_ids] * M, masks, list(range(M)), device)
     out = torch.tensor(greedy_ids(model, memory[:1], src_mask[:1], MAX_OUTPUT)[0], device=device)  # (T,)
     tgt_in = torch.cat([torch.tensor([SOS_ID], device=device), out[:-1]])[None].expand(M, -1)  # (M, T)
-    mask = {k: m.to(device) for k, m in masks.items() if k != "enc"}
+    mask = {k: m.to(device) for k, m in masks.items()}
     logits, _, _ = model.decode(tgt_in, memory, src_mask, mask, need_weights=False)  # (M, T, V)
     logp = logits.float().log_softmax(-1).gather(-1, out.expand(M, -1)[..., None]).squeeze(-1)  # (M, T)
     loss = -logp.mean(-1).cpu().numpy()  # (M,)

@@ -297,7 +297,7 @@ def test_800px_wide_every_control_is_usable(browser, server):
 
 @pytest.mark.parametrize("width", [800, 1400])
 def test_head_grids_stack_where_three_across_would_crowd_the_numbers(browser, server, width):
-    """Importance grids: three across at 1400 px; stacked at 800 px (a third of it left 16 px a cell)."""
+    """Importance grids: three across at 1400 px; stacked at 800 px (a third of it left 11 px a head)."""
     ctx = browser.new_context(viewport={"width": width, "height": 2400})
     pg = ctx.new_page()
     pg.goto(f"{server}/?s=Zwei%20M%C3%A4nner%20spielen%20Fu%C3%9Fball.&view=importance")

@@ -13,8 +13,8 @@ from model.data import encode_pairs
 from model.decoding import greedy_decode, greedy_ids
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
                                    main, shared_encoding, single_head_masks)
-from model.vocab import EOS_ID
 from model.metrics import loss_stats
+from model.vocab import EOS_ID
 from test_decoding import GERMAN, seeded_translator
 
 SENT = "Ein Hund läuft im Park."
