@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from model.data import default_data_dir, load_split  # noqa: E402
+from model.transformer import Extras  # noqa: E402
 from model.translator import Translator  # noqa: E402
 from model.vocab import SOS_ID  # noqa: E402
 
@@ -45,7 +46,7 @@ def cached(model, src, n):
     mask, cache = model.src_mask(src), model.new_cache()
     y = torch.full((1, 1), SOS_ID)
     for t in range(n):
-        logits, _, _ = model.decode(y, memory, mask, cache=cache, start=t)
+        logits, _, _ = model.decode(y, memory, mask, t, Extras(cache=cache))
         y = logits[:, -1].argmax(-1, keepdim=True)
 
 

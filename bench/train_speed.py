@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from model.config import ModelConfig  # noqa: E402
 from model.data import bucket_batches, default_data_dir, encode_pairs, load_split, pad  # noqa: E402
 from model.metrics import token_loss  # noqa: E402
-from model.transformer import Embedding, Transformer  # noqa: E402
+from model.transformer import Embedding, Extras, Transformer  # noqa: E402
 from model.vocab import Vocab, tokenize  # noqa: E402
 
 
@@ -40,7 +40,7 @@ class TorchReference(nn.Module):
                                    cfg.dropout, batch_first=True)
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
 
-    def forward(self, src, tgt, need_weights=False):
+    def forward(self, src, tgt, extras=None):  # takes (and ignores) our model's extras: one call for both
         causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool)
         src_pad, tgt_pad = src == self.cfg.pad_id, tgt == self.cfg.pad_id
         h = self.core(self.src_embed(src), self.tgt_embed(tgt), tgt_mask=causal, src_key_padding_mask=src_pad,
@@ -66,7 +66,7 @@ def run(model, opt, data, bf16: bool) -> tuple[int, float]:
     tokens, t0 = 0, time.perf_counter()
     for src, tgt in data:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            out = model(src, tgt[:, :-1], need_weights=False)
+            out = model(src, tgt[:, :-1], Extras(need_weights=False))
         logits = out.logits if hasattr(out, "logits") else out
         loss, n = token_loss(logits, tgt[:, 1:])
         opt.zero_grad(set_to_none=True)

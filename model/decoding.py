@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .transformer import Extras
 from .vocab import EOS_ID, PAD_ID, SOS_ID
 
 
@@ -48,16 +49,15 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
     """
     B = src.size(0)
     max_len = min(max_len, model.cfg.max_positions)  # the decoder input at step t sits at position t
-    memory, enc_maps = model.encode(src, head_mask, need_weights)
+    memory, enc_maps = model.encode(src, Extras(head_mask, need_weights=need_weights))
     src_mask = model.src_mask(src)
-    cache = model.new_cache()
+    extras = Extras(head_mask, model.new_cache(), need_weights=need_weights)  # the cache fills step by step
     y = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     lengths = torch.full((B,), max_len, dtype=torch.long, device=src.device)
     ids, probs, ents, tps, tis, self_rows, cross_rows = [], [], [], [], [], [], []
     for t in range(max_len):
-        logits, s_maps, c_maps = model.decode(y, memory, src_mask, head_mask, cache, start=t,
-                                              need_weights=need_weights)
+        logits, s_maps, c_maps = model.decode(y, memory, src_mask, t, extras)
         logp, entropy, top_p, top_i = step_stats(logits[:, -1], top_k)
         nxt = logp.argmax(-1)  # (B,)
         if force and t in force:
@@ -112,7 +112,7 @@ def greedy_ids(model, memory, src_mask, max_len=50, head_mask=None) -> list[list
     cache = model.new_cache()
     y = torch.full((B, 1), SOS_ID, dtype=torch.long, device=memory.device)
     for t in range(max_len):
-        logits, _, _ = model.decode(y, memory, src_mask, mask, cache, start=t, need_weights=False)
+        logits, _, _ = model.decode(y, memory, src_mask, t, Extras(mask, cache, need_weights=False))
         nxt = logits[:, -1].float().log_softmax(-1).argmax(-1)  # as greedy_decode picks it
         for r, tok, finished in zip(rows, nxt.tolist(), done.tolist()):
             if not finished:
@@ -130,15 +130,6 @@ def greedy_ids(model, memory, src_mask, max_len=50, head_mask=None) -> list[list
                     part["k"], part["v"] = part["k"][keep], part["v"][keep]
         y = nxt[:, None]
     return out
-
-
-@torch.no_grad()
-def teacher_forced(model, src, tgt_in, head_mask=None, need_weights=True, capture=None):
-    """One forward pass: src (B, S), decoder inputs tgt_in (B, T) -> Output (logits and maps).
-
-    capture: a caller's dict that receives every intermediate (Transformer.forward).
-    """
-    return model(src, tgt_in, head_mask=head_mask, need_weights=need_weights, capture=capture)
 
 
 @dataclass
@@ -166,10 +157,11 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
     assert src.size(0) == 1, "beam search takes one sentence at a time"
     K = beam
     max_len = min(max_len, model.cfg.max_positions)
-    memory, _ = model.encode(src, head_mask, need_weights=False)
+    memory, _ = model.encode(src, Extras(head_mask, need_weights=False))
     memory = memory.expand(K, -1, -1)  # (K, S, D)
     src_mask = model.src_mask(src).expand(K, -1, -1, -1)
     cache = model.new_cache()
+    extras = Extras(head_mask, cache, need_weights=False)
     scores = torch.full((K,), float("-inf"), device=src.device)
     scores[0] = 0.0  # at the start only one live hypothesis
     seqs = [[] for _ in range(K)]
@@ -177,7 +169,7 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
     finished: list[Hypothesis] = []
     trace = []
     for t in range(max_len):
-        logits, _, _ = model.decode(y, memory, src_mask, head_mask, cache, start=t, need_weights=False)
+        logits, _, _ = model.decode(y, memory, src_mask, t, extras)
         cand = scores[:, None] + logits[:, -1].float().log_softmax(-1)  # (K, V)
         V = cand.size(1)
         top_s, top_i = cand.view(-1).topk(2 * K)

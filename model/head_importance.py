@@ -38,7 +38,7 @@ from .evaluate import corpus_parser, load_corpus
 from .heads import n_layers
 from .metrics import (BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, mean_loss, paired_bootstraps,
                       sentence_losses)
-from .transformer import KINDS
+from .transformer import KINDS, Extras
 from .translator import MAX_OUTPUT
 from .vocab import EOS_ID, SOS_ID
 
@@ -122,8 +122,8 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
         for i in dict.fromkeys(sent):  # a sentence's rows share its reference: no padding
             b = torch.tensor([n for n, j in enumerate(sent) if j == i], device=device)
             tgt = torch.tensor([t_ids[i]], device=device).expand(len(b), -1)
-            logits, _, _ = model.decode(tgt[:, :-1], memory[b], src_mask[b], {k: m[b] for k, m in mask.items()},
-                                        need_weights=False)
+            logits, _, _ = model.decode(tgt[:, :-1], memory[b], src_mask[b],
+                                        extras=Extras({k: m[b] for k, m in mask.items()}, need_weights=False))
             v = [variant[n] for n in b.tolist()]
             sums[v, i], counts[v, i] = sentence_losses(logits, tgt[:, 1:])
     # most masks leave a sentence's output as it was: count n-grams once per distinct (output, sentence)
@@ -152,7 +152,7 @@ def shared_encoding(model, ids: list, masks: dict, variant: list, device) -> tup
     head_mask = None
     if enc is not None:
         head_mask = {"enc": torch.stack([torch.ones_like(enc[0]) if v < 0 else enc[v] for _, v in distinct]).to(device)}
-    memory, _ = model.encode(src, head_mask, need_weights=False)
+    memory, _ = model.encode(src, Extras(head_mask, need_weights=False))
     return memory[where], model.src_mask(src)[where]
 
 
@@ -173,7 +173,7 @@ def head_importance_for_sentence(translator, sentence: str) -> dict:
     out = torch.tensor(greedy_ids(model, memory[:1], src_mask[:1], MAX_OUTPUT)[0], device=device)  # (T,)
     tgt_in = torch.cat([torch.tensor([SOS_ID], device=device), out[:-1]])[None].expand(M, -1)  # (M, T)
     mask = {k: m.to(device) for k, m in masks.items()}
-    logits, _, _ = model.decode(tgt_in, memory, src_mask, mask, need_weights=False)  # (M, T, V)
+    logits, _, _ = model.decode(tgt_in, memory, src_mask, extras=Extras(mask, need_weights=False))  # (M, T, V)
     logp = logits.float().log_softmax(-1).gather(-1, out.expand(M, -1)[..., None]).squeeze(-1)  # (M, T)
     loss = -logp.mean(-1).cpu().numpy()  # (M,)
     rise = {k: np.zeros((n_layers(translator.cfg, k), translator.cfg.n_heads)) for k in KINDS}

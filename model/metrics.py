@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from .data import bucket_batches, encode_pairs, pad
+from .transformer import Extras
 from .vocab import PAD_ID, tokenize
 
 
@@ -60,7 +61,7 @@ def loss_stats(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None):
         src, tgt = pad([src_ids[i] for i in idx]).to(device), pad([tgt_ids[i] for i in idx]).to(device)
         mask = head_mask and {k: m[torch.tensor(idx, device=m.device)] if m.dim() == 3 else m
                               for k, m in head_mask.items()}  # per-sentence masks: (B, L, H), this batch's rows
-        out = model(src, tgt[:, :-1], head_mask=mask, need_weights=False)
+        out = model(src, tgt[:, :-1], Extras(mask, need_weights=False))
         sums[idx], counts[idx] = sentence_losses(out.logits, tgt[:, 1:])
     model.train(was_training)
     return mean_loss(sums, counts), sums, counts

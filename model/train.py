@@ -30,7 +30,7 @@ from .data import bucket_batches, encode_pairs, load_split, pad
 from .device import DEVICE_ENV, DEVICE_NAMES, describe, pick_device
 from .errors import InputError
 from .metrics import evaluate_loss, token_loss
-from .transformer import Transformer
+from .transformer import Extras, Transformer
 from .vocab import SPECIALS, UNK_ID, Vocab, tokenize
 
 
@@ -165,7 +165,7 @@ def main(argv=None):
             n_global = sum(len(tr_t[i]) - 1 for i in idx)
             src_in, tgt_in = word_dropout(src, args.word_dropout), word_dropout(tgt[:, :-1], args.word_dropout)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
-                out = train_model(src_in, tgt_in, need_weights=False)
+                out = train_model(src_in, tgt_in, Extras(need_weights=False))
             loss, n = token_loss(out.logits, tgt[:, 1:], args.label_smoothing)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, args.lr, args.warmup, args.decay)

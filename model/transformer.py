@@ -1,13 +1,13 @@
-"""The encoder-decoder Transformer of "Attention Is All You Need", written out so every weight shows.
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), written out so every
+weight shows. Read it beside the paper: each class names the section it implements.
 
 Shape legend: B batch, S source length, T target length, L layers, H heads,
 D d_model, hs head size (D / H), V vocabulary.
 
-One call returns the logits and, when asked, every attention map (after softmax,
-before dropout) in a small `Output` object; nothing is kept on the modules, so one
-loaded model serves any number of users. Heads are switched off per call with a
-`head_mask`, never by editing weights. A caller-owned `capture` dict, when passed,
-receives every intermediate of that call (see `Transformer.forward`).
+One call returns the logits and every attention map (after softmax, before dropout) in a small `Output`;
+nothing is kept on the modules, so one loaded model serves any number of users. What no equation of the
+paper needs rides in one `Extras` object per call: heads switched off (a head mask, never an edit of the
+weights), the cache of step-by-step decoding, and a capture dict that receives every intermediate.
 """
 
 import math
@@ -25,40 +25,104 @@ KINDS = ("enc", "dec", "cross")  # encoder self, decoder masked self, decoder-en
 # row, or to a (B, L, H) tensor, one mask per batch row (many masked variants in one pass); missing kinds keep all.
 HeadMask = dict[str, torch.Tensor]
 
-
-def layer_mask(m: torch.Tensor | None, layer: int) -> torch.Tensor | None:
-    """One layer of a HeadMask value: (L, H) -> (H,), per-row (B, L, H) -> (B, H)."""
-    return None if m is None else m[..., layer, :]
+# Which kind of attention each sub-layer of a stack is.
+SUBLAYER_KINDS = {"encoder": {"self": "enc"}, "decoder": {"self": "dec", "cross": "cross"}}
 
 
-def attention(q, k, v, mask=None, dropout_p=0.0, need_weights=True, capture=None):
-    """Scaled dot-product attention (paper, eq. 1) that returns the output *and* the weights.
+def record(capture: dict | None, **values):
+    """Keep intermediates for a caller who passed a capture dict; without one, do nothing."""
+    if capture is not None:
+        capture.update(values)
 
-    q (B, H, Tq, hs), k and v (B, H, Tk, hs); mask broadcastable to (B, H, Tq, Tk),
-    True where a query may look. With need_weights=False (and no capture) the fused kernel
-    runs and the weights come back as None (the training path: same numbers, less memory).
-    capture: a dict owned by the caller; it receives `scores` (q k^T), `scaled` (scores /
-    sqrt(hs)), `mask` (expanded to (B, 1|H, Tq, Tk), or None) and `weights`.
+
+def part(capture: dict | None, key: str, n: int | None = None):
+    """A fresh dict (or a list of n) at capture[key] for a sub-module to record into; None without a capture.
+
+    Fresh on every call: this call's values replace any earlier ones.
     """
-    if not need_weights and capture is None:
+    if capture is None:
+        return None if n is None else [None] * n
+    capture[key] = {} if n is None else [{} for _ in range(n)]
+    return capture[key]
+
+
+@dataclass(frozen=True)
+class Extras:
+    """The per-call extras that no equation of the paper needs; the defaults give the plain model.
+
+    For encode / decode / forward:
+        head_mask     HeadMask: {kind: (L, H) or (B, L, H)} of 1.0 keep / 0.0 off
+        cache         decoder only: a list with one dict per layer, owned by the caller (`new_cache`), so
+                      that step-by-step decoding feeds only the new position
+        capture       a caller's dict that receives every intermediate (see `Transformer.forward`)
+        need_weights  False runs the fused attention kernel and returns no maps (training: less memory)
+    The same object walks down the model: `layers` gives each layer its slice (head masks keyed by
+    sub-layer, its cache dict, its capture dict) and `sublayer` each attention sub-layer's
+    (head mask (H,) or (B, H), cache dict, capture dict).
+    """
+
+    head_mask: dict | torch.Tensor | None = None
+    cache: list | dict | None = None
+    capture: dict | None = None
+    need_weights: bool = True
+
+    @property
+    def explicit(self) -> bool:
+        """Attention needs its weights (to return or to record): the written-out path, not the fused kernel."""
+        return self.need_weights or self.capture is not None
+
+    def layers(self, stack: str, n: int) -> list["Extras"]:
+        """The extras of each of the n layers of the "encoder" or "decoder" stack."""
+        kinds, masks = SUBLAYER_KINDS[stack], self.head_mask or {}
+        captures = part(self.capture, stack, n)
+        return [Extras({sub: masks[kind][..., i, :] for sub, kind in kinds.items() if kind in masks},
+                       None if self.cache is None else self.cache[i], captures[i], self.need_weights)
+                for i in range(n)]
+
+    def sublayer(self, name: str) -> "Extras":
+        """The extras of one layer's "self" or "cross" attention sub-layer."""
+        cache = None if self.cache is None else self.cache.setdefault(name, {})
+        return Extras((self.head_mask or {}).get(name), cache, part(self.capture, name), self.need_weights)
+
+
+def attention(q, k, v, mask=None, dropout_p=0.0, extras: Extras = Extras()):
+    """Scaled dot-product attention (section 3.2.1, eq. 1): softmax(q k^T / sqrt(hs)) v, with the weights.
+
+    q (B, H, Tq, hs), k and v (B, H, Tk, hs); mask broadcastable to (B, H, Tq, Tk), True where a query may
+    look. Returns the output (B, H, Tq, hs) and the weights (B, H, Tq, Tk). When nobody needs the weights
+    (`extras.explicit` false) the fused kernel runs and the weights come back as None: same numbers, less
+    memory. A capture receives `scores` (q k^T), `scaled`, `mask` (expanded to (B, 1|H, Tq, Tk), or None)
+    and `weights`.
+    """
+    if not extras.explicit:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
     scores = q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
     scaled = scores / math.sqrt(q.size(-1))
+    # A masked score becomes the most negative finite float, not -inf: its weight is exactly 0 after the
+    # softmax, and a row whose keys are all masked stays finite instead of NaN.
     masked = scaled if mask is None else scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min)
     weights = masked.softmax(dim=-1)
     out = F.dropout(weights, dropout_p) @ v if dropout_p > 0 else weights @ v  # (B, H, Tq, hs)
-    if capture is not None:
-        B, H, Tq, Tk = scores.shape
-        capture.update(scores=scores, scaled=scaled, weights=weights,
-                       mask=None if mask is None else mask.expand(B, mask.size(-3), Tq, Tk))
+    B, H, Tq, Tk = scores.shape
+    record(extras.capture, scores=scores, scaled=scaled, weights=weights,
+           mask=None if mask is None else mask.expand(B, mask.size(-3), Tq, Tk))
     return out, weights
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    """Multi-head attention (section 3.2.2): H heads attend in parallel, each in its own hs-wide subspace,
+    and W_O mixes their concatenated outputs.
+
+    `cross` says which of the three uses of attention (section 3.2.3) this is, for the decoding cache only:
+    self-attention (encoder, or masked in the decoder) appends each step's keys and values to the cache;
+    cross-attention computes them from the encoder output once and reuses them at every later step.
+    """
+
+    def __init__(self, cfg: ModelConfig, cross: bool = False):
         super().__init__()
         self.n_heads = cfg.n_heads
         self.dropout = cfg.dropout
+        self.cross = cross
         self.w_q = nn.Linear(cfg.d_model, cfg.d_model)
         self.w_k = nn.Linear(cfg.d_model, cfg.d_model)
         self.w_v = nn.Linear(cfg.d_model, cfg.d_model)
@@ -68,42 +132,44 @@ class MultiHeadAttention(nn.Module):
         B, T, D = x.shape
         return x.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2)  # (B, H, T, hs)
 
-    def forward(self, x, kv_input, mask=None, head_mask=None, cache=None, static_kv=False, need_weights=True,
-                capture=None):
-        """x (B, Tq, D) queries; kv_input (B, Tk, D) keys/values source.
+    def forward(self, x, kv, mask=None, extras: Extras = Extras()):
+        """x (B, Tq, D) queries; kv (B, Tk, D) the keys' and values' source -> (B, Tq, D) and the weights.
 
-        cache: a dict owned by the caller. Self-attention (static_kv=False) appends this
-        call's keys and values to it; cross-attention (static_kv=True) computes them from
-        the encoder output once and reuses them at every later step.
-        head_mask: (H,) of 1.0/0.0 for every row, or (B, H) one per row; a 0.0 head's output is
-        exactly zero before w_o, a 1.0 head's is unchanged bit for bit.
-        capture: a dict owned by the caller; it receives `x`, `kv`, `q`, `k`, `v` (all keys
-        and values, cached ones included), what `attention` records, `heads` (B, H, Tq, hs)
-        after the head mask and `attn_out` (B, Tq, D) after w_o.
+        extras.head_mask: (H,) of 1.0/0.0 for every row, or (B, H) one per row; a 0.0 head's output is
+        exactly zero before w_o, a 1.0 head's is unchanged bit for bit. A capture receives `x`, `kv`, `q`,
+        `k`, `v` (all keys and values, cached ones included), what `attention` records, `heads`
+        (B, H, Tq, hs) after the head mask and `attn_out` (B, Tq, D) after w_o.
         """
         q = self._split(self.w_q(x))  # (B, H, Tq, hs)
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
-        else:
-            k, v = self._split(self.w_k(kv_input)), self._split(self.w_v(kv_input))  # (B, H, Tk, hs)
-            if cache is not None and not static_kv and "k" in cache:
-                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+        k, v = self._keys_values(kv, extras.cache)  # (B, H, Tk, hs)
+        out, weights = attention(q, k, v, mask, self.dropout if self.training else 0.0, extras)  # (B, H, Tq, hs)
+        B, H, Tq, hs = out.shape
+        heads = out if extras.head_mask is None else out * self._per_head(extras.head_mask, out)
+        attn_out = self.w_o(heads.transpose(1, 2).reshape(B, Tq, H * hs))  # (B, Tq, D)
+        record(extras.capture, x=x, kv=kv, q=q, k=k, v=v, heads=heads, attn_out=attn_out)
+        return attn_out, weights
+
+    def _keys_values(self, kv, cache: dict | None):
+        """This call's keys and values (B, H, Tk, hs), with a decoding cache's earlier ones."""
+        if cache is not None and self.cross and "k" in cache:
+            return cache["k"], cache["v"]
+        k, v = self._split(self.w_k(kv)), self._split(self.w_v(kv))
+        if cache is not None and not self.cross and "k" in cache:
+            k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
         if cache is not None:
             cache["k"], cache["v"] = k, v
-        p = self.dropout if self.training else 0.0
-        out, weights = attention(q, k, v, mask, p, need_weights, capture)  # (B, H, Tq, hs)
-        B, H, Tq, hs = out.shape
-        if head_mask is not None:
-            assert head_mask.shape in ((H,), (B, H)), f"head mask {tuple(head_mask.shape)}: want ({H},) or ({B}, {H})"
-            out = out * head_mask.to(device=out.device, dtype=out.dtype)[..., None, None]  # (H, 1, 1) or (B, H, 1, 1)
-        heads = out
-        out = self.w_o(out.transpose(1, 2).reshape(B, Tq, H * hs))  # (B, Tq, D)
-        if capture is not None:
-            capture.update(x=x, kv=kv_input, q=q, k=k, v=v, heads=heads, attn_out=out)
-        return out, weights
+        return k, v
+
+    @staticmethod
+    def _per_head(head_mask, out):
+        B, H = out.shape[:2]
+        assert head_mask.shape in ((H,), (B, H)), f"head mask {tuple(head_mask.shape)}: want ({H},) or ({B}, {H})"
+        return head_mask.to(device=out.device, dtype=out.dtype)[..., None, None]  # (H, 1, 1) or (B, H, 1, 1)
 
 
 class FeedForward(nn.Module):
+    """The position-wise feed-forward network (section 3.3): FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)
@@ -114,73 +180,73 @@ class FeedForward(nn.Module):
         return self.fc2(self.dropout(F.relu(self.fc1(x))))
 
 
-def sublayer_connection(x, a, norm, capture=None):
-    """Post-LN: LayerNorm(x + a); a capture dict gets `residual` (x + a) and `normed`."""
-    residual = x + a
-    normed = norm(residual)
-    if capture is not None:
-        capture.update(residual=residual, normed=normed)
-    return normed
+class AddNorm(nn.LayerNorm):
+    """The connection around every sub-layer (section 3.1, dropout from 5.4): LayerNorm(x + Dropout(Sublayer(x))).
+
+    A LayerNorm with the residual step in front (post-LN, as in the paper). A capture receives `residual`
+    (x + the dropped-out sub-layer output) and `normed`.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg.d_model)
+        self.p = cfg.dropout
+
+    def forward(self, x, sublayer_out, capture: dict | None = None):
+        residual = x + F.dropout(sublayer_out, self.p, self.training)
+        normed = super().forward(residual)
+        record(capture, residual=residual, normed=normed)
+        return normed
 
 
 class EncoderLayer(nn.Module):
-    """Post-LN: x = LayerNorm(x + Dropout(sublayer(x))), one LayerNorm per sublayer."""
+    """One of the encoder's N identical layers (section 3.1): self-attention, then the feed-forward network,
+    each inside an AddNorm."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg)
-        self.ln_self = nn.LayerNorm(cfg.d_model)
+        self.ln_self = AddNorm(cfg)
         self.ffn = FeedForward(cfg)
-        self.ln_ffn = nn.LayerNorm(cfg.d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.ln_ffn = AddNorm(cfg)
 
-    def forward(self, x, src_mask, head_mask=None, need_weights=True, capture=None):
-        """capture: a caller's dict; gets "self" (the sublayer's values, `residual` and `normed`
-        included) and `output` (B, S, D)."""
-        sub = None
-        if capture is not None:
-            capture["self"] = sub = {}
-        a, w = self.self_attn(x, x, src_mask, head_mask, need_weights=need_weights, capture=sub)
-        x = sublayer_connection(x, self.dropout(a), self.ln_self, sub)
-        x = self.ln_ffn(x + self.dropout(self.ffn(x)))
-        if capture is not None:
-            capture["output"] = x
-        return x, w
+    def forward(self, x, src_mask, extras: Extras = Extras()):
+        """x (B, S, D) -> (B, S, D) and the self-attention weights. A capture gets "self" and `output`."""
+        attn = extras.sublayer("self")
+        a, weights = self.self_attn(x, x, src_mask, attn)
+        x = self.ln_self(x, a, attn.capture)
+        x = self.ln_ffn(x, self.ffn(x))
+        record(extras.capture, output=x)
+        return x, weights
 
 
 class DecoderLayer(nn.Module):
+    """One of the decoder's N identical layers (section 3.1): masked self-attention over the words written so
+    far, cross-attention over the encoder output ("memory"), then the feed-forward network, each inside
+    an AddNorm."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg)
-        self.ln_self = nn.LayerNorm(cfg.d_model)
-        self.cross_attn = MultiHeadAttention(cfg)
-        self.ln_cross = nn.LayerNorm(cfg.d_model)
+        self.ln_self = AddNorm(cfg)
+        self.cross_attn = MultiHeadAttention(cfg, cross=True)
+        self.ln_cross = AddNorm(cfg)
         self.ffn = FeedForward(cfg)
-        self.ln_ffn = nn.LayerNorm(cfg.d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.ln_ffn = AddNorm(cfg)
 
-    def forward(self, x, memory, tgt_mask, src_mask, self_mask=None, cross_mask=None, cache=None,
-                need_weights=True, capture=None):
-        """capture: a caller's dict; gets "self" and "cross" (each sublayer's values) and `output` (B, T, D)."""
-        self_cache = cross_cache = self_cap = cross_cap = None
-        if cache is not None:
-            self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
-        if capture is not None:
-            capture["self"], capture["cross"] = self_cap, cross_cap = {}, {}
-        a, w_self = self.self_attn(x, x, tgt_mask, self_mask, self_cache, need_weights=need_weights,
-                                   capture=self_cap)
-        x = sublayer_connection(x, self.dropout(a), self.ln_self, self_cap)
-        a, w_cross = self.cross_attn(x, memory, src_mask, cross_mask, cross_cache, static_kv=True,
-                                     need_weights=need_weights, capture=cross_cap)
-        x = sublayer_connection(x, self.dropout(a), self.ln_cross, cross_cap)
-        x = self.ln_ffn(x + self.dropout(self.ffn(x)))
-        if capture is not None:
-            capture["output"] = x
-        return x, w_self, w_cross
+    def forward(self, x, memory, tgt_mask, src_mask, extras: Extras = Extras()):
+        """x (B, T, D) -> (B, T, D), self- and cross-attention weights. A capture gets "self", "cross", `output`."""
+        self_x, cross_x = extras.sublayer("self"), extras.sublayer("cross")
+        a, self_weights = self.self_attn(x, x, tgt_mask, self_x)
+        x = self.ln_self(x, a, self_x.capture)
+        a, cross_weights = self.cross_attn(x, memory, src_mask, cross_x)
+        x = self.ln_cross(x, a, cross_x.capture)
+        x = self.ln_ffn(x, self.ffn(x))
+        record(extras.capture, output=x)
+        return x, self_weights, cross_weights
 
 
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
-    """The paper's fixed encodings: PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)."""
+    """The paper's fixed encodings (section 3.5): PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)."""
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (P, 1)
     div = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
     table = torch.zeros(n_positions, d_model, dtype=torch.float64)
@@ -190,7 +256,8 @@ def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
 
 
 class Embedding(nn.Module):
-    """Token embedding x sqrt(D) plus a position encoding (learned or sinusoidal), then dropout."""
+    """Token embedding x sqrt(D) (section 3.4) plus a position encoding (section 3.5: learned, or the paper's
+    sinusoids), then dropout (section 5.4)."""
 
     def __init__(self, vocab_size: int, cfg: ModelConfig):
         super().__init__()
@@ -224,6 +291,9 @@ class Output:
 
 
 class Transformer(nn.Module):
+    """The encoder-decoder model (section 3, figure 1): an encoder stack reads the source, a decoder stack
+    writes the target one position at a time, and a linear "generator" gives the next word's logits (3.4)."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
@@ -246,55 +316,43 @@ class Transformer(nn.Module):
         return (tgt != self.cfg.pad_id)[:, None, None, :] & causal  # (B, 1, T, T)
 
     # the two halves --------------------------------------------------------
-    def encode(self, src, head_mask: HeadMask | None = None, need_weights=True, capture: dict | None = None):
-        """src (B, S) -> memory (B, S, D), L x (B, H, S, S) weights (or Nones).
+    def encode(self, src, extras: Extras = Extras()):
+        """src (B, S) -> memory (B, S, D), L x (B, H, S, S) weights (Nones without need_weights).
 
-        capture: a caller's dict; gets "encoder", one dict per layer (see EncoderLayer).
+        A capture gets "encoder", one dict per layer (see EncoderLayer).
         """
+        assert extras.cache is None, "the encoder reads the whole source at once: no decoding cache"
         mask = self.src_mask(src)
         x = self.src_embed(src)
         maps = []
-        hm = (head_mask or {}).get("enc")
-        layers = None
-        if capture is not None:  # this call's values replace any earlier ones
-            capture["encoder"] = layers = [{} for _ in self.encoder]
-        for i, layer in enumerate(self.encoder):
-            x, w = layer(x, mask, layer_mask(hm, i), need_weights, None if layers is None else layers[i])
-            maps.append(w)
+        for layer, layer_x in zip(self.encoder, extras.layers("encoder", len(self.encoder))):
+            x, weights = layer(x, mask, layer_x)
+            maps.append(weights)
         return x, maps
 
-    def decode(self, tgt, memory, src_mask, head_mask: HeadMask | None = None, cache: list | None = None,
-               start: int = 0, need_weights=True, capture: dict | None = None):
-        """tgt (B, T) decoder inputs at positions start..start+T-1 -> logits (B, T, V) and maps.
+    def decode(self, tgt, memory, src_mask, start: int = 0, extras: Extras = Extras()):
+        """tgt (B, T) decoder inputs at positions start..start+T-1 -> logits (B, T, V) and both kinds of maps.
 
-        With a cache (one dict per layer, owned by the caller) only the new positions are
-        fed; earlier keys and values come from the cache, so no causal mask is needed.
-        capture: a caller's dict; gets "decoder", one dict per layer (see DecoderLayer),
-        for this call's positions.
+        With a cache (extras.cache, one dict per layer) only the new positions are fed; earlier keys and
+        values come from the cache, so no causal mask is needed. A capture gets "decoder", one dict per
+        layer (see DecoderLayer), for this call's positions.
         """
-        tgt_mask = self.tgt_mask(tgt) if cache is None or tgt.size(1) > 1 else None
-        if cache is not None and tgt.size(1) > 1:
-            assert start == 0, "a cached decode of several positions must start at 0"
+        cached = extras.cache is not None
+        assert not (cached and tgt.size(1) > 1 and start), "a cached decode of several positions must start at 0"
+        tgt_mask = None if cached and tgt.size(1) == 1 else self.tgt_mask(tgt)
         x = self.tgt_embed(tgt, start)
         self_maps, cross_maps = [], []
-        hm_self, hm_cross = (head_mask or {}).get("dec"), (head_mask or {}).get("cross")
-        layers = None
-        if capture is not None:  # this call's values replace any earlier ones
-            capture["decoder"] = layers = [{} for _ in self.decoder]
-        for i, layer in enumerate(self.decoder):
-            x, ws, wc = layer(x, memory, tgt_mask, src_mask, layer_mask(hm_self, i), layer_mask(hm_cross, i),
-                              None if cache is None else cache[i], need_weights,
-                              None if layers is None else layers[i])
-            self_maps.append(ws)
-            cross_maps.append(wc)
+        for layer, layer_x in zip(self.decoder, extras.layers("decoder", len(self.decoder))):
+            x, self_weights, cross_weights = layer(x, memory, tgt_mask, src_mask, layer_x)
+            self_maps.append(self_weights)
+            cross_maps.append(cross_weights)
         return self.generator(x), self_maps, cross_maps
 
-    def forward(self, src, tgt, head_mask: HeadMask | None = None, need_weights=True,
-                capture: dict | None = None) -> Output:
+    def forward(self, src, tgt, extras: Extras = Extras()) -> Output:
         """Teacher forcing: src (B, S), tgt (B, T) decoder inputs -> Output with logits (B, T, V).
 
-        capture: a dict owned by the caller that receives every intermediate of this call
-        (batch dim kept; the explicit attention path runs even with need_weights=False):
+        extras.capture, a dict owned by the caller, receives every intermediate of this call (batch dim
+        kept; the written-out attention runs even with need_weights=False):
             capture["encoder"][l]["self"], capture["decoder"][l]["self"], capture["decoder"][l]["cross"]:
                 x (B, Tq, D) query-side input, kv (B, Tk, D) key/value-side input,
                 q (B, H, Tq, hs), k, v (B, H, Tk, hs), scores (B, H, Tq, Tk) = q k^T,
@@ -303,10 +361,9 @@ class Transformer(nn.Module):
                 residual = x + attn_out (dropout off in eval), normed (B, Tq, D) = LayerNorm(residual)
             capture["encoder"][l]["output"], capture["decoder"][l]["output"]: (B, Tq, D) after the FFN block
         """
-        memory, enc_maps = self.encode(src, head_mask, need_weights, capture)
-        logits, dec_maps, cross_maps = self.decode(tgt, memory, self.src_mask(src), head_mask,
-                                                   need_weights=need_weights, capture=capture)
-        if not need_weights:
+        memory, enc_maps = self.encode(src, extras)
+        logits, dec_maps, cross_maps = self.decode(tgt, memory, self.src_mask(src), extras=extras)
+        if not extras.need_weights:
             return Output(logits)
         return Output(logits, enc_maps, dec_maps, cross_maps)
 

@@ -21,11 +21,12 @@ import torch
 
 from .checkpoint import checkpoint_folder, load_checkpoint, weights_sha256
 from .data import pad
-from .decoding import beam_search, greedy_decode, step_stats, teacher_forced
+from .decoding import beam_search, greedy_decode, step_stats
 from .device import describe, pick_device
 from .errors import InputError
 from .heads import parse_head_mask
 from .result import BeamSearch, Candidate, Inside, LogitLens, ReferenceScore, Step, Translation
+from .transformer import Extras
 from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)
@@ -136,7 +137,8 @@ class Translator:
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
         tgt_in = torch.tensor([[SOS_ID, *output_ids[:-1]]], device=self.device)
-        out = teacher_forced(self.model, src, tgt_in, self.head_mask(heads_off))
+        with torch.no_grad():
+            out = self.model(src, tgt_in, Extras(self.head_mask(heads_off)))
         logp, entropy, top_p, top_i = step_stats(out.logits[0], top_k)  # (T, V), (T,), (T, k), (T, k)
         chosen = torch.tensor(output_ids, device=self.device)
         probs = logp.gather(-1, chosen[:, None]).squeeze(-1).exp()
@@ -246,7 +248,8 @@ class Translator:
         src = torch.tensor([ids], device=self.device)
         tgt_in = torch.tensor([[SOS_ID, *(stoi[t] for t in output_tokens[:-1])]], device=self.device)
         capture = {}
-        teacher_forced(self.model, src, tgt_in, capture=capture)
+        with torch.no_grad():
+            self.model(src, tgt_in, Extras(capture=capture))
         return src_tokens, output_tokens, capture
 
     @staticmethod

@@ -14,6 +14,7 @@ from model.decoding import greedy_decode, greedy_ids
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
                                    main, shared_encoding, single_head_masks)
 from model.metrics import loss_stats
+from model.transformer import Extras
 from model.vocab import EOS_ID
 from test_decoding import GERMAN, seeded_translator
 
@@ -53,9 +54,9 @@ def test_per_row_masks_equal_separate_calls_teacher_forced(tiny_model):
     cfg, K = tiny_model.cfg, 6
     src, tgt = random_batch(cfg, B=1)
     masks = some_masks(cfg, K)
-    together = tiny_model(src.expand(K, -1), tgt.expand(K, -1), head_mask=masks).logits  # (K, T, V)
+    together = tiny_model(src.expand(K, -1), tgt.expand(K, -1), Extras(masks)).logits  # (K, T, V)
     for i in range(K):
-        alone = tiny_model(src, tgt, head_mask=row(masks, i)).logits[0]
+        alone = tiny_model(src, tgt, Extras(row(masks, i))).logits[0]
         torch.testing.assert_close(together[i], alone, atol=1e-5, rtol=0)
     assert not torch.allclose(together[1], together[0], atol=1e-3)  # the masks really change something
 
@@ -82,7 +83,7 @@ def test_all_ones_per_row_mask_is_no_mask_bit_for_bit(tiny_model):
     cfg = tiny_model.cfg
     src, tgt = random_batch(cfg, B=3)
     ones = {k: torch.ones(3, cfg.n_enc_layers, cfg.n_heads) for k in ("enc", "dec", "cross")}
-    assert torch.equal(tiny_model(src, tgt, head_mask=ones).logits, tiny_model(src, tgt).logits)
+    assert torch.equal(tiny_model(src, tgt, Extras(ones)).logits, tiny_model(src, tgt).logits)
     a, b = greedy_decode(tiny_model, src, 10, head_mask=ones), greedy_decode(tiny_model, src, 10)
     assert torch.equal(a.ids, b.ids) and torch.equal(a.probs, b.probs)
 
@@ -98,7 +99,7 @@ def test_greedy_ids_equal_greedy_decode_row_by_row(tiny_model):
     rows = [(b, k) for b in range(B) for k in range(K)]
     src_rows = src[[b for b, _ in rows]]
     per_row = {kind: m[[k for _, k in rows]] for kind, m in masks.items()}  # (B*K, L, H)
-    memory, _ = model.encode(src_rows, per_row, need_weights=False)
+    memory, _ = model.encode(src_rows, Extras(per_row, need_weights=False))
     got = greedy_ids(model, memory, model.src_mask(src_rows), 12, per_row)
     lengths = set()
     for (b, k), ids in zip(rows, got):
@@ -121,7 +122,7 @@ def test_shared_encoding_runs_the_encoder_once_per_source_and_encoder_mask(tiny_
     hook.remove()
     assert seen == [2 * (K - 2)]  # 12 rows, 8 encodings
     for n, (b, k) in enumerate(rows):
-        alone, _ = tiny_model.encode(torch.tensor([ids[b]]), row(masks, k), need_weights=False)
+        alone, _ = tiny_model.encode(torch.tensor([ids[b]]), Extras(row(masks, k), need_weights=False))
         torch.testing.assert_close(memory[n, :len(ids[b])], alone[0], atol=1e-6, rtol=0)
         assert src_mask[n, 0, 0].tolist() == [True] * len(ids[b]) + [False] * (memory.shape[1] - len(ids[b]))
 
@@ -130,7 +131,7 @@ def test_a_per_row_mask_of_the_wrong_size_is_refused(tiny_model):
     cfg = tiny_model.cfg
     src, tgt = random_batch(cfg, B=3)
     with pytest.raises(AssertionError, match="head mask"):
-        tiny_model(src, tgt, head_mask={"enc": torch.ones(2, cfg.n_enc_layers, cfg.n_heads)})
+        tiny_model(src, tgt, Extras({"enc": torch.ones(2, cfg.n_enc_layers, cfg.n_heads)}))
 
 
 def test_loss_stats_with_one_mask_per_sentence(tr, corpus):

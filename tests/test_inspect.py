@@ -19,7 +19,7 @@ from model.checkpoint import save_checkpoint
 from model.errors import InputError
 from model.flow import coverage, rollout
 from model.result import Translation
-from model.transformer import KINDS, Transformer
+from model.transformer import KINDS, Extras, Transformer
 from model.translator import Translator
 from model.vocab import Vocab
 from test_decoding import ENGLISH, GERMAN
@@ -72,7 +72,7 @@ def test_without_capture_nothing_changes_bit_for_bit(tiny_model, monkeypatch):
     src, tgt = random_batch(tiny_model.cfg, B=3)
     plain = tiny_model(src, tgt)
     capture = {}
-    captured = tiny_model(src, tgt, capture=capture)
+    captured = tiny_model(src, tgt, Extras(capture=capture))
     assert torch.equal(plain.logits, captured.logits)
     for name in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
         for a, b in zip(getattr(plain, name), getattr(captured, name)):
@@ -82,11 +82,11 @@ def test_without_capture_nothing_changes_bit_for_bit(tiny_model, monkeypatch):
     fused = torch.nn.functional.scaled_dot_product_attention
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                         lambda *a, **k: calls.append(1) or fused(*a, **k))
-    fast = tiny_model(src, tgt, need_weights=False)
+    fast = tiny_model(src, tgt, Extras(need_weights=False))
     assert len(calls) == tiny_model.cfg.n_enc_layers + 2 * tiny_model.cfg.n_dec_layers
     assert fast.encoder_attentions is None
     calls.clear()
-    tiny_model(src, tgt, need_weights=False, capture={})
+    tiny_model(src, tgt, Extras(capture={}, need_weights=False))
     assert calls == []
 
 
@@ -94,8 +94,8 @@ def test_capture_is_the_callers_and_nothing_stays_on_the_model(tiny_model):
     src, tgt = random_batch(tiny_model.cfg, B=2)
     before = {name: sorted(vars(m)) for name, m in tiny_model.named_modules()}
     first, second = {}, {}
-    tiny_model(src, tgt, capture=first)
-    tiny_model(src[:1], tgt[:1], capture=second)
+    tiny_model(src, tgt, Extras(capture=first))
+    tiny_model(src[:1], tgt[:1], Extras(capture=second))
     assert {name: sorted(vars(m)) for name, m in tiny_model.named_modules()} == before
     assert first["encoder"][0]["self"]["x"].shape[0] == 2 and second["encoder"][0]["self"]["x"].shape[0] == 1
 
@@ -106,7 +106,7 @@ def test_captured_values_have_the_documented_shapes_and_chain(tiny_model):
     hs = D // H
     src, tgt = random_batch(cfg, B, S, T)
     cap = {}
-    out = tiny_model(src, tgt, capture=cap)
+    out = tiny_model(src, tgt, Extras(capture=cap))
     for kind, layers, Tq, Tk in (("enc", [c["self"] for c in cap["encoder"]], S, S),
                                  ("dec", [c["self"] for c in cap["decoder"]], T, T),
                                  ("cross", [c["cross"] for c in cap["decoder"]], T, S)):

@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 from conftest import ROOT, random_batch
 from model.metrics import token_loss
 from model.train import lr_at, word_dropout
+from model.transformer import Extras
 from model.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID
 
 PAIRS = [("Ein Hund läuft im Park.", "A dog runs in the park."),
@@ -50,7 +51,7 @@ def test_a_few_steps_lower_the_loss(tiny_model):
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     losses = []
     for _ in range(30):
-        loss, n = token_loss(model(src, tgt[:, :-1], need_weights=False).logits, tgt[:, 1:])
+        loss, n = token_loss(model(src, tgt[:, :-1], Extras(need_weights=False)).logits, tgt[:, 1:])
         opt.zero_grad()
         (loss / n).backward()
         opt.step()

@@ -7,8 +7,9 @@ import torch
 from torch import nn
 
 from conftest import random_batch, tiny_config
+from model import minimal
 from model.config import ModelConfig
-from model.transformer import Transformer, attention, sinusoidal_table
+from model.transformer import Extras, Transformer, attention, sinusoidal_table
 
 
 def test_output_shapes(tiny_model):
@@ -85,8 +86,8 @@ def test_attention_equals_torch_multihead_attention(tiny_model):
 
 def test_fused_training_path_equals_explicit_path(tiny_model):
     src, tgt = random_batch(tiny_model.cfg)
-    explicit = tiny_model(src, tgt, need_weights=True)
-    fused = tiny_model(src, tgt, need_weights=False)
+    explicit = tiny_model(src, tgt, Extras(need_weights=True))
+    fused = tiny_model(src, tgt, Extras(need_weights=False))
     assert fused.encoder_attentions is None
     torch.testing.assert_close(fused.logits, explicit.logits, atol=1e-5, rtol=1e-5)
 
@@ -109,7 +110,7 @@ def full_mask(cfg, value=1.0):
 
 def test_masking_nothing_is_the_plain_model_bit_for_bit(tiny_model):
     src, tgt = random_batch(tiny_model.cfg)
-    assert torch.equal(tiny_model(src, tgt, head_mask=full_mask(tiny_model.cfg)).logits,
+    assert torch.equal(tiny_model(src, tgt, Extras(full_mask(tiny_model.cfg))).logits,
                        tiny_model(src, tgt).logits)
 
 
@@ -121,7 +122,7 @@ def test_masked_head_contributes_exactly_nothing(tiny_model, kind, layer, head):
     mask = full_mask(cfg)
     mask[kind][layer, head] = 0.0
     before = {k: v.clone() for k, v in tiny_model.state_dict().items()}
-    masked = tiny_model(src, tgt, head_mask=mask).logits
+    masked = tiny_model(src, tgt, Extras(mask)).logits
 
     edited = Transformer(cfg).eval()
     edited.load_state_dict(tiny_model.state_dict())
@@ -143,7 +144,7 @@ def test_masked_head_output_is_exactly_zero(tiny_model):
     src, tgt = random_batch(tiny_model.cfg)
     mask = full_mask(tiny_model.cfg)
     mask["enc"][0, 2] = 0.0
-    tiny_model(src, tgt, head_mask=mask)
+    tiny_model(src, tgt, Extras(mask))
     hook.remove()
     hs = tiny_model.cfg.head_size
     assert (seen["x"][..., 2 * hs:3 * hs] == 0).all()
@@ -186,3 +187,13 @@ def test_xavier_init_and_eval_is_deterministic(tiny_model):
     assert w.abs().max() <= bound
     src, tgt = random_batch(tiny_model.cfg)
     assert torch.equal(tiny_model(src, tgt).logits, tiny_model(src, tgt).logits)
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_the_paper_only_functions_equal_the_model_bit_for_bit(positions):
+    """model/minimal.py is the paper's equations over the same weights: a second route to every logit."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(positions=positions)).eval()
+    src, tgt = random_batch(model.cfg, B=3)
+    with torch.no_grad():
+        assert torch.equal(minimal.forward(model.state_dict(), model.cfg, src, tgt), model(src, tgt).logits)

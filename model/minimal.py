@@ -1,0 +1,65 @@
+"""The same Transformer in plain functions over its weights: the paper's equations and nothing else.
+
+No head masks, no cache, no capture, no dropout (inference only): read this first, then
+model/transformer.py, which adds those. Given the weights of a `Transformer` (its state_dict),
+`forward` returns the same logits bit for bit (tests/test_transformer.py checks it).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .config import ModelConfig
+from .transformer import sinusoidal_table
+
+
+def linear(w: dict, name: str, x):
+    return F.linear(x, w[f"{name}.weight"], w[f"{name}.bias"])
+
+
+def add_norm(w: dict, name: str, x, sublayer_out):
+    """Section 3.1: LayerNorm(x + Sublayer(x))."""
+    return F.layer_norm(x + sublayer_out, x.shape[-1:], w[f"{name}.weight"], w[f"{name}.bias"])
+
+
+def multi_head_attention(w: dict, name: str, x, kv, mask, H: int):
+    """Sections 3.2.1-3.2.2: softmax(Q K^T / sqrt(d_k)) V in H heads, concatenated, then W_O."""
+    B, Tq, D = x.shape
+    split = lambda t: t.view(B, t.size(1), H, D // H).transpose(1, 2)  # noqa: E731  (B, H, T, hs)
+    q, k, v = (split(linear(w, f"{name}.w_{p}", src)) for p, src in (("q", x), ("k", kv), ("v", kv)))
+    scaled = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)  # (B, H, Tq, Tk)
+    weights = scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min).softmax(dim=-1)
+    heads = (weights @ v).transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D): the heads side by side
+    return linear(w, f"{name}.w_o", heads)
+
+
+def feed_forward(w: dict, name: str, x):
+    """Section 3.3: max(0, x W_1 + b_1) W_2 + b_2."""
+    return linear(w, f"{name}.fc2", F.relu(linear(w, f"{name}.fc1", x)))
+
+
+def embed(w: dict, name: str, ids, cfg: ModelConfig):
+    """Sections 3.4-3.5: token embedding x sqrt(d_model) plus the position's vector."""
+    T = ids.size(1)
+    table = w[f"{name}.pos.weight"] if cfg.positions == "learned" else sinusoidal_table(cfg.max_positions, cfg.d_model)
+    return F.embedding(ids, w[f"{name}.tok.weight"]) * math.sqrt(cfg.d_model) + table[:T]
+
+
+def forward(w: dict, cfg: ModelConfig, src, tgt):
+    """src (B, S), tgt (B, T) decoder inputs -> logits (B, T, V), teacher forcing (figure 1)."""
+    H, T = cfg.n_heads, tgt.size(1)
+    src_mask = (src != cfg.pad_id)[:, None, None, :]  # (B, 1, 1, S)
+    tgt_mask = (tgt != cfg.pad_id)[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril()  # (B, 1, T, T)
+    x = embed(w, "src_embed", src, cfg)
+    for i in range(cfg.n_enc_layers):
+        n = f"encoder.{i}"
+        x = add_norm(w, f"{n}.ln_self", x, multi_head_attention(w, f"{n}.self_attn", x, x, src_mask, H))
+        x = add_norm(w, f"{n}.ln_ffn", x, feed_forward(w, f"{n}.ffn", x))
+    memory, y = x, embed(w, "tgt_embed", tgt, cfg)
+    for i in range(cfg.n_dec_layers):
+        n = f"decoder.{i}"
+        y = add_norm(w, f"{n}.ln_self", y, multi_head_attention(w, f"{n}.self_attn", y, y, tgt_mask, H))
+        y = add_norm(w, f"{n}.ln_cross", y, multi_head_attention(w, f"{n}.cross_attn", y, memory, src_mask, H))
+        y = add_norm(w, f"{n}.ln_ffn", y, feed_forward(w, f"{n}.ffn", y))
+    return linear(w, "generator", y)
