@@ -4,7 +4,7 @@
 
 Prints, each with its bar and next to the bare model call measured in the same run:
 Enter -> translation and heatmaps drawn (bar 2 s); a change of head, layer or step
-(bar 0.5 s); in "Inside a head", a change of head or query token (bar 0.5 s, issue 11);
+(bar 0.5 s); in "Inside a head", a change of head or query token (bar 0.5 s);
 the server's resident memory after N different sentences (bar 700 MB).
 """
 

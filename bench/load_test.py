@@ -1,4 +1,4 @@
-"""A classroom against one server: many real browser sessions at once (issue 13).
+"""A classroom against one server: many real browser sessions at once, each checked against the CLI.
 
     python bench/load_test.py [--sessions 5 10 20] [--memory 100 300 600] [--abuse]
 

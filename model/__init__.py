@@ -1,0 +1,27 @@
+"""The translator and everything measured on it, in four roles. Data flows down this list, never up.
+
+The network (read these beside the paper):
+    transformer.py   the encoder-decoder Transformer, every weight in view; `Extras` carries head masks,
+                     the decoding cache and a capture of every intermediate
+    minimal.py       the same model as plain functions over its weights, the paper's equations only
+    config.py        its hyper-parameters, stored in every checkpoint
+
+The translator API (sentences in, plain results out):
+    translator.py    `Translator.load()`, translate, beam, analyze, inside, logit lens
+    result.py        the plain results (Translation, Inside, ...): all that viz/ and the page see
+    decoding.py      greedy decoding with a cache, beam search
+    batching.py      many sessions' sentences as one batch
+    heads.py         naming attention heads (`HeadSet`) and head masks
+    vocab.py, data.py, checkpoint.py, device.py, errors.py   tokens, Multi30k files, weights, where to run,
+                     the two kinds of failure
+
+Analyses (numbers about the model, for the page and the CLIs):
+    metrics.py       loss, perplexity, BLEU and their intervals
+    flow.py          source coverage and attention rollout
+    head_stats.py    what each head does over a corpus
+    head_importance.py   what each head is worth (BLEU drop, loss rise)
+    export.py        results as JSON, CSV, .npz, BertViz arguments
+
+Commands (`python -m model.NAME --help`; each shares cli.py's parser and its one-line errors):
+    translate, evaluate, inspect, head_stats, head_importance, train, train_lengths
+"""

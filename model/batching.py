@@ -1,4 +1,4 @@
-"""Greedy translations for many threads at once, as one batch (the page's sessions, issue 13).
+"""Greedy translations for many threads at once, as one batch (the page's sessions).
 
 Each Streamlit session runs its script in a thread of one process. Translated one at a time, 20
 sessions pressing Enter together hold the GIL 20 times for a decode loop of many small torch

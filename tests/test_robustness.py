@@ -1,5 +1,5 @@
-"""Issue 13: odd files, odd checkpoints and odd devices give one clear message (exit 2 for the tools), never a
-traceback, and nothing written half-way; a file of any mix of lines gives exactly one output line per line."""
+"""Odd files, odd checkpoints and odd devices give one clear message (exit 2 for the tools), never a traceback,
+and nothing written half-way; a file of any mix of lines gives exactly one output line per line."""
 
 import gzip
 import json

@@ -123,7 +123,7 @@ def test_model_view_masks_the_future_in_every_tile():
 
 
 def test_cells_are_square_and_large_enough_and_labels_thin_out():
-    """Issue 9: >= 14 px cells up to ~45 tokens, capped for the longest input, no two tick labels closer
+    """Readable maps: >= 14 px cells up to ~45 tokens, capped for the longest input, no two tick labels closer
     than a label needs."""
     for n in (5, 12, 29, 45):
         assert viz.cell_px(n) >= 14, n

@@ -6,7 +6,7 @@ rows and columns. Figures use one fixed 0-1 colour scale unless asked to stretch
 cells a query may not look at (future positions of the decoder) are drawn grey, not as
 zeros.
 
-Sizes are in screen pixels and chosen from the number of tokens (issue 9): square
+Sizes are in screen pixels and chosen from the number of tokens, so labels stay legible: square
 cells of at least 14 px up to ~45 tokens, a capped size for the longest inputs, and
 tick labels thinned so that none overlaps its neighbour (hover always has every token).
 """
@@ -86,7 +86,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
 
     stretch: colour from 0 to this map's largest weight instead of the fixed 0-1 scale (more contrast,
     but colours no longer compare across maps). subtitle: a line under the title (e.g. the sentence), so
-    that a saved picture says what it shows. signed: `weights` is a difference of two maps (issue 12),
+    that a saved picture says what it shows. signed: `weights` is a difference of two maps (a comparison),
     drawn on a diverging scale centred on 0 (symmetric, -1..1, or stretched to the largest |difference|).
     """
     w = check_weights(weights, 2, "weights (queries, keys)", signed=signed)

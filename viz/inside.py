@@ -1,6 +1,6 @@
 """Inside one head: vectors as coloured strips and the score -> scaled -> weight chain as bars.
 
-Pure functions: numpy arrays and token lists in, Plotly figures out (issue 11).
+Pure functions: numpy arrays and token lists in, Plotly figures out.
 """
 
 import numpy as np

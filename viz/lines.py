@@ -1,4 +1,4 @@
-"""The line view (what BertViz users know as the head view), in plain Plotly (issue 12).
+"""The line view (what BertViz users know as the head view), in plain Plotly.
 
 Query tokens in the left column, key tokens in the right one, a line from query i to key j
 for every weight above a floor, as opaque and thick as the weight, one colour per head.
