@@ -26,7 +26,7 @@ def add_norm(w: dict, name: str, x, sublayer_out):
 def multi_head_attention(w: dict, name: str, x, kv, mask, H: int):
     """Sections 3.2.1-3.2.2: softmax(Q K^T / sqrt(d_k)) V in H heads, concatenated, then W_O."""
     B, Tq, D = x.shape
-    split = lambda t: t.view(B, t.size(1), H, D // H).transpose(1, 2)  # noqa: E731  (B, H, T, hs)
+    split = lambda t: t.view(B, t.size(1), H, D // H).transpose(1, 2)  # noqa: E731  (B, H, T, hs), hs = D / H
     q, k, v = (split(linear(w, f"{name}.w_{p}", src)) for p, src in (("q", x), ("k", kv), ("v", kv)))
     scaled = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)  # (B, H, Tq, Tk)
     weights = scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min).softmax(dim=-1)

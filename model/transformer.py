@@ -120,7 +120,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, cfg: ModelConfig, cross: bool = False):
         super().__init__()
-        self.n_heads = cfg.n_heads
+        self.n_heads, self.head_size = cfg.n_heads, cfg.head_size
         self.dropout = cfg.dropout
         self.cross = cross
         self.w_q = nn.Linear(cfg.d_model, cfg.d_model)
@@ -129,8 +129,8 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(cfg.d_model, cfg.d_model)
 
     def _split(self, x):
-        B, T, D = x.shape
-        return x.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2)  # (B, H, T, hs)
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.head_size).transpose(1, 2)  # (B, H, T, hs)
 
     def forward(self, x, kv, mask=None, extras: Extras = Extras()):
         """x (B, Tq, D) queries; kv (B, Tk, D) the keys' and values' source -> (B, Tq, D) and the weights.
