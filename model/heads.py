@@ -1,67 +1,165 @@
-"""Head masks from a small text syntax, for the CLIs and the app.
+"""Attention heads by name: one type, `HeadSet`, and its three spellings (the CLIs', the link's, the page's).
 
     SPEC  := ITEM ("," ITEM)*
     ITEM  := KIND "." LAYER ["." HEAD]        (no HEAD: the whole layer)
     KIND  := enc | dec | cross | *            (encoder self, decoder self, cross attention)
-    LAYER, HEAD := a 0-based number | *
+    LAYER, HEAD := a number | *
 
-Examples: "enc.0.3" (encoder layer 0, head 3), "cross.2.*" or "cross.2" (every head of
-cross-attention layer 2), "*.*.0" (head 0 everywhere), "" (nothing masked).
+The CLIs count from 0 (`--mask-heads enc.0.3,cross.2`); the page's link counts from 1, as the page
+does (`off=enc.1.4,cross.3`), and takes numbers only. Examples from 0: "enc.0.3" (encoder layer 0,
+head 3), "cross.2.*" or "cross.2" (every head of cross-attention layer 2), "*.*.0" (head 0
+everywhere), "" (no head). On the page the same heads read "Encoder self-attention layer 1, head 4;
+Cross-attention layer 3 (all heads)".
 """
+
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 
 from .errors import InputError
 from .transformer import KINDS
 
+KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
+KIND_SHORT = {"enc": "encoder", "dec": "decoder", "cross": "cross"}  # table columns and chips
+
 
 def n_layers(cfg, kind: str) -> int:
+    """Layers with attention of this kind: the encoder's for its self-attention, the decoder's for the other two."""
     return cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
 
 
-def parse_head_mask(spec: str | None, cfg) -> dict | None:
-    """SPEC -> {kind: (L, H) float tensor of 1 keep / 0 off}, or None when nothing is masked."""
-    if spec is None or not spec.strip():
-        return None
-    mask = {k: torch.ones(n_layers(cfg, k), cfg.n_heads) for k in KINDS}
-    for item in spec.split(","):
-        parts = item.strip().split(".")
-        if len(parts) not in (2, 3) or not all(parts):
-            raise InputError(f"head mask item {item.strip()!r} is not KIND.LAYER[.HEAD], e.g. enc.0.3 or cross.2.*")
-        kind, layer, head = parts[0], parts[1], parts[2] if len(parts) == 3 else "*"
-        if kind not in (*KINDS, "*"):
-            raise InputError(f"head mask item {item.strip()!r}: kind must be one of enc, dec, cross or *")
-        for k in (KINDS if kind == "*" else (kind,)):
-            rows = _indices(layer, n_layers(cfg, k), f"{k} layer", item)
-            cols = _indices(head, cfg.n_heads, "head", item)
-            mask[k][torch.tensor(rows)[:, None], torch.tensor(cols)[None, :]] = 0.0
-    return mask
+@dataclass(frozen=True)
+class Head:
+    """One head, every number from 0 (as the model's arrays index it)."""
+
+    kind: str  # enc, dec or cross
+    layer: int
+    head: int
+
+    def spec(self, base: int = 0) -> str:
+        """'cross.1.7' from 0 (the CLIs), 'cross.2.8' from 1 (the link)."""
+        return _item_spec(self.kind, self.layer, self.head, base)
+
+    def label(self) -> str:
+        """'Cross-attention, layer 2, head 8': as the attention view titles it."""
+        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, head {self.head + 1}"
+
+    def short(self) -> str:
+        """'cross L2 H8': short, for the chips of a multiselect."""
+        return f"{KIND_SHORT[self.kind]} L{self.layer + 1} H{self.head + 1}"
+
+    def order(self) -> tuple:
+        return KINDS.index(self.kind), self.layer, self.head
 
 
-def _indices(text: str, n: int, what: str, item: str) -> list[int]:
+@dataclass(frozen=True)
+class HeadSet:
+    """Heads of one model, for switching off or picking. Iterates in model order (encoder, decoder, cross;
+    layer; head); every head of a layer picked is written as the whole layer."""
+
+    heads: frozenset = frozenset()  # of Head
+    n_heads: int = 0  # heads per layer of the model
+
+    @classmethod
+    def of(cls, cfg, heads: Iterable[Head] = ()) -> "HeadSet":
+        return cls(frozenset(heads), cfg.n_heads)
+
+    @classmethod
+    def every(cls, cfg) -> "HeadSet":
+        return cls.of(cfg, (Head(k, layer, h) for k in KINDS for layer in range(n_layers(cfg, k))
+                            for h in range(cfg.n_heads)))
+
+    @classmethod
+    def parse(cls, text: str | None, cfg, base: int = 0) -> "HeadSet":
+        """A SPEC counted from `base`: 0 for the CLIs, 1 for the link (whose items are numbers only, and where
+        an empty item, as a trailing comma makes, is skipped). InputError saying what is wrong."""
+        heads, text = set(), text or ""
+        for item in text.split(",") if text.strip() else []:
+            item = item.strip()
+            if base and not item:
+                continue
+            parts = item.split(".")
+            if len(parts) not in (2, 3) or not all(parts) or (base and "*" in parts):
+                example = "enc.1.4 or cross.3" if base else "enc.0.3 or cross.2.*"
+                raise InputError(f"head mask item {item!r} is not KIND.LAYER[.HEAD], e.g. {example}")
+            kind, layer, head = parts[0], parts[1], parts[2] if len(parts) == 3 else "*"
+            if kind not in (*KINDS, "*"):
+                raise InputError(f"head mask item {item!r}: kind must be one of enc, dec, cross"
+                                 + ("" if base else " or *"))
+            for k in (KINDS if kind == "*" else (kind,)):
+                heads |= {Head(k, i, h) for i in _indices(layer, n_layers(cfg, k), f"{k} layer", item, base)
+                          for h in _indices(head, cfg.n_heads, "head", item, base)}
+        return cls.of(cfg, heads)
+
+    @classmethod
+    def from_mask(cls, mask: dict | None) -> "HeadSet":
+        """The heads a mask ({kind: (L, H) tensor of 1 keep / 0 off}) switches off."""
+        masks = [(k, mask[k]) for k in KINDS if mask and mask.get(k) is not None]
+        heads = (Head(k, layer, h) for k, m in masks for layer, h in (m == 0).nonzero().tolist())
+        return cls(frozenset(heads), masks[0][1].shape[1] if masks else 0)
+
+    def __iter__(self):
+        return iter(sorted(self.heads, key=Head.order))
+
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    def in_layer(self, kind: str, layer: int) -> list[int]:
+        """The heads picked in one layer, in order."""
+        return [h.head for h in self if h.kind == kind and h.layer == layer]
+
+    def items(self) -> list[tuple[str, int, int | None]]:
+        """(kind, layer, head) in model order; head None where every head of the layer is picked (so a whole layer
+        and one of its heads are never both named)."""
+        out, layers = [], {}
+        for h in self:
+            layers.setdefault((h.kind, h.layer), []).append(h.head)
+        for (kind, layer), heads in layers.items():
+            out += [(kind, layer, None)] if len(heads) == self.n_heads else [(kind, layer, h) for h in heads]
+        return out
+
+    def spec(self, base: int = 0) -> str:
+        """The canonical SPEC (one ITEM per head, whole layers shortened), from 0 for the CLIs or 1 for the link."""
+        return ",".join(_item_spec(kind, layer, head, base) for kind, layer, head in self.items())
+
+    def label(self) -> str:
+        """'Cross-attention layer 3 (all heads); Encoder self-attention layer 1, head 4': as the page says it."""
+        return "; ".join(f"{KIND_NAMES[kind]} layer {layer + 1}" + (" (all heads)" if head is None else
+                                                                    f", head {head + 1}")
+                         for kind, layer, head in self.items())
+
+    def mask(self, cfg) -> dict | None:
+        """{kind: (L, H) float tensor of 1 keep / 0 off}, or None when no head is picked."""
+        if not self.heads:
+            return None
+        mask = {k: torch.ones(n_layers(cfg, k), cfg.n_heads) for k in KINDS}
+        for h in self.heads:
+            mask[h.kind][h.layer, h.head] = 0.0
+        return mask
+
+
+def _item_spec(kind: str, layer: int, head: int | None, base: int) -> str:
+    return f"{kind}.{layer + base}" + ("" if head is None else f".{head + base}")
+
+
+def _indices(text: str, n: int, what: str, item: str, base: int) -> list[int]:
     if text == "*":
         return list(range(n))
     if not text.isdigit():
-        raise InputError(f"head mask item {item.strip()!r}: {what} {text!r} is not a number or *")
+        raise InputError(f"head mask item {item!r}: {what} {text!r} is not a number or *")
     i = int(text)
-    if i >= n:
-        raise InputError(f"head mask item {item.strip()!r}: there is no {what} {i} (the model has {n}: 0 to {n - 1})")
-    return [i]
+    if not base <= i < n + base:
+        raise InputError(f"head mask item {item!r}: there is no {what} {i} (the model has {n}: {base} to "
+                         f"{n - 1 + base})")
+    return [i - base]
+
+
+def parse_head_mask(spec: str | None, cfg) -> dict | None:
+    """SPEC (from 0) -> {kind: (L, H) float tensor of 1 keep / 0 off}, or None when nothing is masked."""
+    return HeadSet.parse(spec, cfg).mask(cfg)
 
 
 def head_mask_spec(mask: dict | None) -> str:
     """The canonical SPEC of a mask (one ITEM per masked head, whole layers shortened): inverse of parse."""
-    if not mask:
-        return ""
-    items = []
-    for kind in KINDS:
-        m = mask.get(kind)
-        if m is None:
-            continue
-        for layer in range(m.shape[0]):
-            off = [h for h in range(m.shape[1]) if m[layer, h] == 0]
-            if len(off) == m.shape[1]:
-                items.append(f"{kind}.{layer}")
-            else:
-                items += [f"{kind}.{layer}.{h}" for h in off]
-    return ",".join(items)
+    return HeadSet.from_mask(mask).spec()
