@@ -31,10 +31,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checkpoint import DEFAULT_CHECKPOINT
+from . import cli
 from .data import encode_pairs, pad
 from .decoding import greedy_ids
-from .evaluate import corpus_parser, load_corpus
 from .heads import n_layers
 from .metrics import (BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, mean_loss, paired_bootstraps,
                       sentence_losses)
@@ -182,8 +181,10 @@ def head_importance_for_sentence(translator, sentence: str) -> dict:
     return rise
 
 
+@cli.entry_point
 def main(argv=None):
-    p = corpus_parser(__doc__)
+    p = cli.Parser(description=__doc__)
+    cli.add_corpus(p)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_importance.json)")
     p.add_argument("--limit", type=int, default=0, help="only the first N sentences")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
@@ -193,20 +194,10 @@ def main(argv=None):
     p.add_argument("--one-at-a-time", action="store_true",
                    help="the old loop, one corpus pass per masked head (same numbers, much slower)")
     args = p.parse_args(argv)
-    if args.resamples < 1:
-        print(f"error: --resamples must be at least 1, got {args.resamples}", file=sys.stderr)
-        return 2
-    if args.batch_rows < 1:
-        print(f"error: --batch-rows must be at least 1, got {args.batch_rows}", file=sys.stderr)
-        return 2
-    loaded = load_corpus(args)
-    if loaded is None:
-        return 2
-    translator, src, ref = loaded
-    out = Path(args.out) if args.out else Path(args.checkpoint or DEFAULT_CHECKPOINT) / "head_importance.json"
-    if not out.parent.is_dir():  # before the long run, not after it
-        print(f"error: cannot write {out}: the folder {out.parent} does not exist", file=sys.stderr)
-        return 2
+    cli.at_least_one(args, "resamples", "batch_rows")
+    translator = cli.load_translator(args)
+    src, ref = cli.read_corpus(args.src, args.ref)
+    out = cli.output_file(args.out, args.checkpoint, "head_importance.json")
     if args.limit:
         src, ref = src[:args.limit], ref[:args.limit]
     t0 = time.time()
@@ -218,11 +209,7 @@ def main(argv=None):
                                  batch_rows=args.batch_rows)
     result["data"] = {"src": Path(args.src).name, "ref": Path(args.ref).name, "n": len(src),
                       "seconds": round(time.time() - t0, 1), "device": translator.device_name}
-    try:
-        out.write_text(json.dumps(result, indent=1))
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    out.write_text(json.dumps(result, indent=1))
     worst = min(((k, i, j, b) for k, v in result["kinds"].items() for i, row in enumerate(v["bleu"])
                  for j, b in enumerate(row)), key=lambda x: x[3])
     print(json.dumps({"out": str(out), "baseline_bleu": result["baseline"]["bleu"],
@@ -232,4 +219,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

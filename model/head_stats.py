@@ -29,7 +29,6 @@ punctuation characters (categories P*: . , ; " - ( ) ...; not symbols such as + 
 """
 
 import json
-import sys
 import time
 import unicodedata
 from pathlib import Path
@@ -37,6 +36,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from . import cli
 from .errors import InputError
 
 KINDS = ("enc", "dec", "cross")  # as model.transformer.KINDS; not imported: this module stays free of torch
@@ -209,42 +209,26 @@ def to_json(values: dict, digits: int = 6) -> dict:
 
 
 # the command line --------------------------------------------------------------------------------
+@cli.entry_point
 def main(argv=None):
-    import argparse
-
-    from .device import DEVICE_ENV, DEVICE_NAMES
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--src", required=True, help="German sentences, one per line (plain or .gz)")
-    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
-    p.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
+    p = cli.Parser(description=__doc__)
+    cli.add_corpus(p, ref=False)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_stats.json)")
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="sentences per greedy batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    if args.batch_size < 1:
-        print(f"error: --batch-size must be at least 1, got {args.batch_size}", file=sys.stderr)
-        return 2
+    cli.at_least_one(args, "batch_size")
 
-    from .checkpoint import checkpoint_folder
     from .data import read_lines
-    from .errors import CheckpointError
-    from .translator import MAX_OUTPUT, Translator  # after argument parsing: --help stays fast
+    from .translator import MAX_OUTPUT  # after argument parsing: --help stays fast
 
-    out = Path(args.out) if args.out else checkpoint_folder(args.checkpoint) / "head_stats.json"
-    try:
-        translator = Translator.load(args.checkpoint, args.device)
-        src = read_lines(args.src)
-        if not out.parent.is_dir():
-            raise OSError(f"cannot write {out}: the folder {out.parent} does not exist")
-    except (CheckpointError, OSError, ValueError) as e:  # InputError (a bad device) is a ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    translator = cli.load_translator(args)
+    src = read_lines(args.src)
+    out = cli.output_file(args.out, args.checkpoint, "head_stats.json")
     t0 = time.time()
     per_sentence, used = corpus_stats(translator, src, args.batch_size, progress=not args.no_progress)
     if not per_sentence:
-        print(f"error: {args.src} has no sentence to translate ({len(src)} empty lines)", file=sys.stderr)
-        return 2
+        raise InputError(f"{args.src} has no sentence to translate ({len(src)} empty lines)")
     means, counts = corpus_mean(per_sentence)
     result = {"checkpoint": translator.checkpoint_id, "n": len(used), "stats": to_json(means),
               "counts": to_json(counts), "definitions": DEFINITIONS,
@@ -252,15 +236,11 @@ def main(argv=None):
                       f"{MAX_OUTPUT} output tokens; null: not defined for that kind (or on no sentence)",
               "data": {"src": Path(args.src).name, "lines": len(src), "n": len(used),
                        "seconds": round(time.time() - t0, 1), "device": translator.device_name}}
-    try:
-        out.write_text(json.dumps(result, indent=1))
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    out.write_text(json.dumps(result, indent=1))
     print(json.dumps({"out": str(out), "n": len(used), "skipped": len(src) - len(used),
                       "seconds": result["data"]["seconds"]}))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

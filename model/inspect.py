@@ -16,27 +16,19 @@ the mean -log p of that output (teacher-forced) rises with each head alone switc
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
-import argparse
 import json
-import sys
 
-from .device import DEVICE_ENV, DEVICE_NAMES
-from .errors import CheckpointError
+from . import cli
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, as docs/contract.md asks of every tool: no usage block
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
+@cli.entry_point
 def main(argv=None):
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    common = Parser(add_help=False)
-    common.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
-    common.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
+    p = cli.Parser(description=__doc__)
+    common = cli.Parser(add_help=False)
+    cli.add_checkpoint(common)
+    cli.add_device(common)
     common.add_argument("sentence", help="one German sentence")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = p.add_subparsers(dest="command", required=True)
     head = sub.add_parser("head", parents=[common], help="one query through one head, with the real numbers")
     head.add_argument("--kind", default="cross", help="enc, dec or cross (default: cross)")
     head.add_argument("--layer", type=int, default=0, help="layer, from 0")
@@ -47,29 +39,20 @@ def main(argv=None):
     sub.add_parser("importance", parents=[common], help="every head switched off alone: this sentence's loss rise")
     args = p.parse_args(argv)
 
-    from .translator import Translator  # after argument parsing: --help stays fast
+    translator = cli.load_translator(args)  # after argument parsing: --help stays fast
+    if args.command == "head":
+        out = translator.inside(args.sentence).head(args.kind, args.layer, args.head, args.query).to_json()
+    elif args.command == "lens":
+        out = translator.logit_lens(args.sentence, top_k=args.top_k).to_json()
+    else:
+        from .head_importance import head_importance_for_sentence
 
-    try:
-        translator = Translator.load(args.checkpoint, args.device)
-        if args.command == "head":
-            out = translator.inside(args.sentence).head(args.kind, args.layer, args.head, args.query).to_json()
-        elif args.command == "lens":
-            out = translator.logit_lens(args.sentence, top_k=args.top_k).to_json()
-        else:
-            from .head_importance import head_importance_for_sentence
-
-            rise = head_importance_for_sentence(translator, args.sentence)
-            out = {"output_tokens": [s.token for s in translator.translate(args.sentence).steps],
-                   "loss_rise": {k: [[round(float(x), 6) for x in row] for row in v] for k, v in rise.items()}}
-    except (CheckpointError, OSError, ValueError) as e:  # InputError is a ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        rise = head_importance_for_sentence(translator, args.sentence)
+        out = {"output_tokens": [s.token for s in translator.translate(args.sentence).steps],
+               "loss_rise": {k: [[round(float(x), 6) for x in row] for row in v] for k, v in rise.items()}}
     print(json.dumps(out, ensure_ascii=False))
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
-        sys.exit(0)
+    cli.run(main)

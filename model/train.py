@@ -10,12 +10,10 @@ epochs' weights and keeps it if its validation loss is lower. Every epoch saves 
 resumable state in --work-dir; --resume continues from it.
 """
 
-import argparse
 import json
 import math
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -24,11 +22,11 @@ import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
+from . import cli
 from .checkpoint import save_checkpoint
 from .config import ModelConfig
-from .data import bucket_batches, encode_pairs, load_split, pad
-from .device import DEVICE_ENV, DEVICE_NAMES, describe, pick_device
-from .errors import InputError
+from .data import bucket_batches, encode_pairs, pad
+from .device import describe, pick_device
 from .metrics import evaluate_loss, token_loss
 from .transformer import Extras, Transformer
 from .vocab import SPECIALS, UNK_ID, Vocab, tokenize
@@ -73,7 +71,7 @@ def setup_distributed():
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.Parser(description=__doc__)
     p.add_argument("--data-dir", required=True, help="folder with the Multi30k .gz files")
     p.add_argument("--out", default="checkpoints", help="checkpoint folder to write (default: checkpoints)")
     p.add_argument("--work-dir", default="runs/train", help="per-epoch snapshots and resume state")
@@ -92,7 +90,7 @@ def parse_args(argv=None):
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for the forward pass (fast on GPUs and on CPUs "
                    "with AVX-512 BF16 or AMX; on others 8x slower than fp32)")
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
+    cli.add_device(p)
     p.add_argument("--limit", type=int, default=0, help="use only the first N training pairs (tests)")
     p.add_argument("--max-steps", type=int, default=0, help="stop each epoch after N steps (tests)")
     p.add_argument("--resume", action="store_true", help="continue from --work-dir/state.pt")
@@ -100,13 +98,10 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+@cli.entry_point
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        device = pick_device(args.device)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    device = pick_device(args.device)
     rank, world = setup_distributed()
     is_main = rank == 0
     log = (lambda *a: print(*a, flush=True)) if is_main else (lambda *a: None)
@@ -115,12 +110,8 @@ def main(argv=None):
     random.seed(args.seed)
     torch.manual_seed(args.seed)
 
-    try:
-        train_src, train_tgt = load_split(args.data_dir, "train")
-        val_src, val_tgt = load_split(args.data_dir, "val")
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    train_src, train_tgt = cli.read_split(args.data_dir, "train")
+    val_src, val_tgt = cli.read_split(args.data_dir, "val")
     if args.limit:
         train_src, train_tgt = train_src[:args.limit], train_tgt[:args.limit]
     t0 = time.time()
@@ -223,4 +214,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

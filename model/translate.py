@@ -19,23 +19,23 @@ carries `provenance`: the checkpoint (folder, sha256 of its weights), --mask-hea
 the decoding settings, versions and device (model/export.py).
 """
 
-import argparse
 import json
 import sys
 
+from . import cli
 from .data import read_lines, split_lines
-from .device import DEVICE_ENV, DEVICE_NAMES
-from .errors import CheckpointError, InputError
+from .errors import InputError
 
 
+@cli.entry_point
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoint", default=None, help="checkpoint folder (default: checkpoints/)")
+    p = cli.Parser(description=__doc__)
+    cli.add_checkpoint(p)
     p.add_argument("--input", default=None, help="file of German sentences (default: stdin)")
     p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy, batched)")
     p.add_argument("--json", action="store_true", help="one JSON object per line with maps and steps")
     p.add_argument("--top-k", type=int, default=5, help="alternatives recorded per step (--json)")
-    p.add_argument("--device", default=None, help=f"{DEVICE_NAMES} (default: ${DEVICE_ENV}, else auto)")
+    cli.add_device(p)
     p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
     p.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
                    help="make output step STEP (0-based) emit TOKEN; repeatable")
@@ -43,30 +43,25 @@ def main(argv=None):
                    help="English references, one per input line: scored by teacher forcing (with --json)")
     args = p.parse_args(argv)
     if args.beam < 1 or args.top_k < 1:
-        print("error: --beam and --top-k must be at least 1", file=sys.stderr)
-        return 2
+        raise InputError("--beam and --top-k must be at least 1")
 
     from .heads import parse_head_mask
-    from .translator import MAX_OUTPUT, Translator  # after argument parsing: --help stays fast
+    from .translator import MAX_OUTPUT  # after argument parsing: --help stays fast
 
-    try:
-        force = parse_force(args.force)
-        translator = Translator.load(args.checkpoint, args.device)
-        parse_head_mask(args.mask_heads, translator.cfg)  # a bad SPEC stops here, before any work
-        if force and args.beam > 1:
-            raise InputError("--force works with greedy decoding: leave out --beam")
-        if args.reference and not args.json:
-            raise InputError("--reference adds fields to the --json output: add --json")
-        if args.input:
-            lines = read_lines(args.input)
-        else:
-            lines = split_lines(sys.stdin.buffer.read(), "stdin")
-        references = read_lines(args.reference) if args.reference else None
-        if references is not None and len(references) != len(lines):
-            raise InputError(f"{args.reference} has {len(references)} lines but the input has {len(lines)}")
-    except (CheckpointError, OSError, ValueError) as e:  # InputError is a ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    force = parse_force(args.force)
+    translator = cli.load_translator(args)
+    parse_head_mask(args.mask_heads, translator.cfg)  # a bad SPEC stops here, before any work
+    if force and args.beam > 1:
+        raise InputError("--force works with greedy decoding: leave out --beam")
+    if args.reference and not args.json:
+        raise InputError("--reference adds fields to the --json output: add --json")
+    if args.input:
+        lines = read_lines(args.input)
+    else:
+        lines = split_lines(sys.stdin.buffer.read(), "stdin")
+    references = read_lines(args.reference) if args.reference else None
+    if references is not None and len(references) != len(lines):
+        raise InputError(f"{args.reference} has {len(references)} lines but the input has {len(lines)}")
 
     usable = []
     for n, line in enumerate(lines, 1):
@@ -139,14 +134,11 @@ def parse_force(items: list) -> dict:
     force = {}
     for item in items:
         step, sep, token = item.partition(":")
-        if not sep or not step.strip().isdigit() or not token:
+        if not sep or not step.strip().isdecimal() or not token:  # isdigit() passes "²", which int() refuses
             raise InputError(f"--force {item!r} is not STEP:TOKEN, e.g. 2:cat")
         force[int(step)] = token
     return force
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
-        sys.exit(0)
+    cli.run(main)

@@ -62,3 +62,17 @@ def translator():
     from model.translator import Translator
 
     return Translator.load(CHECKPOINT, "cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> str:
+    """A checkpoint folder of tiny_model with test_decoding's vocabularies, saved once per session: for the
+    command-line tools, which take a folder. Read-only: a test that writes beside a checkpoint makes its own."""
+    from model.checkpoint import save_checkpoint
+    from model.vocab import Vocab
+    from test_decoding import ENGLISH, GERMAN
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny") / "ckpt"
+    save_checkpoint(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH), folder)
+    return str(folder)
