@@ -18,8 +18,9 @@ import torch
 
 from model.errors import CheckpointError, InputError
 from views import VIEWS, Context
-from views.common import CSS, MAX_SENTENCE, MODEL_NAMES, literal, load_translator, models, token_chips, translate
-from views.share import read_model, read_url, write_url
+from views.common import (CSS, MAX_SENTENCE, MODEL_CHOICE, MODEL_NAMES, literal, load_translator, models, token_chips,
+                          translate)
+from views.share import judge_url, read_model, read_url, write_url
 
 ROOT = Path(__file__).resolve().parent
 # Streamlit serialises each figure with plotly.io.to_json. Its orjson engine first walks every list in
@@ -45,15 +46,21 @@ def example_picked():
     if choice:
         st.session_state.sentence = choice
         st.session_state.reference = next(e["en"] for e in examples() if e["de"] == choice)
-        st.session_state.what_if = "(the model's choice)"
+        st.session_state.what_if = MODEL_CHOICE
 
 
 def sentence_typed():
     """A new sentence drops what belonged to the old one: its reference, its what-if choice, its example."""
     st.session_state.reference = ""
-    st.session_state.what_if = "(the model's choice)"
+    st.session_state.what_if = MODEL_CHOICE
     if st.session_state.get("example") != st.session_state.sentence:
         st.session_state.example = ""  # so that picking the same example again works
+
+
+def say_unused(box, notes: list[str]):
+    """The link's parameters the page could not use, named in one warning (in `box`: the list can grow)."""
+    if notes:
+        box.warning("Parts of this link were not used (the page shows its defaults instead): " + "; ".join(notes) + ".")
 
 
 st.set_page_config(page_title="Inside a Transformer translator", page_icon="🔎", layout="wide",
@@ -95,11 +102,10 @@ with st.expander("About this model and the colours"):  # on the page, not in a s
                 "masked future position; dashed orange = a word the model does not know (`<unk>`).")
 
 if first_run:
-    st.session_state.url_notes = notes + read_url(cfg)
-if st.session_state.url_notes:  # said once; the next interaction clears it
-    st.warning("Parts of this link were not used (the page shows its defaults instead): "
-               + "; ".join(st.session_state.url_notes) + ".")
-    st.session_state.url_notes = []
+    st.session_state.url_notes = notes + read_url(cfg, VIEWS)
+link_note = st.empty()  # the link's notes; the translation below may add one (a forced word it does not offer)
+unused, st.session_state.url_notes = st.session_state.url_notes, []  # said once; the next interaction clears it
+say_unused(link_note, unused)
 
 ex = examples()
 c1, c2 = st.columns([3, 2])
@@ -110,7 +116,7 @@ c1.text_input("German sentence (press Enter to translate)", key="sentence", max_
 sentence = st.session_state.get("sentence", "")
 
 if not sentence.strip():
-    write_url(cfg)
+    write_url(cfg, VIEWS.get(st.session_state.get("view")))
     st.info("Type a German sentence above and press Enter, or pick an example. Try: "
             "*Zwei Männer spielen Fußball auf einer Wiese.*")
     st.stop()
@@ -125,6 +131,8 @@ except Exception as e:  # the page never shows a traceback; the server log keeps
     st.error(f"Translating this sentence failed ({type(e).__name__}). Try another sentence.")
     st.stop()
 
+if first_run:
+    say_unused(link_note, unused + judge_url(result, VIEWS))
 if result.truncated:
     st.warning(f"The sentence is too long for the model's {cfg.max_positions} positions: the last "
                f"{result.truncated} tokens were cut, and the rest was translated.")
@@ -146,4 +154,4 @@ st.session_state.setdefault("view", list(VIEWS)[0])
 view = st.segmented_control("View", list(VIEWS), key="view", required=True)
 st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
            "exactly what you see.")
-VIEWS[view](Context(checkpoint, translator, result))  # a failing view says so in its place (views.share.page_view)
+VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (share.page_view)

@@ -234,13 +234,12 @@ def test_head_importance_links_to_the_head_view(app):
     typed(app, "Ein Hund.")
     view(app, "Head importance")
     assert len(charts(app)) == 6  # the test set's three grids, then this sentence's (computed live)
-    pick = app.selectbox(key="importance_pick").value  # the most important head comes first
-    kind, layer, head = pick.split(".")
+    pick = app.selectbox(key="importance_pick").value  # the most important head comes first (a model.heads.Head)
     app.button[0].click().run()
     assert not app.exception
-    name = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}[kind]
+    name = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}[pick.kind]
     assert app.session_state.view == name
-    assert charts(app)[0]["layout"]["title"]["text"] == f"{name}, layer {int(layer) + 1}, head {int(head) + 1}"
+    assert charts(app)[0]["layout"]["title"]["text"] == f"{name}, layer {pick.layer + 1}, head {pick.head + 1}"
 
 
 def test_a_typed_sentence_is_not_scored_against_the_old_examples_reference(app):
@@ -343,6 +342,22 @@ def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, no
     assert note in at.warning[0].value
 
 
+@pytest.mark.parametrize("params", [{"view": "trace"}, {"view": "cross", "vs": "force"}])
+def test_a_forced_word_the_step_does_not_offer_is_named(monkeypatch, translator, params):
+    s = "Ein Mann fährt Fahrrad."
+    step = translator.translate(s).steps[2]
+    offered = [t for t, _ in step.top if t != step.token]
+    assert "woman" not in offered
+    at = from_url(monkeypatch, s=s, step="3", whatif="woman", **params)
+    assert not at.exception and not at.error
+    assert (f"whatif='woman' is not one of the words step 3 could have said ({', '.join(offered)})"
+            in at.warning[0].value)
+    assert dict(at.query_params).get("whatif") != "woman"
+    at = from_url(monkeypatch, s=s, step="3", whatif=offered[1], **params)  # a word the step offers is kept
+    assert not at.exception and not at.warning
+    assert f"forced to “{offered[1]}”" in markdown(at) and dict(at.query_params)["whatif"] == offered[1]
+
+
 def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatch):
     at = from_url(monkeypatch, s="Ein Hund rennt.", view="inside", kind="enc", layer="2", head="3", query="99")
     assert not at.exception and not at.warning
@@ -431,8 +446,8 @@ HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\
 
 
 def test_markdown_latex_and_html_are_shown_literally_in_every_view(app):
-    """Issue 13: what the user typed (and what the model wrote from it) is text in every view: no bold, no
-    link, no formula, no tag, wherever it reaches a markdown element."""
+    """What the user typed (and what the model wrote from it) is text in every view: no bold, no link, no
+    formula, no tag, wherever it reaches a markdown element (a sentence is not the page's markup)."""
     from views import VIEWS
 
     typed(app, HOSTILE_TEXT)
@@ -451,8 +466,8 @@ ODD_INPUTS = {"nul": "Ein\x00Hund läuft\x00", "only_nul": "\x00", "controls": "
 
 @pytest.mark.parametrize("name", ODD_INPUTS)
 def test_odd_input_gets_through_every_view(app, name):
-    """Issue 13: control, zero-width and bidi characters, a NUL byte, a 500-letter token, numbers or
-    punctuation only: every view draws (or says why not) without an error or an exception."""
+    """Control, zero-width and bidi characters, a NUL byte, a 500-letter token, numbers or punctuation only
+    (what a pasted text brings): every view draws (or says why not) without an error or an exception."""
     from views import VIEWS
 
     typed(app, ODD_INPUTS[name])
@@ -461,3 +476,38 @@ def test_odd_input_gets_through_every_view(app, name):
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
         if "attention" in view:  # something unknown is still a token: the maps are drawn
             assert app.get("plotly_chart"), view
+
+
+def test_no_module_imports_itself_round_about():
+    """The import graph of app.py, model/, views/, viz/ and bench/ has no cycle (function-level imports too)."""
+    import ast
+
+    files = [ROOT / "app.py", *(p for d in ("model", "views", "viz", "bench") for p in (ROOT / d).glob("*.py"))]
+    name = {f: ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__") for f in files}
+    modules = set(name.values())
+    graph = {}
+    for f in files:
+        package = name[f] if f.name == "__init__.py" else name[f].rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, *([node.module] if node.module else [])])
+                targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
+        graph[name[f]] = {t for t in targets if t in modules and t != name[f]}
+
+    def cycle_from(module, path):
+        if module in path:
+            return path[path.index(module):] + [module]
+        for nxt in sorted(graph[module]):
+            found = cycle_from(nxt, path + [module])
+            if found:
+                return found
+        return None
+
+    for module in sorted(graph):
+        assert cycle_from(module, []) is None, " -> ".join(cycle_from(module, []))

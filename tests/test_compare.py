@@ -1,4 +1,4 @@
-"""Comparing two runs in the attention views, the line view, the model choice and live importance (issues 12, 14)."""
+"""Comparing two runs in the attention views, the line view, the model choice, live importance, head statistics."""
 
 import base64
 import json
@@ -176,6 +176,17 @@ def test_head_statistics_of_the_sentence_and_the_test_set(monkeypatch, translato
     table = at.dataframe[0].value
     assert len(table) == 72 and table["on <eos>"].notna().sum() == 48  # 24 decoder heads: undefined
     assert dict(at.query_params)["stat"] == "eos_share" and dict(at.query_params)["view"] == "stats"
+
+
+def test_head_statistics_leave_a_statistic_a_head_does_not_have_empty(monkeypatch):
+    """Monotonicity is a statistic of cross-attention only: the encoder and decoder rows show an empty cell
+    (Streamlit writes a missing value as "None" unless the table names another placeholder)."""
+    at = from_url(monkeypatch, s=PAIR[0], view="stats", stat="monotonicity")
+    assert not at.exception and not at.error
+    table = at.dataframe[0]
+    cross = table.value["kind"] == "cross"
+    assert table.value.loc[~cross, "monotonicity"].isna().all() and table.value.loc[cross, "monotonicity"].notna().any()
+    assert table.proto.HasField("placeholder") and table.proto.placeholder == ""
 
 
 @pytest.mark.skipif(not (SIN / "model.safetensors").is_file(), reason="no checkpoints/sinusoidal")

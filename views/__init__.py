@@ -2,32 +2,34 @@
 
 app.py is the frame (sentence box, translation header, view switch); everything a view shows
 lives here, one module per view or family of views. Views never read app.py's globals.
+VIEWS is the one list of them: the view switch, the link (views/share.py) and the tests read it.
 """
 
-from .attention import attention_view
-from .common import Context
+from . import inside, interventions, stats, trace
+from .attention import view_entry
+from .common import Context, View
 from .flow import flow_view
 from .importance import importance_view
-from .inside import inside_view
-from .interventions import ablation_view, beam_view, reference_view
 from .positions import positions_view
-from .stats import stats_view
-from .trace import trace_view
 
 # The view switch, in the order a newcomer meets them: where the translation reads the source first.
-VIEWS = {
-    "Cross-attention": lambda ctx: attention_view(ctx, "cross"),
-    "Encoder self-attention": lambda ctx: attention_view(ctx, "enc"),
-    "Decoder self-attention": lambda ctx: attention_view(ctx, "dec"),
-    "Inside a head": inside_view,
-    "Decoding trace": trace_view,
-    "Source flow": flow_view,
-    "Positional encodings": positions_view,
-    "Ablate heads": ablation_view,
-    "Head statistics": stats_view,
-    "Head importance": importance_view,
-    "Reference": reference_view,
-    "Beam search": beam_view,
-}
+# Each entry: its slug in the link (?view=), its label on the switch, how it draws, what it reads from the link
+# and writes into it (only what decides its picture), and what of the link only the translation can judge.
+VIEWS = {v.label: v for v in (
+    view_entry("cross"),
+    view_entry("enc"),
+    view_entry("dec"),
+    View("inside", "Inside a head", inside.inside_view, inside.read_link, inside.link_params),
+    View("trace", "Decoding trace", trace.trace_view, trace.read_link, trace.link_params, trace.judge_link),
+    View("flow", "Source flow", flow_view),
+    View("positions", "Positional encodings", positions_view),
+    View("ablate", "Ablate heads", interventions.ablation_view, interventions.read_ablation_link,
+         interventions.ablation_link),
+    View("stats", "Head statistics", stats.stats_view, stats.read_link, stats.link_params),
+    View("importance", "Head importance", importance_view),
+    View("reference", "Reference", interventions.reference_view, interventions.read_reference_link,
+         interventions.reference_link),
+    View("beam", "Beam search", interventions.beam_view, interventions.read_beam_link, interventions.beam_link),
+)}
 
-__all__ = ["Context", "VIEWS"]
+__all__ = ["Context", "VIEWS", "View"]

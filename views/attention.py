@@ -5,10 +5,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 import viz
+from model.heads import KIND_NAMES, Head, n_layers
 from model.result import Translation
 
 from . import compare
-from .common import KIND_NAMES, Context, chart, literal, subtitle
+from .common import Context, View, chart, head_key, int_param, layer_key, literal, pick_head, subtitle
 from .export import downloads
 from .share import page_view
 
@@ -37,12 +38,44 @@ def sides(kind: str) -> tuple[str, str]:
 
 
 def open_tile(kind: str):
-    """A click on a model-view tile opens that layer and head in the big map (issue 9)."""
+    """A click on a model-view tile opens that layer and head in the big map."""
     event = st.session_state.get(f"{kind}_grid")
     points = event.selection.points if event else []
     tile = viz.tile_of(points[0]) if points else None
     if tile is not None:
-        st.session_state[f"{kind}_layer"], st.session_state[f"{kind}_head"] = tile
+        pick_head(Head(kind, *tile))
+
+
+def view_entry(kind: str) -> View:
+    """The view switch's entry of one kind's attention view: ?view=KIND&layer=&head=&draw=, and a comparison."""
+    return View(kind, KIND_NAMES[kind], lambda ctx: attention_view(ctx, kind),
+                read=lambda params, cfg, notes: read_link(params, cfg, notes, kind),
+                write=lambda cfg: link_params(cfg, kind), judge=compare.judge_link)
+
+
+def read_link(params, cfg, notes: list, kind: str):
+    layer = int_param(params, "layer", 1, n_layers(cfg, kind), notes)
+    if layer is not None:
+        st.session_state[layer_key(kind)] = layer - 1
+    if params.get("draw") in ("map", "lines"):
+        st.session_state.draw_as = params["draw"]
+    if params.get("head") == "mean":
+        st.session_state[head_key(kind)] = "mean"
+    else:
+        head = int_param(params, "head", 1, cfg.n_heads, notes)
+        if head is not None:
+            st.session_state[head_key(kind)] = head - 1
+    compare.read_link(params, cfg, notes)
+
+
+def link_params(cfg, kind: str) -> dict:
+    s = st.session_state
+    layer, head = s.get(layer_key(kind)), s.get(head_key(kind), "mean")
+    params = {} if layer is None else {"layer": str(layer + 1)}
+    params["head"] = "mean" if head in (None, "mean") else str(head + 1)
+    if s.get("draw_as") == "lines":
+        params["draw"] = "lines"
+    return params | compare.link_params(cfg)
 
 
 @st.fragment
@@ -55,11 +88,11 @@ def attention_view(ctx: Context, kind: str):
     st.caption(CAPTIONS[kind].format(**{k: literal(v) for k, v in words.items()}) +
                " Hover a cell for the exact weight.")
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")  # wraps on narrow screens
-    st.session_state.setdefault(f"{kind}_layer", L - 1 if kind == "cross" else 0)
-    layer = controls.segmented_control("Layer", list(range(L)), key=f"{kind}_layer", required=True,
+    st.session_state.setdefault(layer_key(kind), L - 1 if kind == "cross" else 0)
+    layer = controls.segmented_control("Layer", list(range(L)), key=layer_key(kind), required=True,
                                        format_func=lambda i: str(i + 1), width="content")
-    st.session_state.setdefault(f"{kind}_head", "mean")
-    head = controls.segmented_control("Head", ["mean", *range(H)], key=f"{kind}_head", required=True,
+    st.session_state.setdefault(head_key(kind), "mean")
+    head = controls.segmented_control("Head", ["mean", *range(H)], key=head_key(kind), required=True,
                                       format_func=lambda h: "mean" if h == "mean" else str(h + 1), width="content")
     st.session_state.setdefault("draw_as", "map")
     style = controls.segmented_control("Draw as", ["map", "lines"], key="draw_as", required=True, width="content",

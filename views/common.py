@@ -6,6 +6,7 @@ import logging
 import os
 import shlex
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,30 +17,118 @@ from model.batching import BatchingTranslator
 from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
 from model.device import DEVICE_ENV
 from model.head_importance import head_importance_for_sentence
+from model.errors import InputError
+from model.heads import KIND_NAMES, Head, HeadSet
 from model.result import Translation
 from model.translator import Translator
 
 log = logging.getLogger("explorer")
 
 
+def nothing(*args) -> None:
+    """A view that reads nothing from the link, or has nothing in it to judge."""
+
+
+@dataclass(frozen=True)
+class View:
+    """One entry of the view switch (the registry is views.VIEWS): adding a view is adding one of these."""
+
+    slug: str  # its name in the link: ?view=slug
+    label: str  # its name on the view switch
+    draw: Callable  # draw(ctx): the view itself
+    read: Callable = nothing  # read(params, cfg, notes): set its widgets from the link; a note per unusable parameter
+    write: Callable = lambda cfg: {}  # write(cfg) -> its state as link parameters (only what decides the picture)
+    judge: Callable = nothing  # judge(result, notes): once the translation is there, what only it can check
+
+
 @dataclass(frozen=True)
 class Context:
-    """What a view needs: which checkpoint (None: the shipped one), its translator, the current result."""
+    """What a view needs: which checkpoint (None: the shipped one), its translator, the current result, and its
+    own entry of the view switch (which says what the view writes into the link)."""
 
     checkpoint: str | None
     translator: Translator
     result: Translation
+    view: View
 
     @property
     def cfg(self):
         return self.translator.cfg
 
 
+# --- the widgets' state: one spelling of each key, for the views and for the link that sets them ---------
+
+MODEL_CHOICE = "(the model's choice)"  # the what-if box of the decoding trace when no word is forced
+
+
+def layer_key(kind: str) -> str:
+    """The layer picked in the attention view of this kind."""
+    return f"{kind}_layer"
+
+
+def head_key(kind: str) -> str:
+    """The head picked in the attention view of this kind: a number from 0, or "mean"."""
+    return f"{kind}_head"
+
+
+def ablate_key(kind: str, layer: int) -> str:
+    """The heads switched off in one layer of the ablation view (a list of numbers from 0)."""
+    return f"ablate_{kind}_{layer}"
+
+
+def pick_head(head: Head):
+    """Set the attention view of the head's kind to its layer and head."""
+    st.session_state[layer_key(head.kind)], st.session_state[head_key(head.kind)] = head.layer, head.head
+
+
+def open_head(head: Head):
+    """Show one head in its attention view (each attention view is named on the switch as its kind is)."""
+    pick_head(head)
+    st.session_state.view = KIND_NAMES[head.kind]
+
+
+def alternatives(result: Translation, t: int) -> list[str]:
+    """The words step t could have said instead: its other top candidates (the trace and the comparison force one)."""
+    return [tok for tok, _ in result.steps[t].top if tok != result.steps[t].token]
+
+
+def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
+    """Whether step t could have said a forced word from the link (no word at all passes); a note when not."""
+    if word in (None, MODEL_CHOICE) or word in alternatives(result, t):
+        return True
+    notes.append(f"whatif={word[:40]!r} is not one of the words step {t + 1} could have said "
+                 f"({', '.join(alternatives(result, t))})")
+    return False
+
+
+def int_param(params: Mapping, key: str, low: int, high: int, notes: list) -> int | None:
+    """A whole number in [low, high] from the link, or None (with a note) when it is missing or does not fit."""
+    raw = params.get(key)
+    if raw is None:
+        return None
+    if raw.strip().isdigit() and low <= int(raw) <= high:
+        return int(raw)
+    notes.append(f"{key}={raw[:40]!r} is not a number from {low} to {high}")
+    return None
+
+
+def heads_param(params: Mapping, cfg, notes: list) -> HeadSet | None:
+    """off=: heads from the link, counted from 1 (cross.3 is the whole layer); None (with a note) when it names
+    no head of this model, or is missing."""
+    if not params.get("off"):
+        return None
+    try:
+        return HeadSet.parse(params["off"], cfg, base=1)
+    except InputError:
+        notes.append(f"off={params['off'][:60]!r} names no head of this model (e.g. cross.3 or enc.1.4)")
+        return None
+
+
 # --- the models the page offers -----------------------------------------------------------------
 
 MAX_SENTENCE = 2000  # characters the sentence boxes take
 
-SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the paper's fixed positions, same architecture (issue 14)
+SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the paper's fixed positions, same architecture
 MODEL_NAMES = {"learned": "learned positions", "sinusoidal": "sinusoidal positions (the paper's)"}
 
 
@@ -131,10 +220,8 @@ def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
 
 # --- shared pieces of the page ------------------------------------------------------------------
 
-KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
-
 # Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
-# they read in light and dark mode alike (issue 9: white on pale grey in dark mode before).
+# they read in light and dark mode alike (white on pale grey was unreadable in dark mode).
 # Pills wrap onto a second line where a column is narrow (the ablation view's 8 heads at 800 px), instead
 # of hiding the last heads in a horizontal scroll. Below 1100 px, three or more charts side by side (the
 # layers x heads grids of importance and statistics) stack instead: a third of 800 px left 11 px a head,
@@ -184,12 +271,6 @@ def token_chips(tokens, unknown=None, current=None) -> str:
 def diff_chips(diff) -> str:
     style = {"same": "chip", "removed": "chip del", "added": "chip add"}
     return " ".join(f'<span class="{style[op]}">{html.escape(t)}</span>' for op, t in diff)
-
-
-def head_label(item: str) -> str:
-    """'cross.1' -> 'layer 2 (all heads)'; 'cross.1.3' -> 'layer 2, head 4' (the page counts from 1)."""
-    parts = item.split(".")
-    return f"layer {int(parts[1]) + 1}" + (f", head {int(parts[2]) + 1}" if len(parts) == 3 else " (all heads)")
 
 
 def subtitle(sentence: str, width: int = 120) -> str:

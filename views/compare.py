@@ -1,4 +1,4 @@
-"""A second run beside the first in every attention view (issues 12 and 14).
+"""A second run beside the first in every attention view.
 
 The second run is the same sentence through the other model, another sentence, the same sentence
 with heads switched off, or with one step forced to another word. Each attention view then draws
@@ -10,39 +10,61 @@ layer, head or kind changes.
 import streamlit as st
 
 from model.errors import InputError
+from model.heads import Head, HeadSet
 from model.result import Translation
 
-from .common import MAX_SENTENCE, MODEL_NAMES, Context, analyze, literal, other_model, translate
-from .interventions import ablation_spec, n_layers, summary
+from .common import (MAX_SENTENCE, MODEL_NAMES, Context, alternatives, analyze, heads_param, int_param, literal,
+                     offers, other_model, translate)
 
 OPTIONS = {"none": "nothing", "model": "the other model", "sentence": "another sentence",
            "off": "heads switched off", "force": "a forced word"}
-SHORT_KIND = {"enc": "encoder", "dec": "decoder", "cross": "cross"}
 
 
 def options(ctx: Context) -> list[str]:
     return [o for o in OPTIONS if o != "model" or other_model(ctx.checkpoint)]
 
 
-def head_items(cfg) -> list[str]:
-    """Every head as 'kind.layer.head' (0-based), in the order the ablation view lists them."""
-    return [f"{kind}.{layer}.{h}" for kind in ("enc", "dec", "cross") for layer in range(n_layers(cfg, kind))
-            for h in range(cfg.n_heads)]
+def read_link(params, cfg, notes: list):
+    """An attention view's second run: vs=model, vs=sentence&s2=..., vs=off&off=..., vs=force&step=&whatif=."""
+    vs = params.get("vs")
+    if vs is None:
+        return
+    if vs not in OPTIONS:
+        notes.append(f"vs={vs[:40]!r} is not one of {', '.join(OPTIONS)}")
+        return
+    st.session_state.vs = vs
+    if vs == "sentence":
+        st.session_state.s2 = params.get("s2", "")[:MAX_SENTENCE]
+    elif vs == "off" and (heads := heads_param(params, cfg, notes)) is not None:
+        st.session_state.vs_off = list(heads)
+    elif vs == "force":
+        step = int_param(params, "step", 1, 10_000, notes)
+        if step is not None:
+            st.session_state.vs_step = step - 1  # the view drops it unless the output is that long
+        if params.get("whatif"):
+            st.session_state.vs_word = params["whatif"]
 
 
-def item_label(item: str) -> str:
-    """'enc.0.3' -> 'encoder L1 H4': short, for the chips of the multiselect."""
-    kind, layer, head = item.split(".")
-    return f"{SHORT_KIND[kind]} L{int(layer) + 1} H{int(head) + 1}"
+def judge_link(result: Translation, notes: list):
+    """The link's forced word, dropped with a note unless its step offers it (the view would drop it silently)."""
+    step = st.session_state.get("vs_step")
+    t = step if step in range(len(result.steps)) else 0  # as the view falls back to the first step
+    if st.session_state.get("vs") == "force" and not offers(result, t, st.session_state.get("vs_word"), notes):
+        del st.session_state.vs_word
 
 
-def picked_heads(items: list[str]) -> dict[tuple[str, int], list[int]]:
-    """['enc.0.3', 'enc.0.5'] -> {('enc', 0): [3, 5]}, the form ablation_spec takes (and the link writes)."""
-    picked = {}
-    for item in items:
-        kind, layer, head = item.split(".")
-        picked.setdefault((kind, int(layer)), []).append(int(head))
-    return picked
+def link_params(cfg) -> dict:
+    """The second run of an attention view, as URL parameters."""
+    s = st.session_state
+    vs = s.get("vs", "none")
+    params = {} if vs == "none" else {"vs": vs}
+    if vs == "sentence" and s.get("s2"):
+        params["s2"] = s.s2
+    elif vs == "off" and s.get("vs_off"):
+        params["off"] = HeadSet.of(cfg, s.vs_off).spec(base=1)
+    elif vs == "force" and s.get("vs_word") is not None:
+        params.update(step=str(s.get("vs_step", 0) + 1), whatif=s.vs_word)
+    return params
 
 
 def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
@@ -67,12 +89,13 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
             st.warning(f"{e}.")
             return None
     if vs == "off":
-        picked = st.multiselect("Heads to switch off", head_items(ctx.cfg), key="vs_off", format_func=item_label,
-                                placeholder="pick heads, e.g. cross L2 H8")
+        picked = st.multiselect("Heads to switch off", list(HeadSet.every(ctx.cfg)), key="vs_off",
+                                format_func=Head.short, placeholder="pick heads, e.g. cross L2 H8")
         if not picked:
             st.info("Pick the heads to switch off; the maps of that run are drawn beside the original's.")
             return None
-        spec = ablation_spec(ctx.cfg, picked_heads(picked))
+        heads = HeadSet.of(ctx.cfg, picked)
+        spec = heads.spec()
         # The maps of the ablated model reading the *same* output (teacher forcing), so the two always
         # have one shape and the difference shows what switching the heads off changes in the others.
         alone = translate(ctx.checkpoint, r.source, spec)
@@ -80,17 +103,17 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
                    "the right are of the ablated model reading the original output, so that cell compares with "
                    "cell.")
         tokens = tuple(s.token for s in r.steps)
-        return "all heads", f"without {summary(spec)}", analyze(ctx.checkpoint, r.source, tokens, spec)
+        return "all heads", f"without {heads.label()}", analyze(ctx.checkpoint, r.source, tokens, spec)
     if vs == "force":
         c1, c2 = st.columns(2)
         if st.session_state.get("vs_step") not in range(len(r.steps)):  # from a link, or a longer output before
             st.session_state.pop("vs_step", None)
         step = c1.selectbox("At step", range(len(r.steps)), key="vs_step",
                             format_func=lambda t: f"{t + 1}: the model said “{r.steps[t].token}”")
-        alternatives = [tok for tok, _ in r.steps[step].top if tok != r.steps[step].token]
-        if st.session_state.get("vs_word") not in alternatives:
+        others = alternatives(r, step)
+        if st.session_state.get("vs_word") not in others:
             st.session_state.pop("vs_word", None)
-        word = c2.selectbox("say instead (then greedy again)", alternatives, key="vs_word")
+        word = c2.selectbox("say instead (then greedy again)", others, key="vs_word")
         if word is None:
             return None
         return "the model's choice", f"step {step + 1} forced to “{word}”", translate(ctx.checkpoint, r.source, "",

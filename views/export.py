@@ -1,4 +1,4 @@
-"""Take the data out (issue 10): every view offers the numbers behind what it shows as files.
+"""Take the data out: every view offers the numbers behind what it shows as files.
 
 The files are made only when a button is clicked (deferred), so drawing a view costs nothing extra:
 - the whole result as JSON, line for line the `model.translate --json` format, plus its provenance;

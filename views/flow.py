@@ -1,4 +1,4 @@
-"""Where the source went: how much attention each German token received, and attention rollout (issue 11)."""
+"""Where the source went: how much attention each German token received, and attention rollout."""
 
 import numpy as np
 import streamlit as st

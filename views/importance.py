@@ -6,23 +6,17 @@ import numpy as np
 import streamlit as st
 
 import viz
+from model.heads import KIND_NAMES, Head
 
-from .common import KIND_NAMES, Context, chart, checkpoint_json, head_label, sentence_importance
+from .common import Context, chart, checkpoint_json, open_head, sentence_importance
 from .export import downloads
 from .share import page_view
-
-
-def open_head():
-    """Show the picked head in its attention view: set that view's layer and head, and the view itself."""
-    kind, layer, head = st.session_state.importance_pick.split(".")
-    st.session_state[f"{kind}_layer"], st.session_state[f"{kind}_head"] = int(layer), int(head)
-    st.session_state.view = KIND_NAMES[kind]
 
 
 @page_view
 def importance_view(ctx: Context):
     # Not a fragment: "Open in its view" changes the view switch outside this view, which a fragment
-    # rerun would never redraw (issue 9: the button did nothing in a real browser).
+    # rerun would never redraw (the button did nothing in a real browser).
     table = checkpoint_json(ctx.checkpoint, "head_importance.json")
     if table is None:
         st.info("No head-importance table of the test set next to this checkpoint. Compute it with `python -m "
@@ -36,7 +30,7 @@ def importance_view(ctx: Context):
 
 
 def this_sentence(ctx: Context):
-    """Importance for the sentence on the page, computed now: 1 + 72 masked variants in one batch (issue 12)."""
+    """Importance for the sentence on the page, computed now: 1 + 72 masked variants in one batch."""
     rise, seconds = sentence_importance(ctx.checkpoint, ctx.result.source)
     st.markdown("**This sentence**, computed now")
     st.caption(f"How much the loss of this sentence's own translation rises (teacher-forced, nats per token) when "
@@ -74,12 +68,11 @@ def corpus_importance(ctx: Context, table: dict):
         with col:
             chart(viz.importance_heatmap(values[kind], title=label, value=metric, lim=lim, interval=ci,
                                          digits=digits), key=f"importance_{kind}")
-    ranked = sorted(((float(d), f"{k}.{i}.{h}") for k, v in drops.items() for (i, h), d in np.ndenumerate(v)),
-                    reverse=True)
-    rise = {f"{k}.{i}.{h}": float(r) for k, v in rises.items() for (i, h), r in np.ndenumerate(v)}
-    drop = {key: d for d, key in ranked}
+    ranked = sorted(((float(d), Head(k, i, h)) for k, v in drops.items() for (i, h), d in np.ndenumerate(v)),
+                    key=lambda dh: (dh[0], dh[1].spec()), reverse=True)
+    rise = {Head(k, i, h): float(r) for k, v in rises.items() for (i, h), r in np.ndenumerate(v)}
+    drop = {head: d for d, head in ranked}
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     c1.selectbox("Look at a head (largest BLEU drop first)", list(drop), key="importance_pick",
-                 format_func=lambda k: f"{KIND_NAMES[k.split('.')[0]]}, {head_label(k)}: BLEU {-drop[k]:+.2f}, "
-                                       f"loss {rise[k]:+.3f}")
-    c2.button("Open in its view", on_click=open_head, width="stretch")
+                 format_func=lambda h: f"{h.label()}: BLEU {-drop[h]:+.2f}, loss {rise[h]:+.3f}")
+    c2.button("Open in its view", on_click=lambda: open_head(st.session_state.importance_pick), width="stretch")

@@ -1,4 +1,4 @@
-"""Inside one head: how one query token's weights come about, and what the layer makes of them (issue 11).
+"""Inside one head: how one query token's weights come about, and what the layer makes of them.
 
 Every number is the model's own, captured in the same forward pass that draws the maps
 (`Translator.inside`), never recomputed here.
@@ -8,13 +8,38 @@ import numpy as np
 import streamlit as st
 
 import viz
+from model.heads import KIND_NAMES, n_layers
 
 from .attention import labels
-from .common import KIND_NAMES, Context, chart, load_translator
+from .common import Context, chart, int_param, load_translator
 from .export import downloads
 from .share import page_view
 
 KIND_ORDER = ["cross", "enc", "dec"]
+
+
+def read_link(params, cfg, notes: list):
+    """kind, layer and head (from 1) of the head followed, and the query (from 0, as the token positions are)."""
+    kind = params.get("kind", "cross")
+    if kind not in KIND_NAMES:
+        notes.append(f"kind={kind[:40]!r} is not one of {', '.join(KIND_NAMES)}")
+        kind = "cross"
+    st.session_state.inside_kind = kind
+    layer = int_param(params, "layer", 1, n_layers(cfg, kind), notes)
+    head = int_param(params, "head", 1, cfg.n_heads, notes)
+    if layer is not None:
+        st.session_state.inside_layer = layer - 1
+    if head is not None:
+        st.session_state.inside_head = head - 1
+    query = int_param(params, "query", 0, cfg.max_positions - 1, notes)
+    if query is not None:
+        st.session_state.inside_query = query  # the view clamps it to the sentence
+
+
+def link_params(cfg) -> dict:
+    s = st.session_state
+    return dict(kind=s.get("inside_kind", "cross"), layer=str(s.get("inside_layer", 0) + 1),
+                head=str(s.get("inside_head", 0) + 1), query=str(s.get("inside_query", 0)))
 
 
 @st.cache_data(max_entries=32, show_spinner="Following the computation…")
@@ -39,11 +64,11 @@ def inside_view(ctx: Context):
     st.session_state.setdefault("inside_kind", "cross")
     kind = controls.segmented_control("Attention", KIND_ORDER, key="inside_kind", required=True,
                                       format_func=lambda k: KIND_NAMES[k], width="content")
-    n_layers = cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+    L = n_layers(cfg, kind)
     st.session_state.setdefault("inside_layer", 0)
     st.session_state.setdefault("inside_head", 0)
-    st.session_state.inside_layer = min(st.session_state.inside_layer, n_layers - 1)
-    layer = controls.segmented_control("Layer", list(range(n_layers)), key="inside_layer", required=True,
+    st.session_state.inside_layer = min(st.session_state.inside_layer, L - 1)
+    layer = controls.segmented_control("Layer", list(range(L)), key="inside_layer", required=True,
                                        format_func=lambda i: str(i + 1), width="content")
     head = controls.segmented_control("Head", list(range(cfg.n_heads)), key="inside_head", required=True,
                                       format_func=lambda h: str(h + 1), width="content")

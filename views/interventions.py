@@ -7,43 +7,40 @@ import streamlit as st
 import viz
 from model.errors import InputError
 from model.export import steps_csv
+from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
-from .common import (KIND_NAMES, Context, analyze, beam, chart, cli_hint, diff_chips, head_label, score_reference,
-                     translate)
+from .common import (MAX_SENTENCE, Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
+                     int_param, score_reference, translate)
 from .export import downloads
-from .share import MAX_BEAM, page_view
+from .share import page_view
+
+MAX_BEAM = 8
 
 
-def n_layers(cfg, kind: str) -> int:
-    return cfg.n_enc_layers if kind == "enc" else cfg.n_dec_layers
+def switched_off(cfg) -> HeadSet:
+    """The heads picked on the ablation view's pills (every head of a layer is the whole layer)."""
+    return HeadSet.of(cfg, (Head(kind, layer, h) for kind in KIND_NAMES for layer in range(n_layers(cfg, kind))
+                            for h in st.session_state.get(ablate_key(kind, layer)) or []))
 
 
-def ablation_spec(cfg, picked: dict) -> str:
-    """{(kind, layer): [heads]} -> a head-mask spec; a layer with every head picked becomes the whole layer.
-
-    A whole layer and one of its heads can then never both be named (issue 9).
-    """
-    items = []
+def switch_off(cfg, heads: HeadSet):
+    """Set the ablation view's pills to these heads (none: every head back on)."""
     for kind in KIND_NAMES:
         for layer in range(n_layers(cfg, kind)):
-            heads = sorted(picked.get((kind, layer), []))
-            if len(heads) == cfg.n_heads:
-                items.append(f"{kind}.{layer}")
-            else:
-                items += [f"{kind}.{layer}.{h}" for h in heads]
-    return ",".join(items)
+            st.session_state[ablate_key(kind, layer)] = heads.in_layer(kind, layer)
 
 
-def summary(spec: str) -> str:
-    """'cross.2,enc.0.3' -> 'Cross-attention layer 3 (all heads); Encoder self-attention layer 1, head 4'."""
-    return "; ".join(f"{KIND_NAMES[item.split('.')[0]]} {head_label(item)}" for item in spec.split(",") if item)
+def read_ablation_link(params, cfg, notes: list):
+    """off: the heads switched off."""
+    heads = heads_param(params, cfg, notes)
+    if heads is not None:
+        switch_off(cfg, heads)
 
 
-def clear_ablation(cfg):
-    for kind in KIND_NAMES:
-        for layer in range(n_layers(cfg, kind)):
-            st.session_state[f"ablate_{kind}_{layer}"] = []
+def ablation_link(cfg) -> dict:
+    off = switched_off(cfg).spec(base=1)
+    return {"off": off} if off else {}
 
 
 @st.fragment
@@ -52,19 +49,18 @@ def ablation_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
     st.caption("Switch heads off for this request only (their output is zeroed; the shared model is never edited) "
                "and see what the translation loses. Pick every head of a layer to switch the whole layer off.")
-    picked = {}
     for col, (kind, label) in zip(st.columns(3), KIND_NAMES.items()):
         col.markdown(f"**{label}**")
         for layer in range(n_layers(cfg, kind)):
-            picked[(kind, layer)] = col.pills(f"{label}, layer {layer + 1}: heads to switch off",
-                                              list(range(cfg.n_heads)), selection_mode="multi",
-                                              key=f"ablate_{kind}_{layer}", format_func=lambda h: str(h + 1))
-    spec = ablation_spec(cfg, picked)
-    if not spec:
+            col.pills(f"{label}, layer {layer + 1}: heads to switch off", list(range(cfg.n_heads)),
+                      selection_mode="multi", key=ablate_key(kind, layer), format_func=lambda h: str(h + 1))
+    heads = switched_off(cfg)
+    if not heads:
         st.info("Pick heads (or every head of a layer) to switch off.")
         return
-    st.button("Switch every head back on", on_click=clear_ablation, args=(cfg,))
-    st.markdown(f"**Switched off:** {html.escape(summary(spec))}")
+    spec = heads.spec()
+    st.button("Switch every head back on", on_click=switch_off, args=(cfg, HeadSet()))
+    st.markdown(f"**Switched off:** {html.escape(heads.label())}")
     ablated = translate(ctx.checkpoint, result.source, spec)
     st.markdown("**Original:** " + html.escape(result.text), unsafe_allow_html=True)
     st.markdown("**Without those heads:** " + diff_chips(viz.token_diff(result.output_tokens, ablated.output_tokens)),
@@ -76,6 +72,15 @@ def ablation_view(ctx: Context):
                                            title="Probability of each originally chosen token, with and without "
                                                  "those heads"), key="ablate_probs")
     downloads(ctx, result=ablated, heads_off=spec)
+
+
+def read_reference_link(params, cfg, notes: list):
+    if params.get("ref") is not None:
+        st.session_state.reference = params["ref"][:MAX_SENTENCE]
+
+
+def reference_link(cfg) -> dict:
+    return {"ref": st.session_state.reference} if st.session_state.get("reference") else {}
 
 
 @st.fragment
@@ -109,6 +114,16 @@ def reference_view(ctx: Context):
               key=f"reference_{'forced' if r is forced else 'free'}", width="content")
     downloads(ctx, extra=[("Reference, teacher-forced (CSV)", "reference-steps.csv", "text/csv",
                            lambda: steps_csv(forced))])
+
+
+def read_beam_link(params, cfg, notes: list):
+    width = int_param(params, "beam", 1, MAX_BEAM, notes)
+    if width is not None:
+        st.session_state.beam_width = width
+
+
+def beam_link(cfg) -> dict:
+    return {"beam": str(st.session_state.get("beam_width", 4))}
 
 
 @st.fragment

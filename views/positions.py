@@ -60,7 +60,7 @@ def positions_view(ctx: Context):
 
 
 def why_noise(ctx: Context):
-    """The learned rows past the training sentences' lengths, against the sinusoids (issue 14)."""
+    """The learned rows past the training sentences' lengths, against the sinusoids."""
     st.markdown("**Why the learned rows turn to noise**")
     data = train_lengths()
     src, tgt = ({int(k): v for k, v in data[side].items()} for side in ("source", "target"))

@@ -1,4 +1,4 @@
-"""Head statistics: what each head does, summed up in numbers, for this sentence and for the test set (issue 12).
+"""Head statistics: what each head does, summed up in numbers, for this sentence and for the test set.
 
 72 pictures are hard to compare; one number per head and statistic is not. The sentence's own
 values are computed from its maps (model/head_stats.py); the test-set means ship beside the
@@ -12,8 +12,9 @@ import streamlit as st
 
 import viz
 from model.head_stats import APPLIES, DEFINITIONS, STATS, translation_stats
+from model.heads import KIND_NAMES, KIND_SHORT, Head
 
-from .common import KIND_NAMES, Context, chart, checkpoint_json, literal
+from .common import Context, chart, checkpoint_json, literal, open_head
 from .export import downloads
 from .share import page_view
 
@@ -21,7 +22,19 @@ NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "m
          "diagonal_share": "on itself", "previous_share": "on the previous token", "next_share": "on the next token",
          "sos_share": "on <sos>", "eos_share": "on <eos>", "punctuation_share": "on punctuation",
          "max_weight": "max weight", "monotonicity": "monotonicity", "alignment_spearman": "alignment Spearman"}
-SHORT = {"enc": "encoder", "dec": "decoder", "cross": "cross"}
+
+
+def read_link(params, cfg, notes: list):
+    """stat: the statistic shown."""
+    if params.get("stat") is not None:
+        if params["stat"] in STATS:
+            st.session_state.stats_stat = params["stat"]
+        else:
+            notes.append(f"stat={params['stat'][:40]!r} is not one of {', '.join(STATS)}")
+
+
+def link_params(cfg) -> dict:
+    return {"stat": st.session_state.get("stats_stat", STATS[0])}
 
 
 def table(stats: dict, cfg) -> pd.DataFrame:
@@ -32,7 +45,7 @@ def table(stats: dict, cfg) -> pd.DataFrame:
         L = next(np.shape(v)[0] for v in values.values() if v is not None)
         for layer in range(L):
             for head in range(cfg.n_heads):
-                row = {"kind": SHORT[kind], "layer": layer + 1, "head": head + 1}
+                row = {"kind": KIND_SHORT[kind], "layer": layer + 1, "head": head + 1}
                 for s, v in values.items():
                     x = None if v is None else np.asarray(v, dtype=float)[layer, head]
                     row[NAMES[s]] = None if x is None or not np.isfinite(x) else round(float(x), 4)
@@ -40,14 +53,13 @@ def table(stats: dict, cfg) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def open_head(df: pd.DataFrame):
+def row_picked(df: pd.DataFrame):
     """A picked row shows that head in its attention view (the view switch is outside this view: no fragment)."""
     rows = st.session_state.stats_table.selection.rows
     if rows:
         row = df.iloc[rows[0]]
-        kind = next(k for k, short in SHORT.items() if short == row["kind"])
-        st.session_state[f"{kind}_layer"], st.session_state[f"{kind}_head"] = int(row["layer"]) - 1, int(row["head"]) - 1
-        st.session_state.view = KIND_NAMES[kind]
+        kind = next(k for k, short in KIND_SHORT.items() if short == row["kind"])
+        open_head(Head(kind, int(row["layer"]) - 1, int(row["head"]) - 1))
 
 
 @page_view
@@ -81,7 +93,8 @@ def stats_view(ctx: Context):
                                  default=sources[0][0], required=True)
     df = table(dict(sources)[which], ctx.cfg)
     st.caption("Click a column header to sort; pick a row to open that head in its attention view.")
-    st.dataframe(df, hide_index=True, key="stats_table", on_select=lambda: open_head(df),
-                 selection_mode="single-row", height=320,
+    # placeholder: a statistic a kind of head does not have (monotonicity of the encoder) leaves its cell empty
+    st.dataframe(df, hide_index=True, key="stats_table", on_select=lambda: row_picked(df),
+                 selection_mode="single-row", height=320, placeholder="",
                  column_config={NAMES[s]: st.column_config.NumberColumn(format="%.3f") for s in STATS})
     downloads(ctx, extra=[("This table (CSV)", "head-stats.csv", "text/csv", lambda: df.to_csv(index=False))])

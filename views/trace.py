@@ -6,11 +6,36 @@ import streamlit as st
 
 import viz
 
-from .common import Context, chart, cli_hint, diff_chips, load_translator, token_chips, translate
+from .common import (MODEL_CHOICE, Context, alternatives, chart, cli_hint, diff_chips, int_param, load_translator,
+                     offers, token_chips, translate)
 from .export import downloads
 from .share import page_view
 
-MODEL_CHOICE = "(the model's choice)"
+MAX_STEP = 10_000  # a step from the link beyond the output is clamped to its last step
+
+
+def read_link(params, cfg, notes: list):
+    """step (from 1) and whatif: the step shown, and a word forced there (judge_link checks it is a candidate)."""
+    step = int_param(params, "step", 1, MAX_STEP, notes)
+    if step is not None:
+        st.session_state.trace_step = step  # the view clamps it to the output's length
+    if params.get("whatif"):
+        st.session_state.what_if = params["whatif"]
+
+
+def judge_link(result, notes: list):
+    """The link's what-if word, dropped with a note unless its step (clamped as the view clamps it) offers it."""
+    t = min(st.session_state.get("trace_step", 1), len(result.steps)) - 1
+    if not offers(result, t, st.session_state.get("what_if"), notes):
+        st.session_state.what_if = MODEL_CHOICE
+
+
+def link_params(cfg) -> dict:
+    s = st.session_state
+    params = {"step": str(s.get("trace_step", 1))}
+    if s.get("what_if") not in (None, MODEL_CHOICE):
+        params["whatif"] = s.what_if
+    return params
 
 
 def set_step(step: int, n_steps: int):
@@ -91,13 +116,12 @@ def logit_lens(ctx: Context, t: int):
 def what_if(ctx: Context, t: int):
     """Pick another candidate at this step and let greedy decoding go on from it."""
     result = ctx.result
-    step = result.steps[t]
-    alternatives = [tok for tok, _ in step.top if tok != step.token]
+    others = alternatives(result, t)
     st.session_state.setdefault("what_if", MODEL_CHOICE)
-    if st.session_state.what_if not in alternatives:
+    if st.session_state.what_if not in others:
         st.session_state.what_if = MODEL_CHOICE
-    choice = st.selectbox(f"What if step {t + 1} had said…", [MODEL_CHOICE, *alternatives], key="what_if")
-    if choice not in alternatives:
+    choice = st.selectbox(f"What if step {t + 1} had said…", [MODEL_CHOICE, *others], key="what_if")
+    if choice not in others:
         return None
     alt = translate(ctx.checkpoint, result.source, "", t, choice)
     st.markdown(f"**What-if translation** (step {t + 1} forced to “{html.escape(choice)}”, greedy after): " +

@@ -43,7 +43,7 @@ def predicting(inputs, predicted) -> list[str]:
     """Decoder rows named by what they read and what they predict: "<sos> → two", "two → men", ...
 
     A decoder row at input token t is where the model chooses the *next* token; students read
-    "<sos>" alone as "<sos> looks at the source", when the row is predicting "two" (issue 9).
+    "<sos>" alone as "<sos> looks at the source", when the row is predicting "two".
     """
     if len(inputs) != len(predicted):
         raise ValueError(f"{len(inputs)} decoder inputs but {len(predicted)} predicted tokens")
