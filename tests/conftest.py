@@ -1,5 +1,16 @@
-"""Shared fixtures: tiny models for unit tests, the shipped checkpoint and the data set when present."""
+"""What the tests share, in one place: tiny vocabularies and models for unit tests, a tiny checkpoint for the
+command-line tools, the shipped checkpoint and the data set when present, and ways to run a tool.
 
+Two tiers: `python -m pytest -m "not slow"` is the everyday loop (about a minute on 2 cores: the model,
+decoding, interventions, metrics, viz, exports and every tool's error answers, in this process);
+`python -m pytest` adds the `slow` ones (browsers, AppTest on the shipped model, whole-corpus runs, and
+one `python -m` run per tool).
+"""
+
+import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,9 +19,17 @@ import torch
 from model.config import ModelConfig
 from model.data import default_data_dir
 from model.transformer import Transformer
+from model.translator import Translator
+from model.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "checkpoints"
+
+# Tiny vocabularies: 23 German and 19 English entries, the sizes of tiny_config().
+GERMAN = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "ein", "hund", "läuft", "im", "park", "zwei", "männer",
+          "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
+ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "the", "park", "two", "men",
+           "x", "y", "z", "u", "v", "w"]
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +51,17 @@ def tiny_config(**kw) -> ModelConfig:
 def tiny_model():
     torch.manual_seed(0)
     return Transformer(tiny_config()).eval()
+
+
+def seeded_translator(seed: int = 3) -> Translator:
+    """A tiny Translator over the vocabularies above, its weights drawn from `seed`."""
+    torch.manual_seed(seed)
+    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+
+
+@pytest.fixture
+def tiny_translator():
+    return seeded_translator()
 
 
 def random_batch(cfg, B=3, S=7, T=6, seed=0):
@@ -59,20 +89,55 @@ def data_dir():
 def translator():
     if not (CHECKPOINT / "model.safetensors").is_file():
         pytest.skip("no shipped checkpoint in checkpoints/")
-    from model.translator import Translator
-
     return Translator.load(CHECKPOINT, "cpu")
 
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory) -> str:
-    """A checkpoint folder of tiny_model with test_decoding's vocabularies, saved once per session: for the
+    """A checkpoint folder of tiny_model with the tiny vocabularies, saved once per session: for the
     command-line tools, which take a folder. Read-only: a test that writes beside a checkpoint makes its own."""
     from model.checkpoint import save_checkpoint
-    from model.vocab import Vocab
-    from test_decoding import ENGLISH, GERMAN
 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny") / "ckpt"
     save_checkpoint(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH), folder)
     return str(folder)
+
+
+# running the tools ----------------------------------------------------------------------------------
+
+
+def run(*args, stdin="", env=None):
+    """`python -m ARGS` in the project folder: for the one real process run each tool gets (slow tier)."""
+    return subprocess.run([sys.executable, "-m", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, env={**os.environ, **(env or {})})
+
+
+def assert_error_line(status, err: str, *fragments):
+    """Exit status 2 and exactly one stderr line, `error: ...`, holding every fragment: no usage, no traceback."""
+    assert status == 2, (status, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def assert_one_error_line(r, *fragments):
+    """assert_error_line of a finished subprocess (run)."""
+    assert_error_line(r.returncode, r.stderr, *fragments)
+
+
+@pytest.fixture
+def call(capsys, monkeypatch):
+    """call(main, *argv, stdin="") -> (exit status, stdout, stderr) of a tool's main in this process."""
+    def call(main, *argv, stdin: str | bytes = ""):
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        try:
+            status = main([str(a) for a in argv])
+        except SystemExit as e:  # how argparse leaves on a bad option, after its one line
+            status = e.code
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return call

@@ -5,9 +5,9 @@ import threading
 import numpy as np
 import pytest
 
+from conftest import GERMAN, seeded_translator
 from model.batching import BatchingTranslator
 from model.errors import InputError
-from test_decoding import GERMAN, seeded_translator
 
 SENTENCES = [" ".join(GERMAN[4 + (i * 7 + j * 3) % 19] for j in range(2 + i % 9)) for i in range(24)]
 

@@ -7,12 +7,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from conftest import CHECKPOINT, random_batch, tiny_config
+from conftest import CHECKPOINT, ENGLISH, GERMAN, random_batch, tiny_config
 from model.config import ModelConfig
 from model.checkpoint import load_checkpoint, save_checkpoint
 from model.errors import CheckpointError
 from model.vocab import Vocab
-from test_decoding import ENGLISH, GERMAN
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ closed pipe); those, and the shipped models over the whole test set, are marked 
 
 import gzip
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -20,45 +19,12 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import CHECKPOINT, ROOT
+from conftest import CHECKPOINT, ROOT, assert_error_line, assert_one_error_line, run
 from model import cli, evaluate, head_importance, head_stats, inspect, train, train_lengths, translate
 from model.device import DEVICE_NAMES
 from model.errors import InputError
 
 SENTENCE = "Ein Hund läuft im Park."
-
-
-def run(*args, stdin="", env=None):
-    """`python -m ARGS` in the project folder (also used by other test files)."""
-    return subprocess.run([sys.executable, "-m", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, **(env or {})})
-
-
-def assert_error_line(status, err: str, *fragments):
-    """Exit status 2 and exactly one stderr line, `error: ...`, holding every fragment: no usage, no traceback."""
-    assert status == 2, (status, err)
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for f in fragments:
-        assert f in lines[0], lines[0]
-
-
-def assert_one_error_line(r, *fragments):
-    """assert_error_line of a finished subprocess (run)."""
-    assert_error_line(r.returncode, r.stderr, *fragments)
-
-
-@pytest.fixture
-def call(capsys, monkeypatch):
-    """call(main, *argv, stdin="") -> (exit status, stdout, stderr) of a tool's main in this process."""
-    def call(main, *argv, stdin: str | bytes = ""):
-        data = stdin.encode() if isinstance(stdin, str) else stdin
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-        status = main([str(a) for a in argv])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return call
 
 
 @pytest.fixture

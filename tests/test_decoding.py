@@ -4,28 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import random_batch, tiny_config
+from conftest import random_batch
 from model.decoding import beam_search, greedy_decode
 from model.errors import InputError
-from model.transformer import Transformer
-from model.translator import Translator
-from model.vocab import EOS_ID, SOS_ID, Vocab, tokenize
-
-GERMAN = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "ein", "hund", "läuft", "im", "park", "zwei", "männer",
-          "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
-ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "the", "park", "two", "men",
-           "x", "y", "z", "u", "v", "w"]
-
-
-def seeded_translator(seed: int = 3) -> Translator:
-    """A tiny Translator over the vocabularies above, its weights drawn from `seed` (shared by test files)."""
-    torch.manual_seed(seed)
-    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
-
-
-@pytest.fixture
-def tiny_translator():
-    return seeded_translator()
+from model.vocab import EOS_ID, SOS_ID, tokenize
 
 
 def test_cached_decoding_equals_a_full_forward_pass(tiny_model):

@@ -8,12 +8,9 @@ import unicodedata
 import numpy as np
 import pytest
 
-from conftest import CHECKPOINT
-from model.checkpoint import save_checkpoint
+from conftest import CHECKPOINT, seeded_translator
 from model.export import provenance, result_json
 from model.head_stats import DEFINITIONS, corpus_mean, is_punctuation, main, sentence_stats, translation_stats
-from model.vocab import Vocab
-from test_decoding import ENGLISH, GERMAN, seeded_translator
 
 SENTENCES = ["Ein Hund läuft im Park.", "Zwei Männer, die Fußball spielen, stehen auf einer Wiese.",
              "Eine Frau mit einem roten Hut"]
@@ -276,12 +273,6 @@ def test_a_tiny_models_statistics_stay_in_range():
 
 
 # usage errors ---------------------------------------------------------------------------------------
-@pytest.fixture
-def tiny_ckpt(tmp_path):
-    save_checkpoint(seeded_translator().model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "ckpt")
-    return str(tmp_path / "ckpt")
-
-
 @pytest.mark.parametrize("case, says", [
     ("missing", "does not exist"),
     ("empty", "has no sentence to translate"),
@@ -290,10 +281,10 @@ def tiny_ckpt(tmp_path):
     ("batch", "--batch-size must be at least 1"),
     ("out", "does not exist"),
 ])
-def test_usage_errors_are_one_line_and_exit_2(case, says, tiny_ckpt, tmp_path, capsys):
+def test_usage_errors_are_one_line_and_exit_2(case, says, tiny_checkpoint, tmp_path, capsys):
     src = tmp_path / "s.de"
     src.write_text("\n \n" if case == "empty" else "Ein Hund.\n", encoding="utf-8")
-    args = {"--src": str(src), "--checkpoint": tiny_ckpt, "--out": str(tmp_path / "o.json"), "--device": "cpu"}
+    args = {"--src": str(src), "--checkpoint": tiny_checkpoint, "--out": str(tmp_path / "o.json"), "--device": "cpu"}
     args.update({"missing": {"--src": str(tmp_path / "nope.de")}, "device": {"--device": "tpu"},
                  "checkpoint": {"--checkpoint": str(tmp_path / "none")}, "batch": {"--batch-size": "0"},
                  "out": {"--out": str(tmp_path / "no" / "o.json")}}.get(case, {}))

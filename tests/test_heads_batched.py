@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import random_batch, tiny_config
+from conftest import GERMAN, random_batch, seeded_translator, tiny_config
 from model.data import encode_pairs
 from model.decoding import greedy_decode, greedy_ids
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
@@ -16,7 +16,6 @@ from model.head_importance import (head_importance, head_importance_for_sentence
 from model.metrics import loss_stats
 from model.transformer import Extras
 from model.vocab import EOS_ID
-from test_decoding import GERMAN, seeded_translator
 
 SENT = "Ein Hund läuft im Park."
 

@@ -7,30 +7,19 @@ next sublayer's captured input.
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import CHECKPOINT, ROOT, random_batch, tiny_config
-from model.checkpoint import save_checkpoint
+from conftest import CHECKPOINT, assert_error_line, random_batch
+from model import inspect as inspect_cli
 from model.errors import InputError
 from model.flow import coverage, rollout
 from model.result import Translation
-from model.transformer import KINDS, Extras, Transformer
-from model.translator import Translator
-from model.vocab import Vocab
-from test_decoding import ENGLISH, GERMAN
+from model.transformer import KINDS, Extras
 
 SENTENCE = "Ein Hund läuft im Park."
-
-
-@pytest.fixture
-def tiny_translator():
-    torch.manual_seed(3)
-    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
 
 
 @pytest.fixture(params=["tiny_translator", "translator"])
@@ -310,19 +299,14 @@ def test_flow_on_a_real_translation(any_translator):
         coverage(bare)
 
 
-# the command line --------------------------------------------------------------------------------
+# the command line (in this process; test_cli.py runs the real process once) ----------------------------------
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "model.inspect", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
-
-
-def test_cli_prints_the_librarys_numbers(translator):
-    r = run("head", "--checkpoint", str(CHECKPOINT), "--device", "cpu", "--kind", "cross", "--layer", "2",
-            "--head", "3", "--query", "1", SENTENCE)
-    assert r.returncode == 0, r.stderr
-    got = json.loads(r.stdout)
+def test_cli_prints_the_librarys_numbers(translator, call):
+    status, out, err = call(inspect_cli.main, "head", "--checkpoint", CHECKPOINT, "--device", "cpu", "--kind", "cross",
+                            "--layer", "2", "--head", "3", "--query", "1", SENTENCE)
+    assert status == 0, err
+    got = json.loads(out)
     want = translator.inside(SENTENCE).head("cross", 2, 3, 1)
     assert list(got) == ["kind", "layer", "head", "query", "query_token", "key_tokens", "x", "q", "k", "v", "scores",
                          "scaled", "mask", "weights", "weighted_v", "head_output", "all_heads", "attn_out",
@@ -336,17 +320,12 @@ def test_cli_prints_the_librarys_numbers(translator):
                 np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=1e-6, err_msg=name)
         else:
             assert got[name] == value, name
-    r = run("lens", "--checkpoint", str(CHECKPOINT), "--device", "cpu", "--top-k", "3", SENTENCE)
-    assert r.returncode == 0, r.stderr
-    got, want = json.loads(r.stdout), translator.logit_lens(SENTENCE, top_k=3)
+    status, out, err = call(inspect_cli.main, "lens", "--checkpoint", CHECKPOINT, "--device", "cpu", "--top-k", "3",
+                            SENTENCE)
+    assert status == 0, err
+    got, want = json.loads(out), translator.logit_lens(SENTENCE, top_k=3)
     assert got["top_tokens"] == want.top_tokens.tolist() and got["output_tokens"] == want.output_tokens
     np.testing.assert_allclose(got["chosen_prob"], want.chosen_prob, rtol=1e-6, atol=1e-7)
-
-
-@pytest.fixture
-def tiny_ckpt(tmp_path, tiny_model):
-    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "ckpt")
-    return str(tmp_path / "ckpt")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -356,19 +335,15 @@ def tiny_ckpt(tmp_path, tiny_model):
     (["head", "--head", "x"], "--head: invalid int value"),
     (["lens", "--top-k", "0"], "top_k must be a whole number"),
 ])
-def test_cli_bad_arguments_are_one_error_line(tiny_ckpt, args, message):
-    r = run(*args, "--checkpoint", tiny_ckpt, "--device", "cpu", SENTENCE)
-    assert r.returncode == 2, r.stderr
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.stderr
-    assert r.stdout == ""
+def test_cli_bad_arguments_are_one_error_line(tiny_checkpoint, args, message, call):
+    status, out, err = call(inspect_cli.main, *args, "--checkpoint", tiny_checkpoint, "--device", "cpu", SENTENCE)
+    assert_error_line(status, err, message)
+    assert out == ""
 
 
-def test_cli_bad_sentence_checkpoint_or_device_is_one_error_line(tiny_ckpt, tmp_path):
-    for args, message in ((["head", "--checkpoint", tiny_ckpt, "   "], "the sentence is empty"),
-                          (["lens", "--checkpoint", str(tmp_path / "nope"), SENTENCE], "does not exist"),
-                          (["head", "--checkpoint", tiny_ckpt, "--device", "tpu", SENTENCE], "unknown device")):
-        r = run(*args)
-        lines = r.stderr.splitlines()
-        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], \
-            r.stderr
+def test_cli_bad_sentence_checkpoint_or_device_is_one_error_line(tiny_checkpoint, tmp_path, call):
+    for args, message in ((["head", "--checkpoint", tiny_checkpoint, "   "], "the sentence is empty"),
+                          (["lens", "--checkpoint", tmp_path / "nope", SENTENCE], "does not exist"),
+                          (["head", "--checkpoint", tiny_checkpoint, "--device", "tpu", SENTENCE], "unknown device")):
+        status, _, err = call(inspect_cli.main, *args)
+        assert_error_line(status, err, message)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import sacrebleu
 
+from conftest import GERMAN, seeded_translator
 from model.data import encode_pairs
 from model.head_importance import head_importance
 from model.metrics import (bleu, bleu_from_stats, bleu_stats, corpus_score, evaluate_loss, loss_stats,
                            paired_bootstraps, score)
-from test_decoding import GERMAN, seeded_translator
 
 
 @pytest.fixture(scope="module")

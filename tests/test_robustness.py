@@ -12,14 +12,15 @@ import sys
 import pytest
 from safetensors.torch import load_file, save_file
 
-from conftest import ROOT
+from conftest import ENGLISH, GERMAN, ROOT, assert_error_line, assert_one_error_line
+from model import evaluate, head_importance, head_stats, translate
 from model.checkpoint import load_checkpoint, save_checkpoint
 from model.data import read_lines, split_lines
 from model.errors import CheckpointError, InputError
 from model.translator import Translator
 from model.vocab import Vocab
-from test_cli import assert_one_error_line, run
-from test_decoding import ENGLISH, GERMAN
+
+TOOLS = {"translate": translate, "evaluate": evaluate, "head_importance": head_importance, "head_stats": head_stats}
 
 # ---------------------------------------------------------------------------------------------- input files
 
@@ -58,12 +59,6 @@ def test_read_lines_says_what_is_wrong_with_a_file(tmp_path):
     assert read_lines(tmp_path / "ok.gz") == ["ein hund"]
 
 
-@pytest.fixture
-def tiny_ckpt(tmp_path, tiny_model):
-    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "ckpt")
-    return str(tmp_path / "ckpt")
-
-
 def bad_files(tmp_path) -> dict:
     """name -> (path, what the one error line must say)."""
     (tmp_path / "latin1.de").write_bytes("ein hund\nzwei männer\n".encode("latin-1"))
@@ -77,41 +72,43 @@ def bad_files(tmp_path) -> dict:
             "fake_gz": (tmp_path / "fake.gz", "cannot be read as gzip")}
 
 
-@pytest.mark.parametrize("tool", ["model.translate", "model.evaluate", "model.head_importance", "model.head_stats"])
-def test_every_tool_refuses_a_bad_input_file_in_one_line(tool, tiny_ckpt, tmp_path):
+@pytest.mark.parametrize("tool", ["translate", "evaluate", "head_importance", "head_stats"])
+def test_every_tool_refuses_a_bad_input_file_in_one_line(tool, tiny_checkpoint, tmp_path, call):
     good = tmp_path / "good.en"
     good.write_text("a dog .\na dog .\n", encoding="utf-8")
     out = tmp_path / "out.json"
     for name, (path, says) in bad_files(tmp_path).items():
-        args = {"model.translate": ["--input", str(path)],
-                "model.evaluate": ["--src", str(path), "--ref", str(good)],
-                "model.head_importance": ["--src", str(path), "--ref", str(good), "--out", str(out)],
-                "model.head_stats": ["--src", str(path), "--out", str(out)]}[tool]
-        r = run(tool, *args, "--checkpoint", tiny_ckpt)
-        assert_one_error_line(r, str(path), says)
-        assert r.stdout == "" and not out.exists(), name
-    if tool in ("model.evaluate", "model.head_importance"):  # the reference file is read the same way
+        args = {"translate": ["--input", path],
+                "evaluate": ["--src", path, "--ref", good],
+                "head_importance": ["--src", path, "--ref", good, "--out", out],
+                "head_stats": ["--src", path, "--out", out]}[tool]
+        status, stdout, err = call(TOOLS[tool].main, *args, "--checkpoint", tiny_checkpoint)
+        assert_error_line(status, err, str(path), says)
+        assert stdout == "" and not out.exists(), name
+    if tool in ("evaluate", "head_importance"):  # the reference file is read the same way
         path, says = bad_files(tmp_path)["latin1"]
-        extra = ["--out", str(out)] if tool == "model.head_importance" else []
-        r = run(tool, "--src", str(good), "--ref", str(path), *extra, "--checkpoint", tiny_ckpt)
-        assert_one_error_line(r, str(path), says)
-        assert r.stdout == "" and not out.exists()
+        extra = ["--out", out] if tool == "head_importance" else []
+        status, stdout, err = call(TOOLS[tool].main, "--src", good, "--ref", path, *extra, "--checkpoint", tiny_checkpoint)
+        assert_error_line(status, err, str(path), says)
+        assert stdout == "" and not out.exists()
 
 
-def test_translate_refuses_non_utf8_stdin_naming_the_line(tiny_ckpt):
-    r = subprocess.run([sys.executable, "-m", "model.translate", "--checkpoint", tiny_ckpt],
+@pytest.mark.slow
+def test_translate_refuses_non_utf8_stdin_naming_the_line(tiny_checkpoint):
+    """A real process: its stdin is bytes that Python decodes before the tool sees them."""
+    r = subprocess.run([sys.executable, "-m", "model.translate", "--checkpoint", tiny_checkpoint],
                        input="ein hund\nzwei männer\n".encode("latin-1"), capture_output=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and r.stdout == b""
     assert r.stderr.decode().splitlines() == ["error: stdin line 2 is not UTF-8 text (byte 0xe4 at byte 7): save the "
                                               "file as UTF-8"]
 
 
-def test_head_importance_checks_its_output_folder_before_the_long_run(tiny_ckpt, tmp_path):
+def test_head_importance_checks_its_output_folder_before_the_long_run(tiny_checkpoint, tmp_path, call):
     (tmp_path / "s.de").write_text("ein hund .\n", encoding="utf-8")
     (tmp_path / "r.en").write_text("a dog .\n", encoding="utf-8")
-    r = run("model.head_importance", "--src", str(tmp_path / "s.de"), "--ref", str(tmp_path / "r.en"),
-            "--out", str(tmp_path / "no/such/folder/hi.json"), "--checkpoint", tiny_ckpt)
-    assert_one_error_line(r, "cannot write", "does not exist")
+    status, _, err = call(head_importance.main, "--src", tmp_path / "s.de", "--ref", tmp_path / "r.en",
+                          "--out", tmp_path / "no/such/folder/hi.json", "--checkpoint", tiny_checkpoint)
+    assert_error_line(status, err, "cannot write", "does not exist")
 
 
 def mixed_lines(n: int, seed: int = 0) -> list[str]:
@@ -125,17 +122,18 @@ def mixed_lines(n: int, seed: int = 0) -> list[str]:
     return [rng.choice(pool) for _ in range(n)]
 
 
-def test_a_10000_line_mixed_file_gives_one_line_per_line_in_order(tiny_ckpt, tmp_path):
+@pytest.mark.slow
+def test_a_10000_line_mixed_file_gives_one_line_per_line_in_order(tiny_checkpoint, tmp_path):
     lines = mixed_lines(10_000)
     src = tmp_path / "mixed.de"
     src.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
-    r = subprocess.run([sys.executable, "-m", "model.translate", "--input", str(src), "--checkpoint", tiny_ckpt],
+    r = subprocess.run([sys.executable, "-m", "model.translate", "--input", str(src), "--checkpoint", tiny_checkpoint],
                        capture_output=True, text=True, cwd=ROOT, timeout=1200)  # ~30 s alone; CI may be busy
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     got = r.stdout.split("\n")
     assert got[-1] == "" and len(got) - 1 == len(lines)  # one line per line, newline-terminated
     # The other route: each distinct line translated alone, in this process.
-    translator = Translator.load(tiny_ckpt, "cpu")
+    translator = Translator.load(tiny_checkpoint, "cpu")
     expected, cut = {}, {}
     for line in set(lines):
         try:
@@ -258,6 +256,7 @@ def test_a_broken_checkpoint_is_one_clear_error(name, tmp_path, tiny_model):
     assert not (tmp_path / "unpickled").exists()  # the pickle was never run
 
 
+@pytest.mark.slow
 def test_broken_checkpoints_are_the_same_errors_under_python_O(tmp_path, tiny_model):
     """Asserts vanish under `python -O`; every check above must still hold, through the command line too."""
     for name in BROKEN:
@@ -295,11 +294,11 @@ def test_the_marker_object_really_creates_its_file_when_unpickled(tmp_path):
 
 @pytest.mark.parametrize("device, says", [("Cuda", "unknown device 'Cuda'"), ("cuda:x", "unknown device 'cuda:x'"),
                                           (" cpu", "unknown device ' cpu'"), ("mps", "MPS is not available here")])
-def test_more_bad_devices_are_one_line(tiny_ckpt, device, says):
+def test_more_bad_devices_are_one_line(tiny_checkpoint, device, says, call):
     import torch
 
     if device == "mps" and torch.backends.mps.is_available():
         pytest.skip("this machine has MPS")
-    r = run("model.translate", "--checkpoint", tiny_ckpt, "--device", device, stdin="ein hund .\n")
-    assert_one_error_line(r, says)
-    assert r.stdout == ""
+    status, stdout, err = call(translate.main, "--checkpoint", tiny_checkpoint, "--device", device, stdin="ein hund .\n")
+    assert_error_line(status, err, says)
+    assert stdout == ""

@@ -10,7 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import ROOT, random_batch
+from conftest import ROOT, assert_error_line, random_batch
+from model import train as train_cli
 from model.metrics import token_loss
 from model.train import lr_at, word_dropout
 from model.transformer import Extras
@@ -59,6 +60,7 @@ def test_a_few_steps_lower_the_loss(tiny_model):
     assert losses[-1] < 0.5 * losses[0]
 
 
+@pytest.mark.slow
 def test_train_cli_learns_saves_and_resumes(tiny_data, tmp_path):
     out, work = tmp_path / "ckpt", tmp_path / "work"
     r = train(tiny_data, out, work, "--epochs", "2")
@@ -82,12 +84,12 @@ def test_train_cli_learns_saves_and_resumes(tiny_data, tmp_path):
     assert "result" in r.stdout and (out / "model.safetensors").is_file()
 
 
-def test_train_cli_without_data_says_which_files(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "model.train", "--data-dir", str(tmp_path)], capture_output=True,
-                       text=True, cwd=ROOT)
-    assert r.returncode == 2 and "train.de.gz" in r.stderr and "Traceback" not in r.stderr
+def test_train_cli_without_data_says_which_files(tmp_path, call):
+    status, _, err = call(train_cli.main, "--data-dir", tmp_path)
+    assert_error_line(status, err, "train.de.gz")
 
 
+@pytest.mark.slow
 def test_two_ddp_processes_equal_one_on_the_same_global_batch(tiny_data, tmp_path):
     """gloo on CPU: same global batches, dropout off, so the parameters must agree after a few steps."""
     common = ("--epochs", "1", "--max-steps", "3", "--dropout", "0")
@@ -131,6 +133,7 @@ def test_word_dropout_replaces_only_real_tokens():
     assert torch.equal(word_dropout(specials, 1.0), specials)
 
 
+@pytest.mark.slow
 def test_training_is_reproducible_and_word_dropout_changes_it(tiny_data, tmp_path):
     common = ("--epochs", "1", "--max-steps", "3")
     for name, extra in (("a", ()), ("b", ()), ("wd", ("--word-dropout", "0.3"))):

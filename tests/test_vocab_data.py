@@ -33,6 +33,7 @@ def test_vocab_rejects_a_wrong_list(itos, message):
         Vocab(itos)
 
 
+@pytest.mark.slow
 def test_real_vocabulary_sizes_and_order(data_dir):
     """docs/contract.md: 7,853 German and 5,893 English tokens from the training split."""
     de, en = load_split(data_dir, "train")
@@ -44,6 +45,7 @@ def test_real_vocabulary_sizes_and_order(data_dir):
     assert ven.itos[4:9] == ["a", ".", "in", "the", "on"]
 
 
+@pytest.mark.slow
 def test_shipped_vocabulary_equals_a_rebuild(data_dir, translator):
     de, en = load_split(data_dir, "train")
     assert translator.src_vocab.itos == Vocab.build(tokenize(s, "de") for s in de).itos
