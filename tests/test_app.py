@@ -6,10 +6,9 @@ import shlex
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import CHECKPOINT, ROOT
+from conftest import CHECKPOINT, ENGLISH, GERMAN, ROOT
 from model.checkpoint import save_checkpoint
 from model.vocab import Vocab
-from test_decoding import ENGLISH, GERMAN
 
 APP = str(ROOT / "app.py")
 

@@ -11,15 +11,13 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import tiny_config
+from conftest import ENGLISH, GERMAN, run, tiny_config
 from model.checkpoint import save_checkpoint
 from model.export import (bertviz_inputs, bertviz_npz, load_bertviz_npz, load_maps_npz, map_csv, maps_npz,
                           provenance, result_json, steps_csv)
 from model.transformer import Transformer
 from model.translator import MAX_OUTPUT, Translator
 from model.vocab import Vocab
-from test_cli import run
-from test_decoding import ENGLISH, GERMAN
 
 SENTENCE = "Ein Hund läuft im Park."
 HOSTILE = ["a,b", '"q"', "<script>alert(1)</script>", "x\ny", "r\r\nn", "NA", "nan", "", " lead", "1", "ä😀"]

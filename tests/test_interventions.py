@@ -6,13 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import tiny_config
+from conftest import ENGLISH, GERMAN, run, tiny_config
 from model.errors import InputError
 from model.transformer import Transformer
 from model.translator import Translator
 from model.vocab import Vocab
-from test_cli import run
-from test_decoding import ENGLISH, GERMAN
 
 SENT = "Ein Hund läuft im Park."
 
