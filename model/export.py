@@ -15,6 +15,7 @@ np.load(..., allow_pickle=False)). torch is imported only where BertViz needs te
 import csv
 import io
 import json
+import re
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -76,28 +77,48 @@ def result_json(result, provenance: dict) -> dict:
 
 
 # CSV ----------------------------------------------------------------------------------------------
+# A link chooses the sentence, so a token can be anything, "=HYPERLINK(...)" included. A spreadsheet
+# runs a cell that starts with = + - @ (or a tab or carriage return) as a formula (OWASP "CSV Injection"):
+# such a text cell gets a leading single quote, and every text cell is quoted. Numbers stay numbers.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value):
+    """A value as a spreadsheet-safe cell: text that a spreadsheet would run as a formula gets a leading '."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def _csv(header: list, rows) -> str:
-    """Rows as CSV text; the csv module quotes what needs it (commas, quotes, newlines) and nothing else."""
+    """Rows as CSV text, every cell through csv_cell; text quoted, numbers (ints, floats: repr, exact) bare."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    writer.writerow([csv_cell(h) for h in header])
+    writer.writerows([csv_cell(v) for v in row] for row in rows)
     return out.getvalue()
+
+
+def table_csv(df) -> str:
+    """A pandas table (the page's statistics, beam and position tables) as CSV, by the same rules."""
+    return _csv([str(c) for c in df.columns], df.itertuples(index=False))
 
 
 def map_csv(weights, query_tokens: list, key_tokens: list) -> str:
     """One attention map (Q, K) as CSV: `query_pos,query_token,key_pos,key_token,weight`, a row per cell.
 
     Rows go query by query, keys in order (Q * K rows). Positions count from 0, so a token that
-    occurs twice stays two rows apart. Tokens are written as they are; weights with repr, so
-    float32 values read back exactly. To read it with pandas keep tokens as text ("nan", "1"):
+    occurs twice stays two rows apart. Tokens are quoted text (csv_cell: one that a spreadsheet would
+    run as a formula starts with '); weights with repr, so float32 values read back exactly. To read it
+    with pandas keep tokens as text ("nan", "1"):
         pd.read_csv(io.StringIO(text), dtype={"query_token": str, "key_token": str}, keep_default_na=False)
     """
     weights = np.asarray(weights)
     if weights.shape != (len(query_tokens), len(key_tokens)):
         raise ValueError(f"map_csv takes one map of shape (queries, keys) = ({len(query_tokens)}, "
                          f"{len(key_tokens)}) for the tokens given, got an array of shape {weights.shape}")
-    rows = ((q, qt, k, kt, repr(float(weights[q, k])))
+    rows = ((q, qt, k, kt, float(weights[q, k]))
             for q, qt in enumerate(query_tokens) for k, kt in enumerate(key_tokens))
     return _csv(["query_pos", "query_token", "key_pos", "key_token", "weight"], rows)
 
@@ -116,9 +137,9 @@ def steps_csv(result) -> str:
               *(f"top{i}_{what}" for i in range(1, k + 1) for what in ("token", "prob"))]
     rows = []
     for n, s in enumerate(result.steps, 1):
-        top = [x for token, p in s.top for x in (token, repr(float(p)))]
+        top = [x for token, p in s.top for x in (token, float(p))]
         runner, runner_p = s.runner_up
-        rows.append([n, s.token, repr(float(s.prob)), repr(float(s.entropy)), runner, repr(float(runner_p)),
+        rows.append([n, s.token, float(s.prob), float(s.entropy), runner, float(runner_p),
                      *top, *[""] * (2 * k - len(top))])
     return _csv(header, rows)
 

@@ -13,8 +13,8 @@ import torch
 
 from conftest import ENGLISH, GERMAN, run, tiny_config
 from model.checkpoint import save_checkpoint
-from model.export import (bertviz_inputs, bertviz_npz, load_bertviz_npz, load_maps_npz, map_csv, maps_npz,
-                          provenance, result_json, steps_csv)
+from model.export import (bertviz_inputs, bertviz_npz, csv_cell, load_bertviz_npz, load_maps_npz, map_csv, maps_npz,
+                          provenance, result_json, steps_csv, table_csv)
 from model.transformer import Transformer
 from model.translator import MAX_OUTPUT, Translator
 from model.vocab import Vocab
@@ -145,6 +145,69 @@ def test_steps_csv_has_a_row_per_step(tiny, tiny_result):
         assert [(row[f"top{i}_token"], float(row[f"top{i}_prob"])) for i in range(1, k + 1)] == list(s.top)
     df = pd.read_csv(io.StringIO(steps_csv(r)), keep_default_na=False, dtype={"token": str})
     assert df.prob.tolist() == [s.prob for s in r.steps]  # a second reader, the same numbers
+
+
+# spreadsheet formulas ----------------------------------------------------------------------------
+LEADS = ["=", "+", "-", "@", "\t", "\r"]  # what a spreadsheet runs as a formula (OWASP "CSV Injection")
+
+
+def assert_no_formula(text: str):
+    """Every cell of a CSV text, read back: none starts a formula, except a plain number ("-2")."""
+    for row in csv.reader(io.StringIO(text, newline="")):
+        for cell in row:
+            assert not cell.startswith(tuple(LEADS)) or re.fullmatch(r"[+-]?[\d.]+(e[+-]?\d+)?", cell), repr(cell)
+
+
+@pytest.mark.parametrize("lead", LEADS)
+def test_a_token_that_starts_a_formula_is_written_as_quoted_text(lead):
+    token = f"{lead}SUM(1+1)"
+    text = map_csv(np.ones((1, 2), dtype=np.float32), ["a"], [token, "b"])
+    assert f'"\'{token}"' in text  # a leading single quote, and the cell in double quotes
+    assert_no_formula(text)
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert rows[2][3] == "b" and rows[1][3] == "'" + token  # the rest of the row is untouched
+
+
+def test_numbers_stay_numbers_and_plain_text_stays_as_it_is():
+    assert [csv_cell(v) for v in ("-2", "+1.5", "-1e-05", ".5", -0.25, 3, "a-b", "", "'")] == [
+        "-2", "+1.5", "-1e-05", ".5", -0.25, 3, "a-b", "", "'"]
+    assert [csv_cell(v) for v in ("-2+3", "-", "+", "@", "=1", "-inf", "-nan")] == [
+        "'-2+3", "'-", "'+", "'@", "'=1", "'-inf", "'-nan"]
+
+
+def test_the_shipped_model_on_the_reported_sentences_writes_no_formula(translator):
+    """The two sentences reported: '@SUM(1+1) Mann' and a =HYPERLINK(...) one, through the map and step CSVs."""
+    for sentence in ("@SUM(1+1) Mann", '=HYPERLINK("http://x.example","klick")', "+1 -2 @x =y"):
+        r = translator.translate(sentence)
+        assert any(t.startswith(("@", "=")) for t in r.src_tokens)
+        text = map_csv(r.cross_attentions[-1, 0], [s.token for s in r.steps], r.src_tokens)
+        assert_no_formula(text)
+        assert "'@sum(1+1" in text or "'=" in text or "'@x" in text
+        assert_no_formula(steps_csv(r))
+
+
+@pytest.mark.parametrize("lead", ["=", "+", "-", "@"])
+def test_a_reference_whose_words_start_a_formula_writes_none(lead):
+    """A reference typed on the page (or in a link) is teacher-forced; its tokens are the step CSV's rows."""
+    english = [*ENGLISH[:-2], f"{lead}cmd", lead]
+    torch.manual_seed(3)
+    tr = Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(english))
+    ref = tr.score_reference(SENTENCE, f"{lead}cmd a {lead} dog")
+    tokens = [s.token for s in ref.translation.steps]
+    # spaCy splits a leading + or = off its word
+    assert tokens[:4] == [f"{lead}cmd", "a", lead, "dog"] or tokens[:5] == [lead, "<unk>", "a", lead, "dog"]
+    text = steps_csv(ref.translation)
+    assert_no_formula(text)
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert [row["token"] for row in rows] == [f"'{t}" if t.startswith(lead) else t for t in tokens]
+
+
+def test_page_tables_go_through_the_same_rules():
+    df = pd.DataFrame({"rank": [1, 2], "tokens": ["=cmd|' /C calc'!A0", "a dog"], "score": [-0.5, -1.25]})
+    text = table_csv(df)
+    assert_no_formula(text)
+    back = pd.read_csv(io.StringIO(text), keep_default_na=False)
+    assert back.tokens.tolist() == ["'=cmd|' /C calc'!A0", "a dog"] and back.score.tolist() == [-0.5, -1.25]
 
 
 # npz ----------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from model.errors import InputError
-from model.export import steps_csv
+from model.export import steps_csv, table_csv
 from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
@@ -145,4 +145,4 @@ def beam_view(ctx: Context):
     table = viz.beam_table(search.trace)
     st.dataframe(table, hide_index=True)
     downloads(ctx, result=search.best, beam=width,
-              extra=[("Beam search steps (CSV)", f"beam{width}-search.csv", "text/csv", lambda: table.to_csv(index=False))])
+              extra=[("Beam search steps (CSV)", f"beam{width}-search.csv", "text/csv", lambda: table_csv(table))])

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import viz
+from model.export import table_csv
 
 from .common import MODEL_NAMES, Context, chart, literal, models, position_tables, translate
 from .export import downloads
@@ -56,7 +57,7 @@ def positions_view(ctx: Context):
     name = which.split(" (")[0].replace(", ", "-").replace(" ", "-")
     why_noise(ctx)
     downloads(ctx, extra=[(f"This table (CSV, positions × {D} dimensions)", f"positions-{name}.csv", "text/csv",
-                           lambda: pd.DataFrame(table).rename_axis("position").to_csv())])
+                           lambda: table_csv(pd.DataFrame(table).rename_axis("position").reset_index()))])
 
 
 def why_noise(ctx: Context):

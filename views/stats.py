@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import viz
+from model.export import table_csv
 from model.head_stats import APPLIES, DEFINITIONS, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
 
@@ -97,4 +98,4 @@ def stats_view(ctx: Context):
     st.dataframe(df, hide_index=True, key="stats_table", on_select=lambda: row_picked(df),
                  selection_mode="single-row", height=320, placeholder="",
                  column_config={NAMES[s]: st.column_config.NumberColumn(format="%.3f") for s in STATS})
-    downloads(ctx, extra=[("This table (CSV)", "head-stats.csv", "text/csv", lambda: df.to_csv(index=False))])
+    downloads(ctx, extra=[("This table (CSV)", "head-stats.csv", "text/csv", lambda: table_csv(df))])
