@@ -3,9 +3,11 @@
     python -m model.inspect head [--kind cross] [--layer L] [--head H] [--query Q] "Ein Hund läuft."
     python -m model.inspect lens [--top-k K] "Ein Hund läuft."
     python -m model.inspect importance "Ein Hund läuft."
+    python -m model.inspect contributions "Ein Hund läuft."
+    python -m model.inspect decoderlens "Ein Hund läuft."
 
-Both teacher-force the greedy translation of the sentence in one pass and print one JSON
-object. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
+Each prints one JSON object; all but `decoderlens` teacher-force the greedy translation of
+the sentence in one pass. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
 are the source tokens for enc, the decoder inputs for dec and cross): kind, layer, head,
 query, query_token, key_tokens, x, q, k, v, scores, scaled, mask, weights, weighted_v,
 head_output, all_heads, attn_out, residual, normed, layer_output (model/result.py,
@@ -13,6 +15,11 @@ HeadTrace). `lens`: tgt_tokens, output_tokens, top_tokens (L x T x K), top_probs
 (L x T x K), chosen_prob (L x T) (model/result.py, LogitLens). `importance`: the sentence's own
 head importance, as the page computes it live: output_tokens, and loss_rise {kind: L x H}, how much
 the mean -log p of that output (teacher-forced) rises with each head alone switched off.
+`contributions`: ALTI+ (Ferrando et al., 2022; model/contributions.py): src_tokens, tgt_tokens and steps,
+one per generated token: token, source_share, source (one number per source token), prefix (one per
+decoder input up to that step, <sos> included); each step's source and prefix sum to 1.
+`decoderlens` (Langedijk et al., 2024): layers, one per encoder layer k (from 1): encoder_layer, tokens
+and text of the greedy output when the decoder reads encoder layer k's output; the last is the translation.
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
@@ -37,6 +44,9 @@ def main(argv=None):
     lens = sub.add_parser("lens", parents=[common], help="the output layer applied after each decoder layer")
     lens.add_argument("--top-k", type=int, default=5, help="tokens per layer and step (default: 5)")
     sub.add_parser("importance", parents=[common], help="every head switched off alone: this sentence's loss rise")
+    sub.add_parser("contributions", parents=[common],
+                   help="ALTI+: each source and prefix token's contribution to every generated token")
+    sub.add_parser("decoderlens", parents=[common], help="the greedy output decoded from each encoder layer")
     args = p.parse_args(argv)
 
     translator = cli.load_translator(args)  # after argument parsing: --help stays fast
@@ -44,6 +54,10 @@ def main(argv=None):
         out = translator.inside(args.sentence).head(args.kind, args.layer, args.head, args.query).to_json()
     elif args.command == "lens":
         out = translator.logit_lens(args.sentence, top_k=args.top_k).to_json()
+    elif args.command == "contributions":
+        out = translator.contributions(args.sentence).to_json()
+    elif args.command == "decoderlens":
+        out = translator.decoder_lens(args.sentence).to_json()
     else:
         from .head_importance import head_importance_for_sentence
 

@@ -198,3 +198,64 @@ class LogitLens:
         return {"tgt_tokens": self.tgt_tokens, "output_tokens": self.output_tokens,
                 "top_tokens": self.top_tokens.tolist(), "top_probs": self.top_probs.tolist(),
                 "chosen_prob": self.chosen_prob.tolist()}
+
+
+@dataclass(frozen=True)
+class AttentionNorms:
+    """Norm-based attention (Kobayashi et al., 2020): ||alpha_ij (x_j W_V^h + b_V^h) W_O^h|| per head.
+
+    `norms[kind]` is (L, H, Tq, Tk) like the attention maps (enc S x S, dec T x T, cross T x S): how far key j
+    moved query i through head h, the weight times the length of what it weighs (b_O left out: it is added
+    once per query, not per key). model/contributions.py, docs/contract.md.
+    """
+
+    src_tokens: list  # S labels: <sos> tokens <eos>
+    tgt_tokens: list  # T decoder inputs
+    output_tokens: list  # T tokens the steps chose, <eos> included when produced
+    norms: dict  # {"enc" | "dec" | "cross": (L, H, Tq, Tk)}
+
+
+@dataclass(frozen=True)
+class Contributions:
+    """ALTI+ (Ferrando et al., 2022): how much each source token and each target-prefix token contributed to
+    each generated token's prediction, through every layer (model/contributions.py, docs/contract.md).
+
+    Row t is step t, which predicts output_tokens[t] from the decoder inputs tgt_tokens[:t+1]. Each row of
+    [source | prefix] sums to 1; prefix is zero above the diagonal.
+    """
+
+    src_tokens: list  # S labels: <sos> tokens <eos>
+    tgt_tokens: list  # T decoder inputs: <sos> then every output token but the last
+    output_tokens: list  # T tokens the steps chose, <eos> included when produced
+    source: np.ndarray  # (T, S) contribution of each source token to step t
+    prefix: np.ndarray  # (T, T) contribution of each decoder input (prefix token) to step t
+    source_share: np.ndarray  # (T,) source.sum(-1)
+    layers: dict  # per-block contributions: {"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1), the
+    #               last column of cross the residual (the decoder's own stream)}
+    rollout: np.ndarray  # (L_dec, T, S + T) the rollout after each decoder layer; rollout[-1] = [source | prefix]
+
+    def to_json(self, digits: int = 6) -> dict:
+        """The `python -m model.inspect contributions` object: one entry per generated token."""
+        def r(values):
+            return [round(float(x), digits) for x in values]
+
+        return {"src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens,
+                "steps": [{"token": token, "source_share": round(float(self.source_share[t]), digits),
+                           "source": r(self.source[t]), "prefix": r(self.prefix[t, :t + 1])}
+                          for t, token in enumerate(self.output_tokens)]}
+
+
+@dataclass(frozen=True)
+class DecoderLens:
+    """DecoderLens (Langedijk et al., 2024): the greedy output when the decoder cross-attends to the output of
+    encoder layer k instead of the last one; the last layer's row is the real translation."""
+
+    source: str  # the sentence as typed
+    src_tokens: list  # S labels: <sos> tokens <eos>
+    layers: list  # one list of output tokens (no specials) per encoder layer, first layer first
+    finished: list  # per layer: True where the output ended with <eos> (False: cut at the maximum length)
+
+    def to_json(self) -> dict:
+        """The `python -m model.inspect decoderlens` object; encoder layers count from 1."""
+        return {"layers": [{"encoder_layer": k, "tokens": tokens, "text": " ".join(tokens)}
+                           for k, tokens in enumerate(self.layers, start=1)]}

@@ -9,6 +9,9 @@
     i = tr.inside("Ein Hund läuft.")                        # Inside: every intermediate of the attention
     h = i.head("cross", 2, 5, 1)                            # HeadTrace: one query through one head, real numbers
     lens = tr.logit_lens("Ein Hund läuft.")                 # LogitLens: the next-token guess after each layer
+    n = tr.weighted_norms("Ein Hund läuft.")                # AttentionNorms: ||alpha f(x)|| per head (Kobayashi)
+    c = tr.contributions("Ein Hund läuft.")                 # Contributions: ALTI+ source and prefix shares
+    d = tr.decoder_lens("Ein Hund läuft.")                  # DecoderLens: greedy output from each encoder layer
 
 Interventions are call arguments: the shared model is never edited, so any number of
 users can ask for different ones at the same time.
@@ -21,11 +24,12 @@ import torch
 
 from .checkpoint import checkpoint_folder, load_checkpoint, weights_sha256
 from .data import pad
-from .decoding import beam_search, greedy_decode, step_stats
+from .decoding import beam_search, greedy_decode, greedy_ids, step_stats
 from .device import describe, pick_device
 from .errors import InputError
 from .heads import parse_head_mask
-from .result import BeamSearch, Candidate, Inside, LogitLens, ReferenceScore, Step, Translation
+from .result import (AttentionNorms, BeamSearch, Candidate, Contributions, DecoderLens, Inside, LogitLens,
+                     ReferenceScore, Step, Translation)
 from .transformer import Extras
 from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
@@ -230,6 +234,51 @@ class Translator:
         return LogitLens(tgt_tokens=["<sos>", *out_tokens[:-1]], output_tokens=out_tokens,
                          top_tokens=np.array(tokens, dtype=str), top_probs=np.stack(probs),
                          chosen_prob=np.stack(chosen_probs))
+
+    def weighted_norms(self, sentence: str, output_tokens: list | None = None) -> AttentionNorms:
+        """Norm-based attention (Kobayashi et al., 2020) of every head, from one teacher-forced pass over an
+        output (default: the greedy translation): {kind: (L, H, Tq, Tk)} shaped like the maps."""
+        from .contributions import weighted_norms
+
+        src_tokens, out_tokens, capture = self._capture(sentence, output_tokens)
+        norms = weighted_norms(capture, self.model)
+        for a in norms.values():
+            a.setflags(write=False)
+        return AttentionNorms(src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
+                              output_tokens=out_tokens, norms=norms)
+
+    def contributions(self, sentence: str, output_tokens: list | None = None) -> Contributions:
+        """ALTI+ (Ferrando et al., 2022): each source and prefix token's contribution to every step of an output
+        (default: the greedy translation), from one teacher-forced pass (model/contributions.py)."""
+        from .contributions import contributions
+
+        src_tokens, out_tokens, capture = self._capture(sentence, output_tokens)
+        c = contributions(capture, self.model)
+        for a in (c["source"], c["prefix"], c["source_share"], c["rollout"], *c["layers"].values()):
+            a.setflags(write=False)
+        return Contributions(src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
+                             output_tokens=out_tokens, source=c["source"], prefix=c["prefix"],
+                             source_share=c["source_share"], layers=c["layers"], rollout=c["rollout"])
+
+    @torch.no_grad()
+    def decoder_lens(self, sentence: str, max_len: int = MAX_OUTPUT) -> DecoderLens:
+        """DecoderLens (Langedijk et al., 2024): greedy decoding with the decoder cross-attending to the output
+        of each encoder layer in turn instead of the last one's."""
+        src_tokens, ids, _ = self.source_ids(sentence)
+        src = torch.tensor([ids], device=self.device)
+        capture = {}
+        self.model.encode(src, Extras(capture=capture, need_weights=False))
+        memories = [layer["output"] for layer in capture["encoder"][:-1]]  # (1, S, D) each
+        # The last layer as greedy decoding computes it (fused attention): the real translation, bit for bit.
+        memories.append(self.model.encode(src, Extras(need_weights=False))[0])
+        src_mask = self.model.src_mask(src)
+        itos, layers, finished = self.tgt_vocab.itos, [], []
+        for memory in memories:  # one at a time, shaped as model.translate decodes one sentence
+            out = greedy_ids(self.model, memory, src_mask, max_len)[0]
+            ended = bool(out) and out[-1] == EOS_ID
+            layers.append([itos[i] for i in (out[:-1] if ended else out)])
+            finished.append(ended)
+        return DecoderLens(source=sentence, src_tokens=src_tokens, layers=layers, finished=finished)
 
     def _capture(self, sentence: str, output_tokens: list | None) -> tuple[list, list, dict]:
         """Source labels, output tokens (<eos> included) and the capture of one teacher-forced pass."""

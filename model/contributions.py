@@ -1,0 +1,261 @@
+"""Does attention explain the translation? Norm-based attention and ALTI+ source/prefix contributions.
+
+    python -m model.contributions --src test_2016_flickr.de.gz [--checkpoint PATH] [--device D] [--out FILE]
+                                  [--no-progress]
+
+Every number is computed from one teacher-forced pass's capture (`Extras(capture=...)`, model/transformer.py)
+and the model's own weights; nothing here runs the network again. Shape legend: L layers, H heads, S source
+length, T decoder inputs (<sos> then every output token but the last), D d_model, hs head size.
+
+Norm-based attention (Kobayashi, Kuribayashi, Yokoi and Inui, EMNLP 2020, "Attention is Not Only a
+Weight: Analyzing Transformers with Vector Norms"): a head's output at query i is sum_j alpha_ij f^h(x_j)
+(+ b_O after the heads are mixed), with f^h(x) = (x W_V^h + b_V^h) W_O^h, W_O^h the hs columns of W_O that
+read head h. ||alpha_ij f^h(x_j)|| = alpha_ij ||f^h(x_j)|| says how much key j actually moved query i through
+head h; a large weight on a key with a small value vector moves little. b_V is inside f (it rides with every
+value); b_O is not (it is added once per query, not per key). `weighted_norms`.
+
+ALTI+ (Ferrando, Gallego, Alastruey, Escolano and Costa-jussa, EMNLP 2022, "Towards Opening the Black Box of
+Neural Machine Translation: Source and Target Interpretations of the Transformer"), building on ALTI
+(Ferrando, Gallego and Costa-jussa, EMNLP 2022, "Measuring the Mixing of Contextual Information in the
+Transformer"). Per attention block (attention + residual + post-LN LayerNorm) and query i:
+    z_ij = sum_h alpha^h_ij f^h(x_j)  (+ x_i when j = i: the residual)       the vector key j adds, before LN
+    cross-attention: the keys are the encoder outputs; the residual x_i is one more vector, "key" S
+    LN(u) = (u - mean(u)) / sigma(u) * gamma + beta is linearised per token: sigma_i = sqrt(Var(r_i) + eps) of
+    the real residual sum r_i (the LayerNorm's own number) is held fixed, so
+    T_i(x_j) = (z_ij - mean(z_ij)) / sigma_i * gamma,   y_i = sum_j T_i(x_j) + (b_O - mean(b_O)) / sigma_i * gamma
+    + beta = LN(r_i), the block's real output (tested).
+    c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), then each row divided by its sum (Manhattan distance: a
+    vector close to the output contributes much; one no closer than zero contributes nothing).
+The feed-forward block is not decomposed (the paper's choice: it mixes no tokens), so a layer's contributions
+are its attention block's. Layers combine by rollout: encoder R = C_L ... C_1 (source tokens -> encoder
+outputs). In decoder layer l, the cross block's residual share c_i,S passes on through the self block:
+D^l = [C_cross^l[:, :S] R  |  C_cross^l[:, S, None] * C_self^l]  (T x (S + T), rows sum to 1), and the
+decoder rollout is P^1 = D^1, P^l = [D^l_src + D^l_self P^(l-1)_src  |  D^l_self P^(l-1)_self], rows
+renormalised. The last layer's row t says how much each source token and each prefix token (<sos> .. y_t)
+contributed to the prediction at step t; its source part summed is the step's source share.
+
+Dale et al. (ACL 2023, "Detecting and Mitigating Hallucinations in Machine Translation: Model Internal
+Workings Alone Do Well, Sentence Similarity Even Better") flag hallucinations by a low ALTI+ source
+contribution; `main` writes the test-set distribution of the share (CHECKPOINT/source_share.json) so that a
+sentence's share can be read against it.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from . import cli
+from .errors import InputError
+
+QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
+LOW_SHARE_QUANTILE = 0.05  # a step whose source share is below the test set's 5th percentile counts as low
+BINS = 20  # histogram of the share over [0, 1]
+
+
+def attention_sublayers(capture: dict, model) -> dict:
+    """{kind: [(captured sub-layer dict, its MultiHeadAttention, its AddNorm), one per layer]}."""
+    enc, dec = capture["encoder"], capture["decoder"]
+    return {"enc": [(c["self"], m.self_attn, m.ln_self) for c, m in zip(enc, model.encoder)],
+            "dec": [(c["self"], m.self_attn, m.ln_self) for c, m in zip(dec, model.decoder)],
+            "cross": [(c["cross"], m.cross_attn, m.ln_cross) for c, m in zip(dec, model.decoder)]}
+
+
+def value_outputs(sub: dict, attn, row: int = 0) -> torch.Tensor:
+    """f^h(x_j) = (x_j W_V^h + b_V^h) W_O^h of every head and key, float64: (H, Tk, D).
+
+    `v` in the capture is already kv W_V + b_V split into heads; W_O^h are the hs input columns of w_o that read
+    head h (nn.Linear computes x W^T, so W_O^h as a map is weight[:, h*hs:(h+1)*hs]^T).
+    """
+    v = sub["v"][row].double()  # (H, Tk, hs)
+    H, _, hs = v.shape
+    w_o = attn.w_o.weight.detach().double()  # (D, H*hs)
+    per_head = w_o.view(-1, H, hs).permute(1, 2, 0)  # (H, hs, D)
+    return v @ per_head  # (H, Tk, D)
+
+
+@torch.no_grad()
+def weighted_norms(capture: dict, model, row: int = 0) -> dict:
+    """Kobayashi et al. (2020): {kind: (L, H, Tq, Tk) numpy} of ||alpha_ij f^h(x_j)|| for batch row `row`."""
+    out = {}
+    for kind, layers in attention_sublayers(capture, model).items():
+        norms = []
+        for sub, attn, _ in layers:
+            f_norm = value_outputs(sub, attn, row).norm(dim=-1)  # (H, Tk)
+            norms.append(sub["weights"][row].double() * f_norm[:, None, :])  # (H, Tq, Tk)
+        out[kind] = torch.stack(norms).float().cpu().numpy()
+    return out
+
+
+@torch.no_grad()
+def decompose(sub: dict, attn, ln, cross: bool, row: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """One attention block's output split by input vector (ALTI, the LayerNorm linearised per token), float64.
+
+    Returns T (Tq, K, D) and y (Tq, D) with y_i = sum_j T[i, j] + the bias terms = LN(x_i + attn_out_i), the
+    block's output. K = Tk for self-attention (the residual x_i is folded into key i), Tk + 1 for
+    cross-attention (the residual is the last vector).
+    """
+    x = sub["x"][row].double()  # (Tq, D)
+    weights = sub["weights"][row].double()  # (H, Tq, Tk)
+    mixed = torch.einsum("hqk,hkd->qkd", weights, value_outputs(sub, attn, row))  # (Tq, Tk, D)
+    if cross:
+        z = torch.cat([mixed, x[:, None, :]], dim=1)  # (Tq, Tk + 1, D)
+    else:
+        z = mixed.clone()
+        idx = torch.arange(x.size(0))
+        z[idx, idx] += x  # the residual belongs to the query's own token
+    residual = sub["residual"][row].double()  # (Tq, D): what the LayerNorm normalised
+    sigma = (residual.var(-1, unbiased=False) + ln.eps).sqrt()[:, None]  # (Tq, 1), held fixed: the linearisation
+    gamma, beta = ln.weight.detach().double(), ln.bias.detach().double()  # (D,)
+    T = (z - z.mean(-1, keepdim=True)) / sigma[:, None] * gamma  # (Tq, K, D)
+    b_o = attn.w_o.bias.detach().double()
+    y = T.sum(1) + (b_o - b_o.mean()) / sigma * gamma + beta  # (Tq, D)
+    return T, y
+
+
+def block_contributions(sub: dict, attn, ln, cross: bool, row: int = 0) -> torch.Tensor:
+    """ALTI's c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised: (Tq, K) float64, K as decompose.
+
+    A row where no vector is closer to y_i than zero is (never seen on the shipped models) all zero; it gives
+    everything to the residual, the query's own token, rather than 0/0.
+    """
+    T, y = decompose(sub, attn, ln, cross, row)
+    c = (y.abs().sum(-1, keepdim=True) - (y[:, None, :] - T).abs().sum(-1)).clamp(min=0)  # (Tq, K)
+    Tq, K = c.shape
+    own = torch.full((Tq,), K - 1) if cross else torch.arange(Tq)  # (Tq,) the residual's column
+    total = c.sum(-1, keepdim=True)
+    empty = total[:, 0] == 0
+    c[empty, own[empty]] = 1.0
+    return c / c.sum(-1, keepdim=True)
+
+
+def layer_contributions(capture: dict, model, row: int = 0) -> dict:
+    """{"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)} float64 tensors: each block's c_ij."""
+    return {kind: torch.stack([block_contributions(sub, attn, ln, kind == "cross", row) for sub, attn, ln in layers])
+            for kind, layers in attention_sublayers(capture, model).items()}
+
+
+def rollout(enc: torch.Tensor, dec: torch.Tensor, cross: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """ALTI+'s rollout: (encoder rollout (S, S), decoder rollout (L_dec, T, S + T)), rows summing to 1.
+
+    enc (Le, S, S), dec (Ld, T, T), cross (Ld, T, S + 1) from layer_contributions. Row t of the decoder
+    rollout's layer l: how much each source token (first S columns) and each decoder input (last T) contributed
+    to decoder layer l's output at position t.
+    """
+    S = enc.size(-1)
+    R = torch.eye(S, dtype=enc.dtype)  # (S, S)
+    for C in enc:  # first layer first: R maps source tokens to this layer's outputs
+        R = C @ R
+    layers, prev = [], None
+    for C_self, C_cross in zip(dec, cross):
+        src = C_cross[:, :S] @ R  # (T, S) through the encoder outputs to the source tokens
+        self_ = C_cross[:, S:] * C_self  # (T, T) the residual's share, passed on through the self block
+        if prev is not None:
+            src, self_ = src + self_ @ prev[:, :S], self_ @ prev[:, S:]
+        prev = torch.cat([src, self_], dim=-1)  # (T, S + T)
+        prev = prev / prev.sum(-1, keepdim=True)
+        layers.append(prev)
+    return R, torch.stack(layers)
+
+
+def contributions(capture: dict, model, row: int = 0) -> dict:
+    """ALTI+ of one teacher-forced pass, as numpy float64: "layers" ({kind: per-block contributions}),
+    "encoder_rollout" (S, S), "rollout" (L_dec, T, S + T), "source" (T, S), "prefix" (T, T, zero above the
+    diagonal) and "source_share" (T,) of the last layer."""
+    layers = layer_contributions(capture, model, row)
+    R, total = rollout(layers["enc"], layers["dec"], layers["cross"])
+    S = R.size(0)
+    last = total[-1]  # (T, S + T)
+    return {"layers": {k: v.numpy() for k, v in layers.items()}, "encoder_rollout": R.numpy(),
+            "rollout": total.numpy(), "source": last[:, :S].numpy(), "prefix": last[:, S:].numpy(),
+            "source_share": last[:, :S].sum(-1).numpy()}
+
+
+# a corpus: the distribution of the source share -----------------------------------------------------
+def corpus_source_shares(translator, sentences: list, batch_size: int = 64, progress: bool = False) -> tuple:
+    """(per-step source shares: one array per usable sentence, the usable sentences' indices).
+
+    Greedy translations in batches (as model.translate), then one teacher-forced capture per sentence.
+    Sentences the translator refuses (empty lines) are left out.
+    """
+    usable = []
+    for i, s in enumerate(sentences):
+        try:
+            translator.source_ids(s)
+        except InputError:
+            continue
+        usable.append(i)
+    shares = []
+    with tqdm(total=len(usable), desc="sentences", unit="sent", disable=not progress) as bar:
+        for start in range(0, len(usable), batch_size):
+            chunk = usable[start:start + batch_size]
+            results = translator.translate_batch([sentences[i] for i in chunk], top_k=1, with_maps=False)
+            for i, r in zip(chunk, results, strict=True):
+                c = translator.contributions(sentences[i], [s.token for s in r.steps])
+                shares.append(c.source_share)
+                bar.update(1)
+    return shares, usable
+
+
+def distribution(values: np.ndarray, digits: int = 4) -> dict:
+    """Quantiles, mean, std and a histogram over [0, 1] of some source shares."""
+    counts, edges = np.histogram(values, bins=BINS, range=(0.0, 1.0))
+    return {"n": int(values.size), "mean": round(float(values.mean()), digits),
+            "std": round(float(values.std()), digits),
+            "quantiles": {f"{q:g}": round(float(np.quantile(values, q)), digits) for q in QUANTILES},
+            "histogram": {"edges": [round(float(e), 3) for e in edges], "counts": counts.tolist()}}
+
+
+@cli.entry_point
+def main(argv=None):
+    p = cli.Parser(description=__doc__)
+    cli.add_corpus(p, ref=False)
+    p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/source_share.json)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+
+    from .data import read_lines
+    from .translator import MAX_OUTPUT
+
+    translator = cli.load_translator(args)
+    src = read_lines(args.src)
+    out = cli.output_file(args.out, args.checkpoint, "source_share.json")
+    t0 = time.time()
+    shares, used = corpus_source_shares(translator, src, progress=not args.no_progress)
+    if not shares:
+        raise InputError(f"{args.src} has no sentence to translate ({len(src)} empty lines)")
+    seconds = time.time() - t0
+    per_step = np.concatenate(shares)
+    words = np.concatenate([s[:-1] for s in shares])  # steps that emit a word, the <eos> step left out
+    per_sentence = np.array([s.mean() for s in shares])
+    result = {
+        "checkpoint": translator.checkpoint_id,
+        "method": "ALTI+ (Ferrando et al., EMNLP 2022): source share = summed contribution of the source tokens "
+                  "to each generated token's prediction (model/contributions.py, docs/contract.md Contributions)",
+        "low_share_threshold": {"quantile": LOW_SHARE_QUANTILE,
+                                "per_step": round(float(np.quantile(per_step, LOW_SHARE_QUANTILE)), 4),
+                                "per_sentence": round(float(np.quantile(per_sentence, LOW_SHARE_QUANTILE)), 4)},
+        "per_step": distribution(per_step),
+        "per_step_words": distribution(words),
+        "per_sentence": distribution(per_sentence),
+        "note": f"per_step: every generated token of every greedy translation (<eos> included; at most {MAX_OUTPUT} "
+                f"tokens); per_step_words: the same without the <eos> step; per_sentence: each sentence's mean over "
+                f"its steps (Dale et al., ACL 2023, flag hallucinations by a low sentence-level source "
+                f"contribution). low_share_threshold: the {LOW_SHARE_QUANTILE:g} quantile of per_step and of "
+                f"per_sentence.",
+        "data": {"src": Path(args.src).name, "lines": len(src), "n": len(used), "steps": int(per_step.size),
+                 "seconds": round(seconds, 1), "device": translator.device_name,
+                 "command": "python -m model.contributions --src " + Path(args.src).name
+                            + ("" if args.checkpoint is None else f" --checkpoint {args.checkpoint}")},
+    }
+    out.write_text(json.dumps(result, indent=1))
+    print(json.dumps({"out": str(out), "n": len(used), "skipped": len(src) - len(used),
+                      "seconds": result["data"]["seconds"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)
