@@ -8,6 +8,7 @@ one `python -m` run per tool).
 """
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -141,3 +142,34 @@ def call(capsys, monkeypatch):
         return status, out, err
 
     return call
+
+
+# the page under AppTest (slow tier) -----------------------------------------------------------------
+APP = str(ROOT / "app.py")
+
+
+def from_url(monkeypatch, **params):
+    """app.py under AppTest with the shipped checkpoint, opened by a link with these parameters."""
+    from streamlit.testing.v1 import AppTest
+
+    if not (CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip("no shipped checkpoint")
+    monkeypatch.delenv("TRANSFORMER_CHECKPOINT", raising=False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+@pytest.fixture
+def app(monkeypatch):
+    """The page as a new visitor sees it (no link parameters)."""
+    return from_url(monkeypatch)
+
+
+def charts(app):
+    return [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+
+
+def markdown(app):
+    return "\n".join(m.value for m in app.markdown)

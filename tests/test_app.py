@@ -1,4 +1,5 @@
-"""The real app.py under streamlit.testing.v1.AppTest, with the shipped checkpoint."""
+"""The real app.py under streamlit.testing.v1.AppTest, with the shipped checkpoint (slow tier: each test runs the
+whole page script, often several times)."""
 
 import json
 import shlex
@@ -6,20 +7,11 @@ import shlex
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import CHECKPOINT, ENGLISH, GERMAN, ROOT
+from conftest import APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, from_url, markdown
 from model.checkpoint import save_checkpoint
 from model.vocab import Vocab
 
-APP = str(ROOT / "app.py")
-
-
-@pytest.fixture
-def app(monkeypatch):
-    if not (CHECKPOINT / "model.safetensors").is_file():
-        pytest.skip("no shipped checkpoint")
-    monkeypatch.delenv("TRANSFORMER_CHECKPOINT", raising=False)
-    return AppTest.from_file(APP, default_timeout=120).run()
-
+pytestmark = pytest.mark.slow
 
 def typed(app, sentence):
     app.text_input(key="sentence").input(sentence).run()
@@ -27,19 +19,11 @@ def typed(app, sentence):
     return app
 
 
-def charts(app):
-    return [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
-
-
 def steps_table(app):
     """The trace's table of all steps (the view has other tables too: the logit lens)."""
     tables = [d.value for d in app.dataframe if "runner-up" in d.value.columns]
     assert len(tables) == 1, [list(d.value.columns) for d in app.dataframe]
     return tables[0]
-
-
-def markdown(app):
-    return "\n".join(m.value for m in app.markdown)
 
 
 def test_empty_page_gives_a_hint(app):
@@ -292,16 +276,6 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
     assert "nan" not in neighbours and "(24 positions): " in neighbours and "past it" not in neighbours  # 24 < 46
 
 
-def from_url(monkeypatch, **params):
-    if not (CHECKPOINT / "model.safetensors").is_file():
-        pytest.skip("no shipped checkpoint")
-    monkeypatch.delenv("TRANSFORMER_CHECKPOINT", raising=False)
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
 def test_a_link_restores_view_layer_and_head(monkeypatch):
     at = from_url(monkeypatch, s="Zwei Männer spielen Fußball auf einer Wiese.", view="enc", layer="2", head="5")
     assert not at.exception and not at.warning
@@ -475,46 +449,3 @@ def test_odd_input_gets_through_every_view(app, name):
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
         if "attention" in view:  # something unknown is still a token: the maps are drawn
             assert app.get("plotly_chart"), view
-
-
-def test_no_module_imports_itself_round_about():
-    """The module-level imports of app.py, model/, views/, viz/ and bench/ have no cycle: which module may use
-    another must not depend on which was imported first. (An import inside a function runs when it is called,
-    after every module has loaded: deferring one is how a tool keeps its start fast.)"""
-    import ast
-
-    def module_level(node):
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                yield child
-                yield from module_level(child)
-
-    files = [ROOT / "app.py", *(p for d in ("model", "views", "viz", "bench") for p in (ROOT / d).glob("*.py"))]
-    name = {f: ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__") for f in files}
-    modules = set(name.values())
-    graph = {}
-    for f in files:
-        package = name[f] if f.name == "__init__.py" else name[f].rpartition(".")[0]
-        targets = set()
-        for node in module_level(ast.parse(f.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parent = package.split(".")[:len(package.split(".")) - node.level + 1]
-                    base = ".".join([*parent, *([node.module] if node.module else [])])
-                targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
-        graph[name[f]] = {t for t in targets if t in modules and t != name[f]}
-
-    def cycle_from(module, path):
-        if module in path:
-            return path[path.index(module):] + [module]
-        for nxt in sorted(graph[module]):
-            found = cycle_from(nxt, path + [module])
-            if found:
-                return found
-        return None
-
-    for module in sorted(graph):
-        assert cycle_from(module, []) is None, " -> ".join(cycle_from(module, []))

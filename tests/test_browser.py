@@ -12,7 +12,7 @@ from conftest import CHECKPOINT, ROOT
 ARTIFACTS = ROOT / "tests/artifacts"
 HOSTILE = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> Ein Hund'
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import viz
-from conftest import CHECKPOINT
+from conftest import CHECKPOINT, charts, from_url, markdown
 from model.head_importance import head_importance_for_sentence
-from test_app import charts, from_url, markdown
 
 SIN = CHECKPOINT / "sinusoidal"
 PAIR = ("Der Hund läuft über die Wiese.", "Die Katze läuft über die Wiese.")  # a minimal pair: same token count
@@ -88,6 +87,7 @@ def one_head_maps(at):
             if s["data"][0]["type"] == "heatmap" and ", layer " in s["layout"]["title"]["text"]]
 
 
+@pytest.mark.slow
 def test_another_sentence_side_by_side_with_their_difference(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="enc", layer="1", head="2", vs="sentence", s2=PAIR[1])
     assert not at.exception and not at.error
@@ -99,6 +99,7 @@ def test_another_sentence_side_by_side_with_their_difference(monkeypatch, transl
     assert dict(at.query_params)["vs"] == "sentence" and dict(at.query_params)["s2"] == PAIR[1]
 
 
+@pytest.mark.slow
 def test_heads_off_are_compared_on_the_original_output(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="cross", layer="3", head="1", vs="off", off="cross.2.8")
     assert not at.exception and not at.error
@@ -113,6 +114,7 @@ def test_heads_off_are_compared_on_the_original_output(monkeypatch, translator):
     assert dict(at.query_params)["off"] == "cross.2.8"
 
 
+@pytest.mark.slow
 def test_a_forced_word_is_compared_and_kept_in_the_link(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="cross", vs="force", step="1")
     assert not at.exception and not at.error
@@ -123,6 +125,7 @@ def test_a_forced_word_is_compared_and_kept_in_the_link(monkeypatch, translator)
     assert f"forced to “{word}”" in markdown(at) and forced.text.split()[0] == word
 
 
+@pytest.mark.slow
 def test_line_view_link(monkeypatch):
     at = from_url(monkeypatch, s=PAIR[0], view="dec", layer="2", draw="lines")
     assert not at.exception and not at.error
@@ -131,6 +134,7 @@ def test_line_view_link(monkeypatch):
     assert dict(at.query_params)["draw"] == "lines"
 
 
+@pytest.mark.slow
 def test_live_importance_is_the_batched_computation(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="importance")
     assert not at.exception and not at.error
@@ -146,6 +150,7 @@ def test_live_importance_is_the_batched_computation(monkeypatch, translator):
     assert all(np.isfinite(v).all() for v in want.values())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SIN / "model.safetensors").is_file(), reason="no checkpoints/sinusoidal")
 def test_the_sinusoidal_model_is_chosen_by_the_link_and_compared_with_the_learned_one(monkeypatch):
     from model.translator import Translator
@@ -162,6 +167,7 @@ def test_the_sinusoidal_model_is_chosen_by_the_link_and_compared_with_the_learne
     assert np.allclose(second, learned.encoder_attentions.mean(axis=1)[0], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_head_statistics_of_the_sentence_and_the_test_set(monkeypatch, translator):
     from model.head_stats import translation_stats
 
@@ -178,6 +184,7 @@ def test_head_statistics_of_the_sentence_and_the_test_set(monkeypatch, translato
     assert dict(at.query_params)["stat"] == "eos_share" and dict(at.query_params)["view"] == "stats"
 
 
+@pytest.mark.slow
 def test_head_statistics_leave_a_statistic_a_head_does_not_have_empty(monkeypatch):
     """Monotonicity is a statistic of cross-attention only: the encoder and decoder rows show an empty cell
     (Streamlit writes a missing value as "None" unless the table names another placeholder)."""
@@ -189,6 +196,7 @@ def test_head_statistics_leave_a_statistic_a_head_does_not_have_empty(monkeypatc
     assert table.proto.HasField("placeholder") and table.proto.placeholder == ""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SIN / "model.safetensors").is_file(), reason="no checkpoints/sinusoidal")
 def test_every_view_works_with_the_sinusoidal_model(monkeypatch):
     from views import VIEWS

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import ENGLISH, GERMAN, run, tiny_config
+from conftest import ENGLISH, GERMAN, ROOT, tiny_config
+from model import translate
 from model.checkpoint import save_checkpoint
 from model.export import (bertviz_inputs, bertviz_npz, csv_cell, load_bertviz_npz, load_maps_npz, map_csv, maps_npz,
                           provenance, result_json, steps_csv, table_csv)
@@ -90,12 +91,13 @@ def assert_same(cli, ours, where="line"):
     (["--mask-heads", "cross.2.1,enc.0.*", "--force", "1:dog", "--top-k", "3"], "cross.2.1,enc.0.*", {1: "dog"}, 1),
     (["--beam", "3"], None, {}, 3),
 ])
-def test_result_json_is_the_cli_json_line(translator, args, heads_off, force, beam):
-    """The CLI in a subprocess and result_json in this process: the same line, provenance included."""
-    r = run("model.translate", "--json", "--checkpoint", "checkpoints", "--device", "cpu", *args,
-            stdin=SENTENCE + "\n")
-    assert r.returncode == 0, r.stderr
-    cli = json.loads(r.stdout)
+def test_result_json_is_the_cli_json_line(translator, args, heads_off, force, beam, call, monkeypatch):
+    """The CLI's --json line and result_json of the library's result: the same line, provenance included."""
+    monkeypatch.chdir(ROOT)
+    status, out, err = call(translate.main, "--json", "--checkpoint", "checkpoints", "--device", "cpu", *args,
+                            stdin=SENTENCE + "\n")
+    assert status == 0, err
+    cli = json.loads(out)
     top_k = 3 if "--top-k" in args else 5
     result = translator.translate(SENTENCE, beam=beam, top_k=top_k, heads_off=heads_off, force=force)
     ours = result_json(result, provenance(translator, heads_off, force, beam, top_k))

@@ -1,12 +1,14 @@
 """Interventions are exact: head masks, forced tokens, teacher-forced references, beams."""
 
+import json
 import threading
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import ENGLISH, GERMAN, run, tiny_config
+from conftest import ENGLISH, GERMAN, tiny_config
+from model import evaluate, head_importance, translate
 from model.errors import InputError
 from model.transformer import Transformer
 from model.translator import Translator
@@ -131,73 +133,61 @@ def test_beam_width_one_equals_greedy_and_beam_trace(tr):
         tr.beam(SENT, beam=0)
 
 
-def test_cli_mask_heads_and_force(tmp_path, tiny_model):
-    from model.checkpoint import save_checkpoint
-
-    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
-    ck = str(tmp_path / "c")
-    r = run("model.translate", "--checkpoint", ck, "--mask-heads", "enc.0.9", stdin="Ein Hund.\n")
-    assert r.returncode == 2 and "no head 9" in r.stderr and "Traceback" not in r.stderr
-    r = run("model.translate", "--checkpoint", ck, "--force", "0:zebra", stdin="Ein Hund.\n")
-    assert r.returncode == 0 and r.stdout == "\n" and "not in the model's English vocabulary" in r.stderr
-    r = run("model.translate", "--checkpoint", ck, "--force", "x", stdin="Ein Hund.\n")
-    assert r.returncode == 2 and "STEP:TOKEN" in r.stderr
-    r = run("model.translate", "--checkpoint", ck, "--force", "0:dog", "--mask-heads", "cross.1", stdin="Ein Hund.\n")
-    assert r.returncode == 0 and r.stdout.split()[0] == "dog"
+def test_cli_mask_heads_and_force(tmp_path, tiny_checkpoint, call):
+    ck = tiny_checkpoint
+    status, out, err = call(translate.main, "--checkpoint", ck, "--mask-heads", "enc.0.9", stdin="Ein Hund.\n")
+    assert status == 2 and "no head 9" in err and "Traceback" not in err
+    status, out, err = call(translate.main, "--checkpoint", ck, "--force", "0:zebra", stdin="Ein Hund.\n")
+    assert status == 0 and out == "\n" and "not in the model's English vocabulary" in err
+    status, out, err = call(translate.main, "--checkpoint", ck, "--force", "x", stdin="Ein Hund.\n")
+    assert status == 2 and "STEP:TOKEN" in err
+    status, out, err = call(translate.main, "--checkpoint", ck, "--force", "0:dog", "--mask-heads", "cross.1",
+                            stdin="Ein Hund.\n")
+    assert status == 0 and out.split()[0] == "dog"
     (tmp_path / "s").write_text("Ein Hund.\n")
     (tmp_path / "r").write_text("A dog.\n")
-    r = run("model.evaluate", "--checkpoint", ck, "--src", str(tmp_path / "s"), "--ref", str(tmp_path / "r"),
-            "--mask-heads", "*.*.*")
-    assert r.returncode == 0 and '"mask_heads": "*.*.*"' in r.stdout
+    status, out, err = call(evaluate.main, "--checkpoint", ck, "--src", tmp_path / "s", "--ref", tmp_path / "r",
+                            "--mask-heads", "*.*.*")
+    assert status == 0 and '"mask_heads": "*.*.*"' in out
 
 
-def test_head_importance_cli_agrees_with_evaluate(tmp_path, tiny_model):
+def test_head_importance_cli_agrees_with_evaluate(tmp_path, tiny_checkpoint, call):
     """Two routes: the importance table's entry for a head equals evaluate --mask-heads for that head."""
-    import json
-
-    from model.checkpoint import save_checkpoint
-
-    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
     (tmp_path / "s").write_text("Ein Hund läuft im Park.\nZwei Männer.\n")
     (tmp_path / "r").write_text("A dog runs in the park.\nTwo men.\n")
-    args = ["--checkpoint", str(tmp_path / "c"), "--src", str(tmp_path / "s"), "--ref", str(tmp_path / "r")]
-    r = run("model.head_importance", *args)
-    assert r.returncode == 0, r.stderr
-    table = json.loads((tmp_path / "c/head_importance.json").read_text())
+    args = ["--checkpoint", tiny_checkpoint, "--src", tmp_path / "s", "--ref", tmp_path / "r"]
+    status, _, err = call(head_importance.main, *args, "--out", tmp_path / "hi.json")
+    assert status == 0, err
+    table = json.loads((tmp_path / "hi.json").read_text())
     assert set(table["kinds"]) == {"enc", "dec", "cross"}
     assert all(len(v["loss"]) == 2 and len(v["loss"][0]) == 4 for v in table["kinds"].values())
     assert table["bootstrap"] == {"resamples": 1000, "seed": 1234, "level": 0.95}
     for v in table["kinds"].values():
         assert np.array(v["bleu_drop_ci"]).shape == np.array(v["loss_rise_ci"]).shape == (2, 4, 2)
         assert all(lo <= hi for row in v["bleu_drop_ci"] + v["loss_rise_ci"] for lo, hi in row)
-    one = json.loads(run("model.evaluate", *args, "--mask-heads", "cross.1.2").stdout)
+    one = json.loads(call(evaluate.main, *args, "--mask-heads", "cross.1.2")[1])
     assert table["kinds"]["cross"]["loss"][1][2] == one["loss"]
     assert table["kinds"]["cross"]["bleu"][1][2] == one["bleu"]
-    base = json.loads(run("model.evaluate", *args).stdout)
+    base = json.loads(call(evaluate.main, *args)[1])
     assert table["baseline"]["loss"] == base["loss"]
     assert table["kinds"]["cross"]["loss"][1][2] != base["loss"]
 
 
-def test_cli_reference_and_beam_json(tmp_path, tiny_model):
-    import json
-
-    from model.checkpoint import save_checkpoint
-
-    save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "c")
-    ck = str(tmp_path / "c")
+def test_cli_reference_and_beam_json(tmp_path, tiny_checkpoint, call):
+    ck = tiny_checkpoint
     (tmp_path / "s").write_text("Ein Hund läuft.\nZwei Männer.\n")
     (tmp_path / "r").write_text("A dog runs.\n\n")
-    r = run("model.translate", "--checkpoint", ck, "--input", str(tmp_path / "s"), "--json", "--reference",
-            str(tmp_path / "r"))
-    assert r.returncode == 0, r.stderr
-    first, second = (json.loads(line) for line in r.stdout.splitlines())
+    status, out, err = call(translate.main, "--checkpoint", ck, "--input", tmp_path / "s", "--json", "--reference",
+                            tmp_path / "r")
+    assert status == 0, err
+    first, second = (json.loads(line) for line in out.splitlines())
     ref = first["reference"]
     assert ref["tokens"] == ["a", "dog", "runs", ".", "<eos>"]
     assert ref["loss"] == pytest.approx(-np.mean(np.log(ref["probs"])), rel=1e-6)
-    assert second["reference"] is None and "line 2: the reference is empty" in r.stderr
-    r = run("model.translate", "--checkpoint", ck, "--input", str(tmp_path / "s"), "--reference", str(tmp_path / "r"))
-    assert r.returncode == 2 and "add --json" in r.stderr
-    r = run("model.translate", "--checkpoint", ck, "--input", str(tmp_path / "s"), "--json", "--beam", "3")
-    obj = json.loads(r.stdout.splitlines()[0])
+    assert second["reference"] is None and "line 2: the reference is empty" in err
+    status, out, err = call(translate.main, "--checkpoint", ck, "--input", tmp_path / "s", "--reference", tmp_path / "r")
+    assert status == 2 and "add --json" in err
+    status, out, err = call(translate.main, "--checkpoint", ck, "--input", tmp_path / "s", "--json", "--beam", "3")
+    obj = json.loads(out.splitlines()[0])
     assert obj["nbest"][0]["tokens"] == [s["token"] for s in obj["steps"]]
     assert {c["status"] for step in obj["beam_trace"] for c in step} <= {"kept", "finished", "pruned"}
