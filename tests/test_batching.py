@@ -1,12 +1,14 @@
-"""model/batching.py: many threads translating at once get, each, what translating alone gives."""
+"""model/batching.py: many threads translating at once get, each, what translating alone gives; heavy
+computations take turns."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
 
 from conftest import GERMAN, seeded_translator
-from model.batching import BatchingTranslator
+from model.batching import BatchingTranslator, TakeTurns
 from model.errors import InputError
 
 SENTENCES = [" ".join(GERMAN[4 + (i * 7 + j * 3) % 19] for j in range(2 + i % 9)) for i in range(24)]
@@ -71,3 +73,52 @@ def test_an_error_inside_a_batch_reaches_its_callers_and_the_worker_goes_on(monk
         batcher.translate(SENTENCES[0])
     monkeypatch.setattr(tr, "translate_batch", real)
     same(batcher.translate(SENTENCES[0]), tr.translate(SENTENCES[0]))
+
+
+def test_heavy_computations_take_turns_first_come_first_served():
+    """At most one holder at a time; the order is the order of asking; a waiter hears how many are ahead,
+    fewer and fewer; a waiter that gives up leaves the queue; a failing holder frees its turn."""
+    turns, log, ahead_seen = TakeTurns(at_once=1), [], {}
+    inside, most = [0], [0]
+    lock = threading.Lock()
+    first_in = threading.Event()
+
+    def job(name, hold):
+        def waiting(ahead):
+            ahead_seen.setdefault(name, []).append(ahead)
+        with turns.turn(waiting):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+                log.append(name)
+            first_in.set()
+            time.sleep(hold)
+            with lock:
+                inside[0] -= 1
+
+    first = threading.Thread(target=job, args=("a", 0.6))
+    first.start()
+    first_in.wait()
+    threads = []
+    for name in "bcd":  # queued in this order, each while the others wait
+        threads.append(threading.Thread(target=job, args=(name, 0.05)))
+        threads[-1].start()
+        time.sleep(0.1)
+    for t in [first, *threads]:
+        t.join()
+    assert log == ["a", "b", "c", "d"] and most[0] == 1 and turns.busy == 0
+    assert ahead_seen["d"][0] == 3 and ahead_seen["d"] == sorted(ahead_seen["d"], reverse=True)
+
+    def gives_up(ahead):
+        raise RuntimeError("the session closed")
+
+    with turns.turn():
+        with pytest.raises(RuntimeError):
+            with turns.turn(gives_up):
+                pass
+        assert turns.busy == 1  # only the holder: the one that gave up left the queue
+    with pytest.raises(ValueError):
+        with turns.turn():
+            raise ValueError("the computation failed")
+    with turns.turn():  # and the turn was given back
+        assert turns.busy == 1

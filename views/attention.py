@@ -194,7 +194,7 @@ def difference(first: Translation, second: Translation, shown: Shown, second_nam
                    "give one.")
         return
     q_side, k_side = sides(shown.kind)
-    (qa, qa_unk), (ka, ka_unk) = labels(first, q_side), labels(first, k_side)
+    (qa, _), (ka, _) = labels(first, q_side), labels(first, k_side)
     (qb, _), (kb, _) = labels(second, q_side), labels(second, k_side)
     both = lambda x, y: [s if s == t else f"{s} | {t}" for s, t in zip(x, y)]  # noqa: E731
     st.markdown(f"**Difference**: {literal(second_name)} minus the first. Red: more weight in the second "

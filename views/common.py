@@ -6,14 +6,15 @@ import logging
 import os
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
 import viz
-from model.batching import BatchingTranslator
+from model.batching import BatchingTranslator, TakeTurns
 from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
 from model.device import DEVICE_ENV
 from model.head_importance import head_importance_for_sentence
@@ -189,9 +190,32 @@ def score_reference(checkpoint: str | None, sentence: str, reference: str):
     return load_translator(checkpoint).score_reference(sentence, reference)
 
 
+# The computations that hold a core longest on a long sentence (bench/heavy_views.py) take turns across every
+# session of this server, so that one student's 100-token sentence never takes both cores from the class. Only a
+# computation that is not in the cache waits: the turn is taken inside the cached function.
+HEAVY = TakeTurns(at_once=1)
+
+
+@contextmanager
+def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar saying how many heavy computations are ahead, shown only while one waits; gone after."""
+    box, most = st.empty(), [0]
+
+    def waiting(ahead: int):
+        most[0] = max(most[0], ahead)
+        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy "
+                     f"computation{'s' * (ahead > 1)} on this server (they take turns, so the class keeps its speed)…")
+    try:
+        yield waiting
+    finally:
+        box.empty()
+
+
 @st.cache_data(max_entries=32, show_spinner="Searching with beams…")
-def beam(checkpoint: str | None, sentence: str, width: int):
-    return load_translator(checkpoint).beam(sentence, width)
+def beam(checkpoint: str | None, sentence: str, width: int, _waiting=None):
+    """Beam search (a heavy computation: it takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return load_translator(checkpoint).beam(sentence, width)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -200,11 +224,13 @@ def position_tables(checkpoint: str | None) -> dict:
 
 
 @st.cache_data(max_entries=32, show_spinner="Switching each head off in turn…")
-def sentence_importance(checkpoint: str | None, sentence: str) -> tuple[dict, float]:
-    """Loss rise of this sentence's greedy output with each head masked alone, and the seconds it took."""
-    start = time.perf_counter()
-    rise = head_importance_for_sentence(load_translator(checkpoint), sentence)
-    return rise, time.perf_counter() - start
+def sentence_importance(checkpoint: str | None, sentence: str, _waiting=None) -> tuple[dict, float]:
+    """Loss rise of this sentence's greedy output with each head masked alone, and the seconds it took (a heavy
+    computation: it takes its turn; the seconds are the computation's own)."""
+    with HEAVY.turn(_waiting):
+        start = time.perf_counter()
+        rise = head_importance_for_sentence(load_translator(checkpoint), sentence)
+        return rise, time.perf_counter() - start
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

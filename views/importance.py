@@ -8,7 +8,7 @@ import streamlit as st
 import viz
 from model.heads import KIND_NAMES, Head
 
-from .common import Context, chart, checkpoint_json, open_head, sentence_importance
+from .common import Context, chart, checkpoint_json, open_head, sentence_importance, waiting_notice
 from .export import downloads
 from .share import page_view
 
@@ -31,7 +31,8 @@ def importance_view(ctx: Context):
 
 def this_sentence(ctx: Context):
     """Importance for the sentence on the page, computed now: 1 + 72 masked variants in one batch."""
-    rise, seconds = sentence_importance(ctx.checkpoint, ctx.result.source)
+    with waiting_notice("Head importance") as waiting:
+        rise, seconds = sentence_importance(ctx.checkpoint, ctx.result.source, _waiting=waiting)
     st.markdown("**This sentence**, computed now")
     st.caption(f"How much the loss of this sentence's own translation rises (teacher-forced, nats per token) when "
                f"each head alone is switched off: the baseline and all {sum(v.size for v in rise.values())} masked "

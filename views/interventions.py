@@ -11,7 +11,7 @@ from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
 from .common import (MAX_SENTENCE, Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
-                     int_param, score_reference, translate)
+                     int_param, score_reference, translate, waiting_notice)
 from .export import downloads
 from .share import page_view
 
@@ -132,7 +132,8 @@ def beam_view(ctx: Context):
     result = ctx.result
     st.session_state.setdefault("beam_width", 4)
     width = st.slider("Beam width", 1, MAX_BEAM, key="beam_width")
-    search = beam(ctx.checkpoint, result.source, width)
+    with waiting_notice("Beam search") as waiting:
+        search = beam(ctx.checkpoint, result.source, width, _waiting=waiting)
     st.markdown(f"**Beam search (width {width}):** " +
                 diff_chips(viz.token_diff(result.output_tokens, search.best.output_tokens)), unsafe_allow_html=True)
     st.caption("Struck through: only in the greedy output; green: only in the beam output. Hypotheses are ranked by "
