@@ -18,10 +18,12 @@ The translator API (sentences in, plain results out):
 Analyses (numbers about the model, for the page and the CLIs):
     metrics.py       loss, perplexity, BLEU and their intervals
     flow.py          source coverage and attention rollout
+    contributions.py norm-based attention and ALTI+ source/prefix contributions (how much came from the source)
     head_stats.py    what each head does over a corpus
     head_importance.py   what each head is worth (BLEU drop, loss rise)
     export.py        results as JSON, CSV, .npz, BertViz arguments
 
 Commands (`python -m model.NAME --help`; each shares cli.py's parser and its one-line errors):
-    translate, evaluate, inspect, head_stats, head_importance, train, train_lengths
+    translate, evaluate, inspect (head, lens, importance, contributions, decoderlens), head_stats,
+    head_importance, contributions, train, train_lengths
 """

@@ -14,6 +14,7 @@ model/head_stats.py stays importable without torch.
 
 import argparse
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -115,6 +116,13 @@ def output_file(out, checkpoint, name: str) -> Path:
     if not path.parent.is_dir():
         raise InputError(f"cannot write {path}: the folder {path.parent} does not exist")
     return path
+
+
+def write_corpus_result(out: Path, result: dict, n: int, lines: int) -> int:
+    """A corpus tool's end: its JSON to `out`, one summary line on stdout (n sentences used, the rest skipped)."""
+    out.write_text(json.dumps(result, indent=1))
+    print(json.dumps({"out": str(out), "n": n, "skipped": lines - n, "seconds": result["data"]["seconds"]}))
+    return 0
 
 
 def entry_point(main):

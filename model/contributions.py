@@ -40,7 +40,6 @@ contribution; `main` writes the test-set distribution of the share (CHECKPOINT/s
 sentence's share can be read against it.
 """
 
-import json
 import time
 from pathlib import Path
 
@@ -251,10 +250,7 @@ def main(argv=None):
                  "command": "python -m model.contributions --src " + Path(args.src).name
                             + ("" if args.checkpoint is None else f" --checkpoint {args.checkpoint}")},
     }
-    out.write_text(json.dumps(result, indent=1))
-    print(json.dumps({"out": str(out), "n": len(used), "skipped": len(src) - len(used),
-                      "seconds": result["data"]["seconds"]}))
-    return 0
+    return cli.write_corpus_result(out, result, len(used), len(src))
 
 
 if __name__ == "__main__":

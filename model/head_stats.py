@@ -28,7 +28,6 @@ any generated token spelled the same. Punctuation is a token made only of Unicod
 punctuation characters (categories P*: . , ; " - ( ) ...; not symbols such as + or $).
 """
 
-import json
 import time
 import unicodedata
 from pathlib import Path
@@ -236,10 +235,7 @@ def main(argv=None):
                       f"{MAX_OUTPUT} output tokens; null: not defined for that kind (or on no sentence)",
               "data": {"src": Path(args.src).name, "lines": len(src), "n": len(used),
                        "seconds": round(time.time() - t0, 1), "device": translator.device_name}}
-    out.write_text(json.dumps(result, indent=1))
-    print(json.dumps({"out": str(out), "n": len(used), "skipped": len(src) - len(used),
-                      "seconds": result["data"]["seconds"]}))
-    return 0
+    return cli.write_corpus_result(out, result, len(used), len(src))
 
 
 if __name__ == "__main__":
