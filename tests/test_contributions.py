@@ -17,7 +17,7 @@ import torch
 from conftest import CHECKPOINT, ENGLISH, GERMAN, assert_error_line, run, seeded_translator, tiny_config
 from model import inspect as inspect_cli
 from model.contributions import attention_sublayers, contributions, decompose, layer_contributions
-from model.contributions import main as contributions_main
+from model.source_share import main as source_share_main
 from model.transformer import KINDS, Transformer
 from model.translator import Translator
 from model.vocab import Vocab
@@ -309,7 +309,7 @@ def test_corpus_cli_writes_the_source_share_distribution(tiny_checkpoint, tmp_pa
     src = tmp_path / "src.de.gz"
     src.write_bytes(gzip.compress("\n".join([*SENTENCES, "", SENTENCE]).encode() + b"\n"))
     out = tmp_path / "share.json"
-    status, printed, _ = call(contributions_main, "--src", src, "--checkpoint", tiny_checkpoint, "--device", "cpu",
+    status, printed, _ = call(source_share_main, "--src", src, "--checkpoint", tiny_checkpoint, "--device", "cpu",
                               "--out", out, "--no-progress")
     assert status == 0
     summary = json.loads(printed)
@@ -323,7 +323,7 @@ def test_corpus_cli_writes_the_source_share_distribution(tiny_checkpoint, tmp_pa
     assert got["per_step"]["quantiles"]["0.5"] == round(float(np.median(per_step)), 4)
     assert got["low_share_threshold"]["per_step"] == round(float(np.quantile(per_step, 0.05)), 4)
     assert got["per_sentence"]["n"] == 4 and sum(got["per_step"]["histogram"]["counts"]) == per_step.size
-    status, printed, err = call(contributions_main, "--src", src, "--checkpoint", tiny_checkpoint, "--out",
+    status, printed, err = call(source_share_main, "--src", src, "--checkpoint", tiny_checkpoint, "--out",
                                 tmp_path / "no" / "x.json")
     assert_error_line(status, err, "does not exist")
     assert printed == ""
