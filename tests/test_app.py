@@ -307,7 +307,9 @@ def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
     ({"view": "beam", "beam": "99"}, "beam='99' is not a number from 1 to 8"),
     ({"view": "inside", "kind": "cross", "head": "9"}, "head='9' is not a number from 1 to 8"),
     ({"view": "inside", "kind": "bogus"}, "kind='bogus' is not one of enc, dec, cross"),
-    ({"s": "Hund " * 4000}, "more than the 2,000 the box takes"),
+    ({"s": "Hund " * 4000}, "the sentence has 20,000 characters, more than the 2,000 the box takes"),
+    ({"view": "cross", "vs": "sentence", "s2": "b" * 100_000}, "the second sentence (s2) has 100,000 characters"),
+    ({"view": "reference", "ref": "a" * 2001}, "the reference (ref) has 2,001 characters"),
 ])
 def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, note):
     at = from_url(monkeypatch, **{"s": "Ein Hund rennt.", **params})

@@ -102,6 +102,15 @@ def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
     return False
 
 
+def text_param(params: Mapping, key: str, what: str, notes: list) -> str | None:
+    """A sentence from the link (s, s2, ref), or None (with a note) when it is longer than the box takes."""
+    raw = params.get(key)
+    if raw is not None and len(raw) > MAX_SENTENCE:
+        notes.append(f"{what} has {len(raw):,} characters, more than the {MAX_SENTENCE:,} the box takes")
+        return None
+    return raw
+
+
 def int_param(params: Mapping, key: str, low: int, high: int, notes: list) -> int | None:
     """A whole number in [low, high] from the link, or None (with a note) when it is missing or does not fit."""
     raw = params.get(key)
@@ -216,6 +225,28 @@ def beam(checkpoint: str | None, sentence: str, width: int, _waiting=None):
     """Beam search (a heavy computation: it takes its turn)."""
     with HEAVY.turn(_waiting):
         return load_translator(checkpoint).beam(sentence, width)
+
+
+@st.cache_data(max_entries=32, show_spinner="Measuring each token's contribution (ALTI+)…")
+def contributions(checkpoint: str | None, sentence: str, output_tokens: tuple, _waiting=None):
+    """ALTI+ source and prefix contributions of every step of an output (a heavy computation on a long sentence:
+    it takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return load_translator(checkpoint).contributions(sentence, list(output_tokens))
+
+
+@st.cache_data(max_entries=32, show_spinner="Decoding from every encoder layer (DecoderLens)…")
+def decoder_lens(checkpoint: str | None, sentence: str, _waiting=None):
+    """Greedy decoding from each encoder layer's output, one full decoding per layer (a heavy computation: it
+    takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return load_translator(checkpoint).decoder_lens(sentence)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def weighted_norms(checkpoint: str | None, sentence: str, output_tokens: tuple):
+    """Norm-based attention of every head over an output: one teacher-forced pass, as cheap as the maps."""
+    return load_translator(checkpoint).weighted_norms(sentence, list(output_tokens))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

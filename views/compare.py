@@ -14,7 +14,7 @@ from model.heads import Head, HeadSet
 from model.result import Translation
 
 from .common import (MAX_SENTENCE, MODEL_NAMES, Context, alternatives, analyze, heads_param, int_param, literal,
-                     offers, other_model, translate)
+                     offers, other_model, text_param, translate)
 
 OPTIONS = {"none": "nothing", "model": "the other model", "sentence": "another sentence",
            "off": "heads switched off", "force": "a forced word"}
@@ -34,7 +34,7 @@ def read_link(params, cfg, notes: list):
         return
     st.session_state.vs = vs
     if vs == "sentence":
-        st.session_state.s2 = params.get("s2", "")[:MAX_SENTENCE]
+        st.session_state.s2 = text_param(params, "s2", "the second sentence (s2)", notes) or ""
     elif vs == "off" and (heads := heads_param(params, cfg, notes)) is not None:
         st.session_state.vs_off = list(heads)
     elif vs == "force":

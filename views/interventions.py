@@ -10,8 +10,8 @@ from model.export import steps_csv, table_csv
 from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
-from .common import (MAX_SENTENCE, Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
-                     int_param, score_reference, translate, waiting_notice)
+from .common import (Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
+                     int_param, score_reference, text_param, translate, waiting_notice)
 from .export import downloads
 from .share import page_view
 
@@ -75,8 +75,9 @@ def ablation_view(ctx: Context):
 
 
 def read_reference_link(params, cfg, notes: list):
-    if params.get("ref") is not None:
-        st.session_state.reference = params["ref"][:MAX_SENTENCE]
+    reference = text_param(params, "ref", "the reference (ref)", notes)
+    if reference is not None:
+        st.session_state.reference = reference
 
 
 def reference_link(cfg) -> dict:

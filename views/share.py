@@ -24,7 +24,7 @@ import functools
 
 import streamlit as st
 
-from .common import MAX_SENTENCE, View, log, models
+from .common import View, log, models, text_param
 
 
 def read_model(available: dict) -> list[str]:
@@ -43,12 +43,9 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
     views: the view switch's registry (label -> View); the view the link names reads its own parameters.
     """
     params, notes = st.query_params, []
-    sentence = params.get("s")
+    sentence = text_param(params, "s", "the sentence", notes)
     if sentence is not None:
-        if len(sentence) > MAX_SENTENCE:
-            notes.append(f"the sentence has {len(sentence):,} characters, more than the {MAX_SENTENCE:,} the box takes")
-        else:
-            st.session_state.sentence = sentence
+        st.session_state.sentence = sentence
     by_slug = {v.slug: v for v in views.values()}
     slug = params.get("view")
     if slug is not None and slug not in by_slug:
