@@ -218,3 +218,93 @@ def test_viz_never_imports_torch():
         names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         assert not any(n.startswith("torch") for n in names), path
+
+
+# --- does attention explain the translation? norms, source shares, contributions ---------------------------
+
+HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&amp;", " "]
+
+
+def test_norms_draw_on_the_same_map_with_their_own_colour_range():
+    norms = np.array([[0.5, 3.0], [2.0, 0.0]])  # lengths: above 1 is fine
+    fig = viz.attention_heatmap(norms, ["a", "b"], ["x", "y"], norms=True, title="t")
+    np.testing.assert_array_equal(np.array(fig.data[0].z), norms)
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 3.0
+    assert fig.layout.coloraxis.colorbar.title.text == viz.NORM_LABEL
+    assert viz.NORM_LABEL + " %{z:.4f}" in fig.data[0].hovertemplate and "weight" not in fig.data[0].hovertemplate
+    causal = viz.attention_heatmap(norms + 1, ["a", "b"], ["a", "b"], norms=True, causal=True)
+    assert causal.layout.coloraxis.cmax == 3.0 and causal.data[1].name == "masked"  # the future (4.0) sets no colour
+    grid = viz.model_view(np.stack([norms, 2 * norms])[None], ["a", "b"], ["x", "y"], norms=True)  # (1, 2, 2, 2)
+    assert grid.layout.coloraxis.cmax == 6.0 and viz.NORM_LABEL in grid.data[0].hovertemplate
+    with pytest.raises(ValueError, match="norms \\(finite, >= 0\\)"):
+        viz.attention_heatmap(-norms, ["a", "b"], ["x", "y"], norms=True)
+    with pytest.raises(ValueError, match="cannot be drawn together"):
+        viz.attention_heatmap(norms, ["a", "b"], ["x", "y"], norms=True, signed=True)
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):  # weights stay checked
+        viz.attention_heatmap(norms, ["a", "b"], ["x", "y"])
+
+
+def test_norm_lines_are_scaled_to_the_layers_largest_and_hover_names_the_norms():
+    norms = np.zeros((2, 2, 2))
+    norms[0, 0, 1], norms[1, 1, 0] = 4.0, 1.0  # strengths 1 and 0.25 of the largest
+    fig = viz.attention_lines(norms, ["a", "b"], ["x", "y"], norms=True)
+    drawn = [t for t in fig.data if t.mode == "lines" and t.x]
+    assert len(drawn) == 2 and {t.legendgroup for t in drawn} == {"head0", "head1"}
+    query = next(t for t in fig.data if t.name == "query tokens")
+    assert "key 1: 4.000" in query.hovertemplate[0] and viz.NORM_LABEL in query.hovertemplate[0]
+
+
+def test_source_share_bars_flag_the_steps_below_the_threshold():
+    shares = np.array([0.8, 0.3, 0.6, 0.41])
+    steps = viz.predicting(["<sos>", "a", "b", "c"], ["a", "b", "c", "<eos>"])
+    fig = viz.source_share_bars(steps, shares, median=0.7, threshold=0.444, title="t")
+    bars = fig.data[0]
+    np.testing.assert_array_equal(np.array(bars.y), shares)
+    assert viz.low_steps(shares, 0.444) == [1, 3] and viz.low_steps(shares, None) == []
+    low = [t for t, c in enumerate(bars.marker.color) if c != bars.marker.color[0]]
+    assert low == [1, 3]
+    assert "below the test set's low-share threshold" in bars.customdata[1][1] and bars.customdata[0][1] == ""
+    assert bars.customdata[0][0] == "1: &lt;sos&gt; → a"  # steps count from 1, as on the page; escaped
+    assert sorted(s.y0 for s in fig.layout.shapes) == [0.444, 0.7]
+    assert "0.444" in " ".join(a.text for a in fig.layout.annotations)
+    assert not viz.source_share_bars(steps, shares).layout.shapes  # no distribution: no lines
+    with pytest.raises(ValueError, match="one value per step"):
+        viz.source_share_bars(steps, shares[:3])
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        viz.source_share_bars(steps, shares * 3)
+
+
+def test_weights_and_norms_side_by_side_with_the_length_in_the_hover():
+    w, n = np.array([0.75, 0.25, 0.0]), np.array([1.5, 2.0, 0.0])
+    fig = viz.weights_and_norms(["a", "b", "c"], w, n, mask=[True, True, False], title="t")
+    assert len(fig.data) == 2
+    np.testing.assert_array_equal(np.array(fig.data[0].x), w)
+    np.testing.assert_array_equal(np.array(fig.data[1].x), n)
+    assert "‖f(x)‖ 2.000" in fig.data[0].hovertext[0] and "‖f(x)‖ 8.000" in fig.data[1].hovertext[1]
+    assert fig.data[1].text[2] == "masked" and "masked" in fig.data[0].hovertext[2]
+    with pytest.raises(ValueError, match="one value per key"):
+        viz.weights_and_norms(["a", "b"], w, n)
+
+
+def test_contribution_map_names_contributions_and_steps():
+    c = np.tril(np.full((3, 3), 1 / 3))
+    steps = viz.predicting(["<sos>", "a", "b"], ["a", "b", "<eos>"])
+    fig = viz.contribution_map(c, steps, ["<sos>", "a", "b"], causal=True, title="prefix")
+    np.testing.assert_allclose(np.nan_to_num(np.array(fig.data[0].z, dtype=float)), c)
+    assert fig.layout.coloraxis.colorbar.title.text == "contribution"
+    assert fig.layout.coloraxis.cmax == pytest.approx(1 / 3)  # its own range
+    assert "contribution %{z:.4f}" in fig.data[0].hovertemplate and "step %{customdata[0]}" in fig.data[0].hovertemplate
+    assert list(fig.data[0].customdata[2][0]) == ["3: b → &lt;eos&gt;", "0: &lt;sos&gt;"]
+    assert "a later decoder input" in fig.data[1].hovertemplate
+
+
+def test_hostile_tokens_are_escaped_in_the_contribution_figures():
+    w = rows_summing_to_one(4, 4)
+    figures = (viz.source_share_bars(HOSTILE, w[:, 0], median=0.5, threshold=0.2),
+               viz.contribution_map(w, HOSTILE, HOSTILE), viz.weights_and_norms(HOSTILE, w[0], 3 * w[0]),
+               viz.attention_heatmap(3 * w, HOSTILE, HOSTILE, norms=True),
+               viz.attention_lines(3 * w[None], HOSTILE, HOSTILE, norms=True))
+    for fig in figures:
+        text = fig.to_json()
+        assert "<script>" not in text and "<img" not in text
+        assert "&lt;script&gt;" in text

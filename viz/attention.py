@@ -6,6 +6,10 @@ rows and columns. Figures use one fixed 0-1 colour scale unless asked to stretch
 cells a query may not look at (future positions of the decoder) are drawn grey, not as
 zeros.
 
+Norm-based attention (Kobayashi et al., EMNLP 2020: ||alpha_ij f(x_j)||, model/contributions.py) draws on
+the same figures with `norms=True`: the values are lengths, not shares, so they have no upper bound, and the
+colour scale runs from 0 to the largest value shown (its own range, named on the colour bar).
+
 Sizes are in screen pixels and chosen from the number of tokens, so labels stay legible: square
 cells of at least 14 px up to ~45 tokens, a capped size for the longest inputs, and
 tick labels thinned so that none overlaps its neighbour (hover always has every token).
@@ -21,6 +25,7 @@ from .labels import check_tokens, check_weights, positioned, tick_labels
 COLORSCALE = "Viridis"
 DIVERGING = "RdBu_r"  # differences: red where the second map has more weight, blue where less, white 0
 MASKED_COLOR = "#c8c8c8"
+NORM_LABEL = "‖α·f(x)‖"  # the colour bar and hover name of norm-based attention (Kobayashi et al., 2020)
 GAP = 1  # empty cells between tiles in the model view
 MAP_PX = 680  # the longer side of one map's plot area at most, in pixels
 CELL_PX = (7, 36)  # smallest and largest cell of one map
@@ -35,6 +40,17 @@ TILE_CELL_PX = (2, 12)  # smallest and largest cell of one model-view tile
 def _coloraxis(title="weight", cmax=1.0):
     return dict(cmin=0.0, cmax=cmax, colorscale=COLORSCALE,
                 colorbar=dict(title=dict(text=title), thickness=10, len=0.9, xpad=6))
+
+
+def check_norms(values, ndim: int, what: str) -> np.ndarray:
+    """Norm-based attention as float numpy: finite and >= 0, any size (they are lengths, not shares)."""
+    a = np.asarray(values, dtype=float)
+    if a.ndim != ndim:
+        raise ValueError(f"{what} must have {ndim} dimensions, got shape {a.shape}")
+    if a.size and (not np.isfinite(a).all() or a.min() < -1e-6):
+        raise ValueError(f"{what} must hold norms (finite, >= 0), got values in [{np.nanmin(a):.3g}, "
+                         f"{np.nanmax(a):.3g}]")
+    return a
 
 
 def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:
@@ -80,7 +96,7 @@ def _masked_trace(x, y, masked, hover, customdata):
 
 
 def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title="",
-                      query_unknown=None, key_unknown=None, stretch=False, subtitle="", signed=False,
+                      query_unknown=None, key_unknown=None, stretch=False, subtitle="", signed=False, norms=False,
                       query_axis="query: the token that is looking", key_axis="key: the token looked at"):
     """One (Q, K) attention map as a heatmap of square cells; hover shows query, key and the exact weight.
 
@@ -88,8 +104,13 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     but colours no longer compare across maps). subtitle: a line under the title (e.g. the sentence), so
     that a saved picture says what it shows. signed: `weights` is a difference of two maps (a comparison),
     drawn on a diverging scale centred on 0 (symmetric, -1..1, or stretched to the largest |difference|).
+    norms: `weights` holds norm-based attention ||alpha f(x)|| (Kobayashi et al., 2020), coloured from 0 to its
+    own largest value.
     """
-    w = check_weights(weights, 2, "weights (queries, keys)", signed=signed)
+    if signed and norms:
+        raise ValueError("signed (a difference of weights) and norms cannot be drawn together")
+    w = check_norms(weights, 2, "norms (queries, keys)") if norms else \
+        check_weights(weights, 2, "weights (queries, keys)", signed=signed)
     check_tokens(query_tokens, "query_tokens")
     check_tokens(key_tokens, "key_tokens")
     Q, K = w.shape
@@ -106,7 +127,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     masked = causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool)
     hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>"
     x, y = list(range(K)), list(range(Q))
-    value = "difference %{z:+.4f}" if signed else "weight %{z:.4f}"
+    value = "difference %{z:+.4f}" if signed else f"{NORM_LABEL} %{{z:.4f}}" if norms else "weight %{z:.4f}"
     fig = go.Figure(go.Heatmap(x=x, y=y, z=np.where(masked, np.nan, w), customdata=custom, coloraxis="coloraxis",
                                hovertemplate=hover + value + "<extra></extra>", name="attention"))
     if masked.any():
@@ -119,8 +140,8 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     left = CHAR_PX * max((len(t) for t in y_text), default=4) + 40
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
     shown = np.abs(w[~masked]) if signed else w[~masked]
-    cmax = max(float(shown.max()) if stretch and shown.size else 1.0, 1e-6)
-    scale = "weight" if not stretch else "weight (stretched)"
+    cmax = max(float(shown.max()) if (stretch or norms) and shown.size else 1.0, 1e-6)
+    scale = NORM_LABEL if norms else "weight (stretched)" if stretch else "weight"
     axis = _coloraxis(scale, cmax) if not signed else dict(
         cmin=-cmax, cmax=cmax, colorscale=DIVERGING, colorbar=dict(title=dict(text="difference"), thickness=10,
                                                                    len=0.9, xpad=6))
@@ -138,14 +159,17 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     return fig
 
 
-def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None):
+def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None,
+               norms=False):
     """Every layer (rows) x every head (columns) as tiles of square markers; a click on a tile selects it.
 
     A (WebGL) scatter of square markers rather than a heatmap: Streamlit reports clicks on scatter
     points (`st.plotly_chart(on_select=...)`), not on heatmap cells. Each point's customdata
     is [layer, head, query label, key label] (layer and head 0-based), so a click names its tile.
+    norms: the maps are norm-based attention, one colour range 0..largest for every tile (so tiles compare).
     """
-    m = check_weights(maps, 4, "maps (layers, heads, queries, keys)")
+    m = check_norms(maps, 4, "norms (layers, heads, queries, keys)") if norms else \
+        check_weights(maps, 4, "maps (layers, heads, queries, keys)")
     check_tokens(query_tokens, "query_tokens")
     check_tokens(key_tokens, "key_tokens")
     L, H, Q, K = m.shape
@@ -171,14 +195,17 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
     common = dict(mode="markers", showlegend=False, unselected=dict(marker=dict(opacity=1)))
     data = [trace(x=x[~future], y=y[~future], customdata=custom[~future], name="attention",
                   marker={**marker, "color": w[~future], "coloraxis": "coloraxis"},
-                  hovertemplate=hover + "weight %{marker.color:.4f}<extra></extra>", **common)]
+                  hovertemplate=hover + (NORM_LABEL if norms else "weight") + " %{marker.color:.4f}<extra></extra>",
+                  **common)]
     if future.any():
         data.append(trace(x=x[future], y=y[future], customdata=custom[future], name="masked",
                           marker={**marker, "color": MASKED_COLOR},
                           hovertemplate=hover + "masked: a future position<extra></extra>", **common))
     fig = go.Figure(data)
     fig.update_layout(
-        title=dict(text=title), coloraxis=_coloraxis(), width=cell * cols + 180, height=cell * rows + 110,
+        title=dict(text=title), width=cell * cols + 180,
+        coloraxis=_coloraxis(NORM_LABEL, max(float(w[~future].max()) if (~future).any() else 1.0, 1e-6))
+        if norms else _coloraxis(), height=cell * rows + 110,
         margin=dict(l=10, r=10, t=50 if title else 20, b=10), clickmode="event+select", dragmode=False,
         hovermode="closest",
         xaxis=dict(tickmode="array", tickvals=[h * (K + GAP) + (K - 1) / 2 for h in range(H)],

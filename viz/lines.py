@@ -6,6 +6,9 @@ Clicking a head in the legend hides or shows all its lines (Plotly's own legend 
 clicking a token marker reports that token (customdata [side, position]) so the page can
 redraw with only its lines: Streamlit hands a chart no hover events, only selections.
 
+With `norms=True` the values are norm-based attention (Kobayashi et al., 2020): lines are as thick as each
+value over the layer's largest, and the hover names the norms themselves.
+
 Lines are grouped into a few opacity levels per head, one trace each, so a 30 x 30 map
 of 8 heads is some 40 traces rather than 7,200.
 """
@@ -14,6 +17,7 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from .attention import NORM_LABEL, check_norms
 from .labels import check_tokens, check_weights, positioned, tick_labels
 
 HEAD_COLORS = plotly.colors.qualitative.D3  # 10 distinct colours, readable on white and on dark grey
@@ -49,13 +53,16 @@ def line_segments(weights: np.ndarray, low: float, high: float, focus=None):
 
 
 def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=None, title="",
-                    query_unknown=None, key_unknown=None):
+                    query_unknown=None, key_unknown=None, norms=False):
     """One layer's heads (H, Q, K) as lines between two token columns.
 
     heads: the heads drawn at first (others start hidden, a legend click away); None: all.
     focus: ("query" | "key", position) to draw only that token's lines, or None.
+    norms: layer_maps holds norm-based attention (any size >= 0): line strength is value / the layer's largest.
     """
-    m = check_weights(layer_maps, 3, "layer_maps (heads, queries, keys)")
+    values = check_norms(layer_maps, 3, "layer_maps (heads, queries, keys)") if norms else \
+        check_weights(layer_maps, 3, "layer_maps (heads, queries, keys)")
+    m = values / max(float(values.max()), 1e-12) if norms and values.size else values  # strengths in 0..1
     check_tokens(query_tokens, "query_tokens")
     check_tokens(key_tokens, "key_tokens")
     H, Q, K = m.shape
@@ -74,8 +81,9 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
                 showlegend=level == len(LEVELS) - 1,  # the legend swatch in the head's full colour
                 visible=True if h in shown else "legendonly",
                 line=dict(color=head_color(h, 0.15 + 0.85 * high), width=0.5 + 3.5 * high)))
-    data += [_column(0, query_tokens, query_unknown, m, "query", focus),
-             _column(1, key_tokens, key_unknown, m, "key", focus)]
+    value = NORM_LABEL if norms else "weight"
+    data += [_column(0, query_tokens, query_unknown, values, "query", focus, value),
+             _column(1, key_tokens, key_unknown, values, "key", focus, value)]
     fig = go.Figure(data)
     rows = max(Q, K)
     width = max(len(t) for t in tick_labels(query_tokens + key_tokens, None)) if Q + K else 4
@@ -91,7 +99,7 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
     return fig
 
 
-def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus):
+def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus, value: str = "weight"):
     """One column of token markers with labels; hover names the token's strongest partners over the heads."""
     labels = tick_labels(tokens, unknown)
     full = positioned(tokens, unknown)
@@ -109,7 +117,7 @@ def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus):
         customdata=[[side, i, full[i]] for i in range(len(tokens))],
         marker=dict(size=[13 if f else 9 for f in focused], color="rgba(128,128,128,0.8)",
                     line=dict(width=[2 if f else 0 for f in focused], color="#ff5000")),
-        hovertemplate=[f"{full[i]}<br>strongest partners, any head:<br>{hover[i]}<extra></extra>"
+        hovertemplate=[f"{full[i]}<br>strongest partners ({value}), any head:<br>{hover[i]}<extra></extra>"
                        for i in range(len(tokens))],
         unselected=dict(marker=dict(opacity=1)))
 

@@ -1,0 +1,126 @@
+"""Does attention explain the translation? The source share of every step, and a weight beside its norm.
+
+Pure functions: numpy arrays and token lists in, Plotly figures out (no torch). The numbers come from
+model/contributions.py: ALTI+ (Ferrando et al., EMNLP 2022) for the shares, norm-based attention (Kobayashi et
+al., EMNLP 2020) for the norms. The step x token maps are `attention_heatmap`s (viz/attention.py).
+"""
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .attention import NORM_LABEL, attention_heatmap
+from .labels import check_tokens, plain, positioned, tick_labels
+
+SHARE_COLOR = "#5b7db1"  # a step's bar
+LOW_COLOR = "#e0501a"  # a step below the low-share threshold: reads on white and on dark grey
+LINE_COLOR = "rgba(128,128,128,0.9)"  # the test set's median, in either theme
+BAR_PX = (22, 48)  # width of one step's bar room, smallest and largest
+
+
+def numbered(step_tokens) -> list[str]:
+    """Hover labels of steps, counted from 1 as the page counts steps: "1: &lt;sos&gt; → two" (escaped)."""
+    return [f"{t + 1}: {plain(token)}" for t, token in enumerate(step_tokens)]
+
+
+def low_steps(shares, threshold: float | None) -> list[int]:
+    """The steps (from 0) whose source share is below the threshold; none without a threshold."""
+    s = np.asarray(shares, dtype=float)
+    return [] if threshold is None else [int(t) for t in np.flatnonzero(s < threshold)]
+
+
+def source_share_bars(step_tokens, shares, *, median: float | None = None, threshold: float | None = None,
+                      title: str = "", subtitle: str = ""):
+    """The source share of every step as a bar, against the test set: its median and low-share threshold as lines.
+
+    step_tokens: one label per step (e.g. "<sos> → two"); shares: (T,) in [0, 1] (the rest is the prefix's).
+    Bars below `threshold` are drawn in LOW_COLOR and say so in their hover.
+    """
+    check_tokens(step_tokens, "step_tokens")
+    s = np.asarray(shares, dtype=float)
+    T = len(step_tokens)
+    if s.shape != (T,):
+        raise ValueError(f"shares must have one value per step ({T}), got shape {s.shape}")
+    if s.size and (not np.isfinite(s).all() or s.min() < -1e-6 or s.max() > 1 + 1e-6):
+        raise ValueError(f"shares must be in [0, 1], got values in [{np.nanmin(s):.3g}, {np.nanmax(s):.3g}]")
+    low = set(low_steps(s, threshold))
+    labels = numbered(step_tokens)
+    notes = [" — below the test set's low-share threshold" if t in low else "" for t in range(T)]
+    custom = np.stack([np.array(labels, dtype=object), np.array(notes, dtype=object)], axis=-1).astype(str) \
+        if T else np.empty((0, 2), dtype=str)
+    fig = go.Figure(go.Bar(
+        x=list(range(T)), y=s, marker_color=[LOW_COLOR if t in low else SHARE_COLOR for t in range(T)],
+        customdata=custom, name="source share", text=[f"{v:.2f}" for v in s], textposition="outside",
+        cliponaxis=False,
+        hovertemplate="step %{customdata[0]}<br>source share %{y:.4f}%{customdata[1]}<extra></extra>"))
+    for value, name, dash, color in ((median, "test-set median", "dash", LINE_COLOR),
+                                     (threshold, "low-share threshold", "dot", LOW_COLOR)):
+        if value is not None:
+            fig.add_hline(y=value, line=dict(color=color, width=2, dash=dash),
+                          annotation=dict(text=f"{name} {value:.3f}", font=dict(color=color, size=11)),
+                          annotation_position="top right" if name == "test-set median" else "bottom right")
+    cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
+    ticks = tick_labels(step_tokens)
+    fig.update_layout(
+        title=dict(text=title, subtitle=dict(text=subtitle)), showlegend=False, bargap=0.25,
+        height=380 + 5 * max((len(t) for t in ticks), default=0),
+        margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
+        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
+                   tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
+                   range=[-0.6, T - 0.4], tickfont=dict(size=12)),
+        yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.08], automargin=True))
+    return fig
+
+
+def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = ""):
+    """One query of one head: each key's weight alpha beside the norm of what it adds, ||alpha f(x)||.
+
+    weights, norms: one value per key; mask: False where the key may not be looked at (drawn grey, "masked").
+    Hover gives both numbers and ||f(x)|| (the norm / the weight), the length of the key's transformed value.
+    """
+    check_tokens(key_tokens, "key_tokens")
+    w, n = np.asarray(weights, dtype=float), np.asarray(norms, dtype=float)
+    K = len(key_tokens)
+    if not w.shape == n.shape == (K,):
+        raise ValueError(f"weights and norms must each have one value per key ({K}), got {w.shape} and {n.shape}")
+    allowed = np.ones(K, bool) if mask is None else np.asarray(mask, bool)
+    labels = positioned(key_tokens)
+    length = np.divide(n, w, out=np.full(K, np.nan), where=w > 1e-12)
+    hover = [f"key {lab}<br>weight α {a:.4f}<br>{NORM_LABEL} {b:.4f}<br>‖f(x)‖ " +
+             (f"{c:.3f}" if np.isfinite(c) else "(weight 0)") if ok else f"key {lab}<br>masked: a future position"
+             for lab, a, b, c, ok in zip(labels, w, n, length, allowed)]
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05,
+                        subplot_titles=("weight α (the map)", f"{NORM_LABEL}: what the key adds"))
+    x = list(range(K))
+    for col, (vals, base, fmt) in enumerate(((w, "#c03d00", ".3f"), (n, "#5b7db1", ".2f")), 1):
+        fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h",
+                             marker_color=[base if a else "#c8c8c8" for a in allowed],
+                             text=[f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)],
+                             textposition="auto", cliponaxis=False, hovertext=hover, hoverinfo="text",
+                             showlegend=False), row=1, col=col)
+    fig.update_yaxes(tickmode="array", tickvals=x, ticktext=[plain(t) for t in key_tokens], autorange="reversed",
+                     automargin=True)
+    fig.update_layout(title=dict(text=title), height=90 + 24 * K,
+                      margin=dict(l=10, r=10, t=70 if title else 40, b=10))
+    return fig
+
+
+def contribution_map(values, step_tokens, key_tokens, *, causal=False, title="", subtitle="", key_unknown=None,
+                     key_axis="key token"):
+    """A step x token map of ALTI+ contributions (T, K): an `attention_heatmap` coloured from 0 to its largest
+    value (contributions spread thin), its colour bar and hover naming contributions, not weights.
+
+    causal: the keys are the decoder inputs, and a step cannot draw on a later one (drawn grey).
+    """
+    fig = attention_heatmap(values, step_tokens, key_tokens, causal=causal, title=title, subtitle=subtitle,
+                            key_unknown=key_unknown, stretch=True, key_axis=key_axis,
+                            query_axis="step: the token read → the token chosen")
+    steps = np.array(numbered(step_tokens), dtype=object)
+    for trace in fig.data:  # hover: steps counted from 1 (the page's steps), not row positions from 0
+        custom = np.array(trace.customdata, dtype=object)
+        custom[..., 0] = steps[:, None]
+        trace.customdata = custom.astype(str)
+        trace.hovertemplate = trace.hovertemplate.replace("query ", "step ").replace("weight", "contribution") \
+            .replace("<br>key ", "<br>from ").replace("a future position", "a later decoder input")
+    fig.update_layout(coloraxis_colorbar_title_text="contribution")
+    return fig
