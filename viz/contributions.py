@@ -50,25 +50,31 @@ def source_share_bars(step_tokens, shares, *, median: float | None = None, thres
         if T else np.empty((0, 2), dtype=str)
     fig = go.Figure(go.Bar(
         x=list(range(T)), y=s, marker_color=[LOW_COLOR if t in low else SHARE_COLOR for t in range(T)],
-        customdata=custom, name="source share", text=[f"{v:.2f}" for v in s], textposition="outside",
+        customdata=custom, name="source share", showlegend=False, text=[f"{v:.2f}" for v in s], textposition="outside",
         cliponaxis=False,
         hovertemplate="step %{customdata[0]}<br>source share %{y:.4f}%{customdata[1]}<extra></extra>"))
     for value, name, dash, color in ((median, "test-set median", "dash", LINE_COLOR),
                                      (threshold, "low-share threshold", "dot", LOW_COLOR)):
-        if value is not None:
-            fig.add_hline(y=value, line=dict(color=color, width=2, dash=dash),
-                          annotation=dict(text=f"{name} {value:.3f}", font=dict(color=color, size=11)),
-                          annotation_position="top right" if name == "test-set median" else "bottom right")
+        if value is not None:  # a line across the steps, named in the legend (a label on it hid the bars' numbers)
+            fig.add_trace(go.Scatter(x=[-0.5, T - 0.5], y=[value, value], mode="lines", name=f"{name} {value:.3f}",
+                                     line=dict(color=color, width=2, dash=dash),
+                                     hovertemplate=f"{name} {value:.4f}<extra></extra>"))
     cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
     ticks = tick_labels(step_tokens)
     fig.update_layout(
-        title=dict(text=title, subtitle=dict(text=subtitle)), showlegend=False, bargap=0.25,
-        height=380 + 5 * max((len(t) for t in ticks), default=0),
+        title=dict(text=title, subtitle=dict(text=subtitle)), bargap=0.25,
+        showlegend=median is not None or threshold is not None,
+        # The legend inside the plot, above 1 (no share is higher), so that it wraps on a narrow screen without
+        # running into the subtitle.
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="top", font=dict(size=12),
+                    bgcolor="rgba(0,0,0,0)"),
+        height=400 + 5 * max((len(t) for t in ticks), default=0),
         margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
         xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
                    tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
                    range=[-0.6, T - 0.4], tickfont=dict(size=12)),
-        yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.08], automargin=True))
+        yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.3], automargin=True,
+                   tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0]))
     return fig
 
 
