@@ -8,6 +8,7 @@ VIEWS is the one list of them: the view switch, the link (views/share.py) and th
 from . import inside, interventions, stats, trace
 from .attention import view_entry
 from .common import Context, View
+from .contributions import contributions_view
 from .flow import flow_view
 from .importance import importance_view
 from .positions import positions_view
@@ -22,6 +23,7 @@ VIEWS = {v.label: v for v in (
     View("inside", "Inside a head", inside.inside_view, inside.read_link, inside.link_params),
     View("trace", "Decoding trace", trace.trace_view, trace.read_link, trace.link_params, trace.judge_link),
     View("flow", "Source flow", flow_view),
+    View("contributions", "Contributions", contributions_view),
     View("positions", "Positional encodings", positions_view),
     View("ablate", "Ablate heads", interventions.ablation_view, interventions.read_ablation_link,
          interventions.ablation_link),

@@ -1,15 +1,21 @@
-"""Encoder self-attention, decoder self-attention and cross-attention: one head big, every head as a grid."""
+"""Encoder self-attention, decoder self-attention and cross-attention: one head big, every head as a grid.
 
-from dataclasses import dataclass
+Each draws the attention weights alpha_ij, or (values=norms in the link) norm-based attention ||alpha_ij f(x_j)||
+(Kobayashi et al., EMNLP 2020): the weight times the length of the transformed value it weighs, which says how
+far key j actually moved query i (model/contributions.py, docs/contract.md "Attention norms").
+"""
+
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
 import viz
+from model.export import _csv
 from model.heads import KIND_NAMES, Head, n_layers
 from model.result import Translation
 
 from . import compare
-from .common import Context, View, chart, head_key, int_param, layer_key, literal, pick_head, subtitle
+from .common import Context, View, chart, head_key, int_param, layer_key, literal, pick_head, subtitle, weighted_norms
 from .export import downloads
 from .share import page_view
 
@@ -24,6 +30,9 @@ CAPTIONS = {
              "The row “<sos> → {first}” is where the model, with nothing written yet, chose “{first}”. "
              "Rows sum to 1.",
 }
+
+
+VALUES = {"weights": "weights α", "norms": "weighted norms ‖α·f(x)‖"}  # what the maps draw: ?values=norms
 
 
 def labels(r: Translation, side: str):
@@ -59,6 +68,10 @@ def read_link(params, cfg, notes: list, kind: str):
         st.session_state[layer_key(kind)] = layer - 1
     if params.get("draw") in ("map", "lines"):
         st.session_state.draw_as = params["draw"]
+    if params.get("values") in VALUES:
+        st.session_state.attn_values = params["values"]
+    elif params.get("values") is not None:
+        notes.append(f"values={params['values'][:40]!r} is not one of {', '.join(VALUES)}")
     if params.get("head") == "mean":
         st.session_state[head_key(kind)] = "mean"
     else:
@@ -75,6 +88,8 @@ def link_params(cfg, kind: str) -> dict:
     params["head"] = "mean" if head in (None, "mean") else str(head + 1)
     if s.get("draw_as") == "lines":
         params["draw"] = "lines"
+    if s.get("attn_values") == "norms":
+        params["values"] = "norms"
     return params | compare.link_params(cfg)
 
 
@@ -100,19 +115,34 @@ def attention_view(ctx: Context, kind: str):
                                             "thick as the weight, a colour per head (what BertViz calls the head "
                                             "view). Click a head in the legend to hide or show it, a token to keep "
                                             "only its lines.")
-    stretch = controls.toggle("Stretch colours", key=f"{kind}_stretch", width="content",
+    st.session_state.setdefault("attn_values", "weights")
+    values = controls.segmented_control(
+        "Values", list(VALUES), key="attn_values", required=True, width="content", format_func=VALUES.get,
+        help="Weights: the softmax α, each row sums to 1. Weighted norms (Kobayashi et al., EMNLP 2020): "
+             "‖α·f(x)‖, the length of what each key actually adds to the query's output through this head "
+             "(f(x) = (x·W_V + b_V)·W_O of the head): a large weight on a short vector moves little. Norms are "
+             "lengths, not shares, so each map has its own colour range.")
+    norms = values == "norms"
+    stretch = controls.toggle("Stretch colours", key=f"{kind}_stretch", width="content", disabled=norms,
                               help="Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: "
-                                   "more contrast, but colours no longer compare between maps.")
+                                   "more contrast, but colours no longer compare between maps. (Norms always "
+                                   "have their own range.)")
     if st.session_state.get("vs") not in compare.options(ctx):  # e.g. vs=model from a link, one model here
         st.session_state.vs = "none"
     controls.segmented_control("Compare with", compare.options(ctx), key="vs", required=True, width="content",
                                format_func=compare.OPTIONS.get)
     head = None if head == "mean" else head
-    shown = Shown(kind, layer, head, stretch, style)
+    shown = Shown(kind, layer, head, stretch, style, norms)
+    norm_maps = weighted_norms(ctx.checkpoint, ctx.result.source, tuple(s.token for s in ctx.result.steps)
+                               ).norms[kind] if norms else None  # (L, H, Tq, Tk) like the maps
     second = compare.second_run(ctx) if st.session_state.vs != "none" else None
     if second is None:
-        draw(ctx.result, shown, "one")
+        draw(ctx.result, shown, "one", maps=norm_maps)
     else:
+        if norms:  # a second run may have heads switched off, which the norms cannot follow: weights, both sides
+            st.caption("The comparison draws attention weights on both sides: weighted norms are drawn for this "
+                       "page's own run alone (pick “nothing” to compare with).")
+            shown = replace(shown, norms=False)
         first_name, second_name, other = second
         for col, (name, result, key) in zip(st.columns(2), ((first_name, ctx.result, "a"),
                                                             (second_name, other, "b"))):
@@ -120,18 +150,45 @@ def attention_view(ctx: Context, kind: str):
                 st.markdown(compare.header(name, result))
                 draw(result, shown, key, width="stretch")
         difference(ctx.result, other, shown, second_name)
+    if norms:
+        st.caption("Weighted norms ‖α·f(x)‖ (Kobayashi et al., EMNLP 2020): each cell is the weight times the length "
+                   "of the key's value after this head's part of W_O (b_V in, b_O out), so it says how much the key "
+                   "actually moved the query, not only how much it was weighed. Not a 0–1 scale: " +
+                   ("each line is as thick as its norm over the layer's largest." if style == "lines" else
+                    "the colour bar runs from 0 to the largest norm shown."))
     if head is None:
         st.caption(f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
                    "head has its own map, and the layer concatenates their outputs. Pick a head to see one.")
     (q_tokens, q_unk), (k_tokens, k_unk) = (labels(ctx.result, s) for s in sides(kind))
-    st.markdown(f"**All {L} layers × {H} heads** — click a tile to open it above.")
-    chart(viz.model_view(maps, q_tokens, k_tokens, causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk),
+    grid_values = "weighted norms, one colour range for every tile" if norms else "weights"
+    st.markdown(f"**All {L} layers × {H} heads** ({grid_values}) — click a tile to open it above.")
+    chart(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens, causal=kind == "dec",
+                         query_unknown=q_unk, key_unknown=k_unk, norms=norms),
           key=f"{kind}_grid", name=f"{kind}-all-heads", width="content", on_select=lambda: open_tile(kind),
           selection_mode="points")
     raw = {"src": ctx.result.src_tokens, "tgt": ctx.result.tgt_tokens}  # the CSV keeps the model's own tokens
     q_side, k_side = sides(kind)
-    downloads(ctx, shown_map=(f"{kind}-layer{layer + 1}-{shown.head_name()}",
-                              viz.select_head(maps, layer, head), raw[q_side], raw[k_side]))
+    name = f"{kind}-layer{layer + 1}-{shown.head_name()}"
+    if norm_maps is None:
+        downloads(ctx, shown_map=(name, viz.select_head(maps, layer, head), raw[q_side], raw[k_side]))
+    else:
+        picked = one_map(norm_maps, layer, head)
+        downloads(ctx, extra=[("This map's norms (CSV)", f"{name}-norms.csv", "text/csv",
+                               lambda: norms_csv(picked, raw[q_side], raw[k_side]))])
+
+
+def one_map(maps, layer: int, head: int | None, norms: bool = True):
+    """(L, H, Q, K) -> (Q, K): viz.select_head for weights; for norms (not in 0..1) the same pick, unchecked."""
+    if not norms:
+        return viz.select_head(maps, layer, head)
+    return maps[layer].mean(axis=0) if head is None else maps[layer, head]
+
+
+def norms_csv(norms, query_tokens: list, key_tokens: list) -> str:
+    """One map of norms (Q, K) as CSV, a row per cell as model.export.map_csv writes weights:
+    `query_pos,query_token,key_pos,key_token,norm`."""
+    rows = ((q, qt, k, kt, float(norms[q, k])) for q, qt in enumerate(query_tokens) for k, kt in enumerate(key_tokens))
+    return _csv(["query_pos", "query_token", "key_pos", "key_token", "norm"], rows)
 
 
 @dataclass(frozen=True)
@@ -143,27 +200,28 @@ class Shown:
     head: int | None  # None: the mean of the layer's heads
     stretch: bool
     style: str  # "map" or "lines"
+    norms: bool = False  # draw norm-based attention ||alpha f(x)|| instead of the weights
 
     def head_name(self) -> str:
         return "mean" if self.head is None else f"head{self.head + 1}"
 
     def title(self, n_heads: int) -> str:
         name = f"mean of the {n_heads} heads" if self.head is None else f"head {self.head + 1}"
-        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {name}"
+        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {name}" + (", norms ‖α·f(x)‖" if self.norms else "")
 
 
-def draw(result: Translation, shown: Shown, key: str, width="content"):
-    """The chosen map of one run, as a heatmap or as lines."""
-    maps = getattr(result, FIELDS[shown.kind])
+def draw(result: Translation, shown: Shown, key: str, width="content", maps=None):
+    """The chosen map of one run, as a heatmap or as lines; maps: the norms to draw instead of the weights."""
+    maps = getattr(result, FIELDS[shown.kind]) if maps is None else maps
     (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
-    name = f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}"
+    name = f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}" + ("-norms" if shown.norms else "")
     title = shown.title(maps.shape[1])
     if shown.style == "lines":
         focus_key = f"{shown.kind}_{key}_focus"
         chart(viz.attention_lines(maps[shown.layer], q_tokens, k_tokens,
                                   heads=None if shown.head is None else [shown.head],
                                   focus=st.session_state.get(focus_key), title=title, query_unknown=q_unk,
-                                  key_unknown=k_unk),
+                                  key_unknown=k_unk, norms=shown.norms),
               key=f"{shown.kind}_{key}_lines", name=f"{name}-lines", width=width, selection_mode="points",
               on_select=lambda: focus_token(f"{shown.kind}_{key}_lines", focus_key))
         if st.session_state.get(focus_key) is not None:
@@ -171,9 +229,9 @@ def draw(result: Translation, shown: Shown, key: str, width="content"):
             st.button(f"Show every token's lines (now only {side} {pos})", key=f"{focus_key}_clear",
                       on_click=st.session_state.pop, args=(focus_key, None))
         return
-    chart(viz.attention_heatmap(viz.select_head(maps, shown.layer, shown.head), q_tokens, k_tokens,
+    chart(viz.attention_heatmap(one_map(maps, shown.layer, shown.head, shown.norms), q_tokens, k_tokens,
                                 causal=shown.kind == "dec", query_unknown=q_unk, key_unknown=k_unk, title=title,
-                                stretch=shown.stretch, subtitle=subtitle(result.source)),
+                                stretch=shown.stretch, norms=shown.norms, subtitle=subtitle(result.source)),
           key=f"{shown.kind}_{key}", name=name, width=width)
 
 

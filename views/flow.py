@@ -1,4 +1,12 @@
-"""Where the source went: how much attention each German token received, and attention rollout."""
+"""Where the source went: how much attention each German token received, attention rollout, and what each
+encoder layer already holds (DecoderLens).
+
+DecoderLens sits here, not in the decoding trace: it asks the rollout's question about the encoder (what has the
+source become after k layers?) and answers it with a whole translation per layer, while the trace follows one
+step at a time through the decoder (its logit lens reads the decoder's layers).
+"""
+
+import json
 
 import numpy as np
 import streamlit as st
@@ -7,7 +15,7 @@ import viz
 from model.flow import coverage, rollout
 
 from .attention import labels
-from .common import Context, chart, subtitle
+from .common import Context, chart, decoder_lens, diff_chips, subtitle, waiting_notice
 from .export import downloads
 from .share import page_view
 
@@ -37,4 +45,30 @@ def flow_view(ctx: Context):
                                 stretch=True,  # rollout spreads weight thinly: 0-1 would be one dark square
                                 subtitle=subtitle(result.source)),
           key="flow_rollout", name=f"rollout-layer{layer + 1}", width="content")
-    downloads(ctx, shown_map=(f"rollout-layer{layer + 1}", np.asarray(flow), result.tgt_tokens, result.src_tokens))
+    lens = encoder_layers(ctx)
+    downloads(ctx, shown_map=(f"rollout-layer{layer + 1}", np.asarray(flow), result.tgt_tokens, result.src_tokens),
+              extra=[("DecoderLens (JSON)", "decoderlens.json", "application/json",
+                      lambda: json.dumps(lens.to_json(), ensure_ascii=False))])
+
+
+def encoder_layers(ctx: Context):
+    """DecoderLens (Langedijk et al., 2024): the translation decoded from each encoder layer, against the real one."""
+    st.markdown("**What each encoder layer already holds** (DecoderLens, Langedijk et al., Findings of NAACL 2024)")
+    with waiting_notice("DecoderLens") as waiting:
+        lens = decoder_lens(ctx.checkpoint, ctx.result.source, _waiting=waiting)
+    n = len(lens.layers)
+    st.caption(f"The same decoder, not trained for it, reads the output of encoder layer k instead of layer {n} and "
+               f"decodes greedily. Layer {n} gives the real translation; in the rows above it, struck-out tokens are "
+               "in the real translation but not in this one, and bold green ones are in this one only. Where an "
+               "early layer already gives the real translation, the later layers changed little that the decoder "
+               "uses.")
+    real = lens.layers[-1]
+    for k, (tokens, finished) in enumerate(zip(lens.layers, lens.finished), start=1):
+        ops = viz.token_diff(real, tokens)
+        left_out, new = (sum(op == kind for op, _ in ops) for kind in ("removed", "added"))
+        note = ("the real translation" if k == n else "the same as the real one" if not left_out + new else
+                f"{left_out} left out, {new} new")
+        cut = "" if finished else " <i>(no &lt;eos&gt;: cut at the maximum length)</i>"
+        st.markdown(f"**Encoder layer {k}** ({note}): " + (diff_chips(ops) or "<i>(empty)</i>") + cut,
+                    unsafe_allow_html=True)
+    return lens

@@ -11,7 +11,7 @@ import viz
 from model.heads import KIND_NAMES, n_layers
 
 from .attention import labels
-from .common import Context, chart, int_param, load_translator
+from .common import Context, chart, int_param, load_translator, weighted_norms
 from .export import downloads
 from .share import page_view
 
@@ -121,6 +121,14 @@ def inside_view(ctx: Context):
     with c2:
         chart(viz.vector_strips(tr.head_output[None], [f"head {head + 1}"], value="output"), key="inside_out",
               name="head-output")
+    norms = weighted_norms(ctx.checkpoint, result.source, tuple(s.token for s in result.steps)).norms[kind]
+    step("Weight or norm? What each key adds",
+         "A weight says how much a key is weighed; what it adds to the output is the weight times its value, and "
+         "values differ in length. Right: ‖α·f(x)‖, the length of the weighted value after this head's part of "
+         "W_O (f(x) = (x·W_V + b_V)·W_O of the head; Kobayashi et al., EMNLP 2020). A large weight on a short "
+         "vector moves the query little; hover a bar for ‖f(x)‖ itself.")
+    chart(viz.weights_and_norms(tr.key_tokens, tr.weights, norms[layer, head, query], tr.mask), key="inside_norms",
+          name="weights-and-norms")
     step("5. All heads together, then W_O, the residual and LayerNorm",
          f"The {cfg.n_heads} heads' outputs are concatenated ({cfg.n_heads} × {hs} = {D}) and projected by W_O; "
          "the result is added to x (the residual connection) and normalised (LayerNorm, post-LN as in the "

@@ -1,0 +1,130 @@
+"""Does attention explain the translation? How much each step drew on the source and on its own English prefix
+(ALTI+, Ferrando et al., EMNLP 2022), read against the test set, beside where cross-attention looked.
+
+    ?s=...&view=contributions
+
+The numbers are `Translator.contributions` over the page's greedy output (model/contributions.py); the test set's
+distribution of the share is `source_share.json` beside the checkpoint (`python -m model.contributions`).
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model.export import _csv, table_csv
+
+from .attention import labels
+from .common import Context, chart, checkpoint_json, contributions, literal, subtitle, waiting_notice
+from .export import downloads
+from .share import page_view
+
+SHARE_FILE = "source_share.json"
+
+WHAT_IT_MEASURES = (
+    "**What ALTI+ measures** (Ferrando et al., EMNLP 2022). Each attention block's output for a token is a sum of "
+    "parts, one per input token (its value vector, weighted and projected, plus the token's own residual); ALTI+ "
+    "scores each part by how close it lies to the whole output (Manhattan distance), and carries these shares "
+    "through the layers, encoder first, so that every step's prediction is split between the German source tokens "
+    "and the English tokens written before it. **What it approximates**: the LayerNorm is treated as linear (each "
+    "token's spread held fixed), the feed-forward blocks are left out (they mix no tokens, but they do change the "
+    "vectors), and closeness stands in for influence: it is not what removing a token would do.")
+
+
+def share_lines(table: dict | None) -> tuple[float | None, float | None]:
+    """The test set's per-step median and low-share threshold from source_share.json (None, None without it)."""
+    try:
+        return float(table["per_step"]["quantiles"]["0.5"]), float(table["low_share_threshold"]["per_step"])
+    except (TypeError, KeyError, ValueError):
+        return None, None
+
+
+@st.fragment
+@page_view
+def contributions_view(ctx: Context):
+    result = ctx.result
+    st.caption("How much of each English token's prediction came from the German source, and how much from the "
+               "English already written (the prefix)? Each step's contributions add up to 1: its source share "
+               "plus its prefix share.")
+    with waiting_notice("Contributions") as waiting:
+        c = contributions(ctx.checkpoint, result.source, tuple(s.token for s in result.steps), _waiting=waiting)
+    table = checkpoint_json(ctx.checkpoint, SHARE_FILE)
+    median, threshold = share_lines(table)
+    if threshold is None:
+        st.info(f"No `{SHARE_FILE}` beside this checkpoint, so the shares are drawn without the test set's "
+                "median and low-share threshold, and no step is flagged. Compute it with `python -m "
+                "model.contributions --src test_2016_flickr.de.gz`.")
+    rows, _ = labels(result, "tgt")
+    chart(viz.source_share_bars(rows, c.source_share, median=median, threshold=threshold,
+                                title="Source share of every step (ALTI+)", subtitle=subtitle(result.source)),
+          key="contrib_share", name="source-share")
+    flags(c, rows, table, threshold)
+    st.markdown("**Step × token: contributions beside attention**")
+    L, H = result.cross_attentions.shape[:2]
+    st.caption(f"Left, what each step drew from each source token; middle, from each token of its prefix (grey: "
+               f"later tokens it cannot see); together a row sums to 1. Right, the cross-attention weights, the "
+               f"mean over all {L} layers and {H} heads: where the heads looked in the source, not how much of it "
+               "reached the prediction, and nothing about the prefix. Each map has its own colour range.")
+    maps = (
+        viz.contribution_map(c.source, rows, result.src_tokens, key_unknown=result.src_unknown,
+                             title="ALTI+: source tokens", key_axis="source token"),
+        viz.contribution_map(c.prefix, rows, result.tgt_tokens, causal=True, title="ALTI+: prefix tokens",
+                             key_axis="prefix token (decoder input)"),
+        viz.attention_heatmap(result.cross_attentions.mean(axis=(0, 1)), rows, result.src_tokens,
+                              key_unknown=result.src_unknown, stretch=True, key_axis="source token",
+                              query_axis="step: the token read → the token chosen",
+                              title=f"Cross-attention, mean of {L} layers × {H} heads"))
+    for col, fig, key in zip(st.columns(3), maps, ("source", "prefix", "attention")):
+        with col:
+            chart(fig, key=f"contrib_{key}", name=f"contributions-{key}", width="stretch")
+    st.markdown(WHAT_IT_MEASURES)
+    downloads(ctx, extra=[
+        ("Contributions (JSON)", "contributions.json", "application/json",
+         lambda: json.dumps(c.to_json(), ensure_ascii=False)),
+        ("Source share per step (CSV)", "source-share.csv", "text/csv", lambda: share_csv(c, threshold)),
+        ("Contributions per step and token (CSV)", "contributions.csv", "text/csv", lambda: contributions_csv(c))])
+
+
+def flags(c, rows: list, table: dict | None, threshold: float | None):
+    """The steps below the test set's low-share threshold, and the sentence's mean share against the test set's."""
+    if threshold is None:
+        return
+    low = viz.low_steps(c.source_share, threshold)
+    dale = ("Dale et al. (ACL 2023) found that a low source contribution marks hallucinations: output the "
+            "model wrote from its own prefix rather than from the source. A signal to look at, not a verdict.")
+    if low:
+        st.markdown(f"**{len(low)} step{'s' * (len(low) > 1)} below the low-share threshold** ({threshold:.3f}, "
+                    "the test set's 5th percentile of step shares): " +
+                    "; ".join(f"step {t + 1}, “{literal(rows[t])}”: {float(c.source_share[t]):.3f}" for t in low))
+    else:
+        st.markdown(f"**No step below the low-share threshold** ({threshold:.3f}, the test set's 5th percentile "
+                    "of step shares).")
+    mean = float(np.mean(c.source_share))
+    try:
+        sentence_low = float(table["low_share_threshold"]["per_sentence"])
+        sentence_median = float(table["per_sentence"]["quantiles"]["0.5"])
+        sentence = (f" This sentence's mean share is {mean:.3f} (test-set sentences: median {sentence_median:.3f}, "
+                    f"5th percentile {sentence_low:.3f}{'; it is below' if mean < sentence_low else ''}).")
+    except (TypeError, KeyError, ValueError):
+        sentence = f" This sentence's mean share is {mean:.3f}."
+    st.caption(dale + sentence)
+
+
+def share_csv(c, threshold: float | None) -> str:
+    """step (from 1), the token read, the token chosen, its source and prefix shares, and whether it is flagged."""
+    return table_csv(pd.DataFrame({
+        "step": range(1, len(c.output_tokens) + 1), "token_read": c.tgt_tokens, "token_chosen": c.output_tokens,
+        "source_share": [float(v) for v in c.source_share],
+        "prefix_share": [float(v) for v in c.prefix.sum(axis=1)],
+        "below_threshold": [int(threshold is not None and float(v) < threshold) for v in c.source_share]}))
+
+
+def contributions_csv(c) -> str:
+    """One row per step and token it drew on: the source tokens, then the prefix tokens it could see."""
+    rows = []
+    for t, (read, chosen) in enumerate(zip(c.tgt_tokens, c.output_tokens)):
+        rows += [(t + 1, read, chosen, "source", j, tok, float(c.source[t, j])) for j, tok in enumerate(c.src_tokens)]
+        rows += [(t + 1, read, chosen, "prefix", j, c.tgt_tokens[j], float(c.prefix[t, j])) for j in range(t + 1)]
+    return _csv(["step", "token_read", "token_chosen", "side", "key_pos", "key_token", "contribution"], rows)
