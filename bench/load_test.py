@@ -1,8 +1,10 @@
 """A classroom against one server: many real browser sessions at once, each checked against the CLI.
 
     python bench/load_test.py [--sessions 5 10 20] [--memory 100 300 600] [--abuse]
+    python bench/load_test.py --proxy 2 --sessions 40 --lost 20
 
-Starts one `streamlit run app.py` on 127.0.0.1 and drives headless Chromium sessions with Playwright.
+Starts one `streamlit run app.py` on 127.0.0.1 (or, with --proxy N, deploy/serve.sh: nginx in front of N
+replicas) and drives headless Chromium sessions with Playwright.
 
 --sessions: for each N, N sessions open the page at once (every other one through a link that
   switches a different head off), each types its own test-set sentence, and all press Enter
@@ -16,6 +18,12 @@ Starts one `streamlit run app.py` on 127.0.0.1 and drives headless Chromium sess
 --memory: the server's resident memory after that many different sentences, each opened with an
   intervention (heads switched off, beam search, a reference), four sessions at a time
   (bar: <= 1 GB at 600).
+--proxy N: every round through the proxy, which also prints how the sessions spread over the replicas (the
+  proxy's X-Replica header, asked with each browser's own cookie).
+--lost SESSIONS (with --proxy): that many sessions, each on its own sentence and view; the replica of the first
+  is killed. Sessions on the survivors must keep their WebSocket and page; the lost ones must come back through
+  the proxy to their view and translate their next sentence right (seconds from the kill to the new socket and
+  to that translation); prints what was lost, and when the replica serve.sh restarts takes new sessions.
 --abuse: a browser closed mid-request, 200 rapid reruns from one session and a reload during a
   beam search, while another session keeps translating: it must get every answer right, and a new
   session afterwards too.
@@ -26,12 +34,17 @@ Exit status 1 when a result is wrong or a bar is missed.
 import argparse
 import asyncio
 import base64
+import collections
 import os
+import signal
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +103,11 @@ async def open_session(browser, url: str):
     await cdp.send("Network.enable")
     cdp.on("Network.webSocketFrameSent", lambda e: page.sent.append((e["timestamp"], frame_bytes(e))))
     cdp.on("Network.webSocketFrameReceived", lambda e: page.received.append((e["timestamp"], frame_bytes(e))))
+    # The page's WebSockets (a reconnect opens a new one) and what a Content-Security-Policy refused.
+    page.ws_opened, page.ws_closed, page.csp = [], [], []
+    cdp.on("Network.webSocketCreated", lambda e: page.ws_opened.append(time.perf_counter()))
+    cdp.on("Network.webSocketClosed", lambda e: page.ws_closed.append(time.perf_counter()))
+    page.on("console", lambda m: page.csp.append(m.text) if "Content Security Policy" in m.text else None)
     await page.goto(url, timeout=TIMEOUT_MS)
     await page.get_by_label(INPUT_LABEL).wait_for(timeout=TIMEOUT_MS)
     await page.wait_for_load_state("networkidle", timeout=TIMEOUT_MS)
@@ -149,12 +167,13 @@ async def sessions_round(browser, base: str, sentences: list[str], expected: dic
             spec = SPECS[i // 2 % len(SPECS)]
             if g["ablated"] != expected[(spec, sentences[i])]:
                 wrong.append((i, spec, g["ablated"], expected[(spec, sentences[i])]))
-    errors = [e for _, _, errs in opened for e in errs]
+    errors = [e for _, _, errs in opened for e in errs] + [e for _, page, _ in opened for e in page.csp]
+    replicas = collections.Counter([await replica_of(ctx, base) for ctx, _, _ in opened])
     for ctx, _, _ in opened:
         await ctx.close()
     arrived, shown = [g["arrived"] for g in got], [g["shown"] for g in got]
     return {"n": n, "median": statistics.median(arrived), "max": max(arrived), "shown_median": statistics.median(shown),
-            "shown_max": max(shown), "wrong": wrong, "errors": errors}
+            "shown_max": max(shown), "wrong": wrong, "errors": errors, "replicas": replicas}
 
 
 def expected_outputs(sentences: list[str], n_max: int) -> dict:
@@ -250,6 +269,188 @@ async def abuse_run(browser, base: str, sentences: list[str], expected: dict) ->
     return problems
 
 
+# Through the proxy (--proxy N): deploy/serve.sh, N replicas behind nginx ------------------------------------------
+
+
+def start_proxy(n: int, run_dir: Path) -> tuple[subprocess.Popen, int]:
+    """`deploy/serve.sh n PORT` on 127.0.0.1 (replica k on PORT+k), its run folder run_dir; returns (process, PORT)
+    once the proxy answers, which serve.sh allows only after every replica has answered its health check."""
+    while True:  # a port whose next n are free too
+        port = free_port()
+        try:
+            for k in range(1, n + 1):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + k))
+            break
+        except OSError:
+            continue
+    log = open(run_dir / "serve.out", "w")
+    proc = subprocess.Popen(["bash", str(ROOT / "deploy/serve.sh"), str(n), str(port)], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "LISTEN_ADDRESS": "127.0.0.1", "RUN_DIR": str(run_dir),
+                                 "PYTHON": sys.executable})
+    deadline = time.time() + 60 + 30 * n
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"deploy/serve.sh exited: {(run_dir / 'serve.out').read_text()[-2000:]}")
+        if health(port):
+            return proc, port
+        time.sleep(0.3)
+    stop_proxy(proc)
+    raise RuntimeError(f"the proxy did not answer within {deadline} s: {(run_dir / 'serve.out').read_text()[-2000:]}")
+
+
+def stop_proxy(proc: subprocess.Popen) -> int:
+    """SIGTERM, as Ctrl-C would: serve.sh stops nginx and the replicas. Its exit status (0: every port closed)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+
+
+def health(port: int) -> bool:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok"
+    except OSError:
+        return False
+
+
+async def replica_of(ctx, base: str) -> str | None:
+    """The replica that holds this browser's session: the proxy's X-Replica header on a request with the
+    browser's cookies (None without a proxy)."""
+    r = await ctx.request.get(base + "_stcore/health")
+    return r.headers.get("x-replica")
+
+
+# Every session its own sentence and view, all in the link; "Stretch colours" (attention views) is not in it.
+LOST_VIEWS = [("view=cross&layer=2&head=3", "Cross-attention"), ("view=trace&step=2", "Decoding trace"),
+              ("view=ablate&off=enc.1.2", "Ablate heads"), ("view=dec&layer=1&head=4", "Decoder self-attention")]
+
+
+async def page_state(page) -> dict:
+    """What the student sees: the link's parameters, the translation, the view, and the Stretch toggle."""
+    stretch = page.get_by_role("switch", name="Stretch colours")
+    return {"link": dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query)),
+            "translation": await page.locator(".translation").inner_text(),
+            "view": await page.get_by_role("radiogroup", name="View").get_by_role("radio", checked=True).inner_text(),
+            "stretch": await stretch.is_checked() if await stretch.count() else None}
+
+
+async def translate_again(page, sentence: str) -> str:
+    """Type another sentence on a page that shows a translation already; the translation once it has changed
+    (the old one if it never does)."""
+    translation = page.locator(".translation")
+    old = await translation.inner_text()
+    box = page.get_by_label(INPUT_LABEL)
+    await box.fill(sentence)
+    await box.press("Enter")
+    deadline = time.perf_counter() + TIMEOUT_MS / 1000
+    while await translation.inner_text() == old and time.perf_counter() < deadline:
+        await asyncio.sleep(0.1)
+    await idle(page)
+    return await translation.inner_text()
+
+
+async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentences: list[str], expected: dict,
+                           n: int) -> dict:
+    """n sessions over the replicas, each on its own sentence and view (every fourth also with Stretch colours on,
+    which the link does not hold); SIGKILL the replica of session 0. Every session on a survivor must keep its
+    WebSocket and translate a new sentence right; every session on the lost one must come back, through the proxy,
+    to its sentence, view and link. Then the replica serve.sh started again must take new sessions."""
+    links = [f"{base}?{urllib.parse.urlencode({'s': sentences[i]})}&{LOST_VIEWS[i % 4][0]}" for i in range(n)]
+    opened = await asyncio.gather(*[open_session(browser, link) for link in links])
+    pages = [page for _, page, _ in opened]
+    for i, page in enumerate(pages):
+        await page.locator(".translation").wait_for(timeout=TIMEOUT_MS)
+        if i % 4 == 0:
+            await page.get_by_text("Stretch colours").click()
+        await idle(page)
+    before = [await page_state(page) for page in pages]
+    replicas = [await replica_of(ctx, base) for ctx, _, _ in opened]
+    victim = replicas[0]
+    lost = [i for i in range(n) if replicas[i] == victim]
+    if len(lost) == n:
+        raise RuntimeError(f"every session is on replica {victim}: nothing to compare with")
+    ws_closed = [len(page.ws_closed) for page in pages]
+    received = [len(page.received) for page in pages]
+    pid = int((run_dir / f"replica-{victim}.pid").read_text())
+    killed = time.perf_counter()
+    os.kill(pid, signal.SIGKILL)
+
+    async def come_back(i: int) -> tuple[float, float, str]:
+        """The page notices the lost socket and opens a new one through the proxy, to a new, empty session (the
+        page keeps showing what it showed). Its first interaction, here the next sentence and Enter, then runs
+        as a first visit: the new session reads the link. Returns (seconds to the new socket, seconds to the
+        translation, the translation shown)."""
+        page = pages[i]
+        while not any(t > killed for t in page.ws_opened):
+            if time.perf_counter() - killed > TIMEOUT_MS / 1000:
+                raise TimeoutError(f"session {i} opened no new WebSocket")
+            await asyncio.sleep(0.05)
+        reconnected = min(t for t in page.ws_opened if t > killed) - killed
+        box = page.get_by_label(INPUT_LABEL)
+        await box.fill(sentences[i + n])
+        await box.press("Enter")
+        while not any(TRANSLATION_MARK in data for _, data in page.received[received[i]:]):
+            if time.perf_counter() - killed > TIMEOUT_MS / 1000:
+                raise TimeoutError(f"session {i} got no translation from its new session")
+            await asyncio.sleep(0.05)
+        served = time.perf_counter() - killed
+        await idle(page)
+        await page.wait_for_timeout(1000)  # the link's run and the typed one can follow each other
+        await idle(page)
+        return reconnected, served, await page.locator(".translation").inner_text()
+
+    back = dict(zip(lost, await asyncio.gather(*[come_back(i) for i in lost])))
+    wrong, forgotten = [], []
+    for i in range(n):
+        now = await page_state(pages[i])
+        if now["view"] != before[i]["view"]:
+            wrong.append((i, "view", now["view"], before[i]["view"]))
+        if now["stretch"] != before[i]["stretch"]:
+            (forgotten if i in back else wrong).append((i, "Stretch colours", now["stretch"], before[i]["stretch"]))
+        if i not in back:
+            if len(pages[i].ws_closed) != ws_closed[i]:
+                wrong.append((i, "a survivor's WebSocket closed"))
+            if now != before[i]:
+                wrong.append((i, "a survivor's page changed", now, before[i]))
+            continue
+        typed = sentences[i + n]
+        if back[i][2] == expected[("", sentences[i])] and now["link"] == before[i]["link"]:
+            forgotten.append((i, "the sentence typed first after the reconnect: the link's came back instead"))
+        elif back[i][2] != expected[("", typed)] or now["link"] != {**before[i]["link"], "s": typed}:
+            wrong.append((i, "after the reconnect", back[i][2], now["link"], expected[("", typed)]))
+    moved_to = collections.Counter([await replica_of(opened[i][0], base) for i in lost])
+    for i in range(n):  # and every session translates its next sentence, right
+        s = sentences[i + 2 * n]
+        got = await translate_again(pages[i], s)
+        if got != expected[("", s)]:
+            wrong.append((i, "after the kill", got, expected[("", s)]))
+
+    replica_port = port + int(victim)  # serve.sh starts it again; nginx takes it back after fail_timeout
+    while not health(replica_port):
+        await asyncio.sleep(0.2)
+    restarted = time.perf_counter() - killed
+    rejoined = None
+    while rejoined is None and time.perf_counter() - killed < restarted + 60:
+        ctx = await browser.new_context()
+        await (await ctx.new_page()).goto(base, timeout=TIMEOUT_MS)
+        if await replica_of(ctx, base) == victim:
+            rejoined = time.perf_counter() - killed
+        await ctx.close()
+        await asyncio.sleep(0.5)
+    errors = [e for _, _, errs in opened for e in errs] + [e for page in pages for e in page.csp]
+    for ctx, _, _ in opened:
+        await ctx.close()
+    return {"n": n, "spread": collections.Counter(replicas), "victim": victim, "lost": len(lost), "moved_to": moved_to,
+            "reconnect_median": statistics.median(b[0] for b in back.values()),
+            "reconnect_max": max(b[0] for b in back.values()),
+            "back_median": statistics.median(b[1] for b in back.values()), "back_max": max(b[1] for b in back.values()),
+            "wrong": wrong, "forgotten": forgotten, "restarted": restarted, "rejoined": rejoined, "errors": errors}
+
+
 async def main_async(args) -> int:
     from playwright.async_api import async_playwright
 
@@ -259,10 +460,16 @@ async def main_async(args) -> int:
         return 2
     de, en = load_split(data, "test")
     n_max = max(args.sessions or [0])
-    sentences = de[:max(n_max, 20)]
+    sentences = de[:max(n_max, 3 * args.lost, 20)]
     expected = expected_outputs(sentences, n_max)
-    port = free_port()
-    proc = start_app(port)
+    if args.proxy:
+        run_dir = Path(tempfile.mkdtemp(prefix="serve-"))
+        proc, port = start_proxy(args.proxy, run_dir)
+        print(f"deploy/serve.sh {args.proxy} {port}: nginx on 127.0.0.1:{port}, replicas on {port + 1}.."
+              f"{port + args.proxy}, logs in {run_dir}", flush=True)
+    else:
+        port = free_port()
+        proc = start_app(port)
     base = f"http://127.0.0.1:{port}/"
     if args.nice:  # the browsers (started below) stand for the students' own machines: the server comes first
         os.nice(args.nice)
@@ -270,22 +477,39 @@ async def main_async(args) -> int:
     try:
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            _, warm, _ = await open_session(browser, base)  # the first run loads the model
-            await translation_of(warm, "Ein Hund.", False)
+            for _ in range(args.proxy or 1):  # the first run loads the model (the proxy takes turns: each replica)
+                _, warm, _ = await open_session(browser, base)
+                await translation_of(warm, "Ein Hund.", False)
             for n in args.sessions or []:
                 cpu0, me0 = cpu_seconds(proc.pid), cpu_seconds(os.getpid())
                 r = await sessions_round(browser, base, sentences, expected, n)
                 cpu, me = cpu_seconds(proc.pid) - cpu0, cpu_seconds(os.getpid()) - me0
-                bar = n != 20 or (r["median"] <= 4 and r["max"] <= 10)
+                bar = n != 20 or args.proxy or (r["median"] <= 4 and r["max"] <= 10)
                 print(f"{n:3d} sessions: Enter -> translation at the browser median {r['median']:.2f} s, max "
                       f"{r['max']:.2f} s (drawn in the page: median {r['shown_median']:.2f} s, max "
                       f"{r['shown_max']:.2f} s); wrong results {len(r['wrong'])}, page errors {len(r['errors'])}"
-                      + ("" if n != 20 else f"; bar (median <= 4 s, max <= 10 s) {'met' if bar else 'MISSED'}")
+                      + ("" if n != 20 or args.proxy else f"; bar (median <= 4 s, max <= 10 s) {'met' if bar else 'MISSED'}")
+                      + ("" if not args.proxy else "\n     sessions per replica: " +
+                         ", ".join(f"{k}: {v}" for k, v in sorted(r["replicas"].items())))
                       + f"\n     CPU seconds in the round: server {cpu:.1f}, browsers and this script {me:.1f}",
                       flush=True)
                 for w in r["wrong"] + r["errors"]:
                     print("   ", w)
                 failed |= bool(r["wrong"] or r["errors"]) or not bar
+            if args.lost:
+                r = await lost_replica_run(browser, base, run_dir, port, sentences, expected, args.lost)
+                print(f"replica lost mid-class: {r['n']} sessions (per replica: "
+                      f"{', '.join(f'{k}: {v}' for k, v in sorted(r['spread'].items()))}), replica {r['victim']} killed "
+                      f"with {r['lost']} of them; their new socket after median {r['reconnect_median']:.1f} s, max "
+                      f"{r['reconnect_max']:.1f} s (on replica {', '.join(f'{k}: {v}' for k, v in r['moved_to'].items())}); "
+                      f"their next sentence translated after median {r['back_median']:.1f} s, max {r['back_max']:.1f} s"
+                      f"; wrong results {len(r['wrong'])}, page errors and CSP violations {len(r['errors'])}"
+                      f"\n     lost on the way: {len(r['forgotten'])}" + "".join(f"\n       {f}" for f in r["forgotten"])
+                      + f"\n     replica {r['victim']} answered again after {r['restarted']:.1f} s, took a new session after "
+                      + (f"{r['rejoined']:.1f} s" if r["rejoined"] else "NEVER"), flush=True)
+                for w in r["wrong"] + r["errors"]:
+                    print("   ", w)
+                failed |= bool(r["wrong"] or r["errors"]) or r["rejoined"] is None
             if args.memory:
                 rows = await memory_run(browser, base, de[100:], en[100:], sorted(args.memory), proc.pid)
                 ok = rows[-1][1] <= 1024
@@ -300,7 +524,12 @@ async def main_async(args) -> int:
                 failed |= bool(problems)
             await browser.close()
     finally:
-        stop_app(proc)
+        if args.proxy:
+            if stop_proxy(proc) != 0:
+                print(f"deploy/serve.sh did not stop cleanly: {(run_dir / 'serve.out').read_text()[-1000:]}")
+                failed = True
+        else:
+            stop_app(proc)
     return 1 if failed else 0
 
 
@@ -311,7 +540,16 @@ def main():
     ap.add_argument("--nice", type=int, default=19,
                     help="niceness of this script and its browsers (the server keeps 0); 0 to share equally")
     ap.add_argument("--abuse", action="store_true", help="misbehaving sessions beside a well-behaved one")
-    return asyncio.run(main_async(ap.parse_args()))
+    ap.add_argument("--proxy", type=int, default=0, metavar="N",
+                    help="through deploy/serve.sh: nginx in front of N replicas (needs nginx)")
+    ap.add_argument("--lost", type=int, default=0, metavar="SESSIONS",
+                    help="with --proxy: that many sessions open, then one replica is killed")
+    args = ap.parse_args()
+    if args.lost and args.proxy < 2:
+        ap.error("--lost needs --proxy 2 or more")
+    if args.memory and args.proxy:
+        ap.error("--memory measures one server: leave out --proxy")
+    return asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":
