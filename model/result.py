@@ -148,6 +148,9 @@ class Inside:
         scores, scaled, weights (L, H, Tq, Tk); mask (L, H, Tq, Tk) bool, True = may look.
     `weights` are the attention maps of a Translation of the same output. Use `head()` to
     follow one query through one head.
+    `embedding[side]` ("src", "tgt"): tokens (n, D), the token embeddings times sqrt(D), and positions (n, D); their
+    sum is the first layer's x. `ffn[stack]` ("encoder", "decoder"): hidden (L, n, d_ff) after the ReLU and
+    residual (L, n, D) = the sublayer's input + FFN(input); LayerNorm(residual) is the layer_output.
     """
 
     source: str  # the sentence as typed
@@ -155,6 +158,8 @@ class Inside:
     tgt_tokens: list  # T decoder inputs: <sos> then every output token but the last
     output_tokens: list  # T tokens the steps chose, <eos> included when produced
     sublayers: dict  # {"enc" | "dec" | "cross": {name: array, stacked over layers}}
+    embedding: dict  # {"src" | "tgt": {"tokens", "positions": (n, D)}}
+    ffn: dict  # {"encoder" | "decoder": {"hidden": (L, n, d_ff), "residual": (L, n, D)}}
 
     def head(self, kind: str, layer: int, head: int, query: int) -> HeadTrace:
         """One query through one head, 0-based; InputError naming the valid range for anything else."""

@@ -176,8 +176,11 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x):
-        return self.fc2(self.dropout(F.relu(self.fc1(x))))
+    def forward(self, x, capture: dict | None = None):
+        """x (B, T, D) -> (B, T, D); a capture receives `hidden` (B, T, d_ff), after the ReLU."""
+        hidden = F.relu(self.fc1(x))
+        record(capture, hidden=hidden)
+        return self.fc2(self.dropout(hidden))
 
 
 class AddNorm(nn.LayerNorm):
@@ -210,11 +213,12 @@ class EncoderLayer(nn.Module):
         self.ln_ffn = AddNorm(cfg)
 
     def forward(self, x, src_mask, extras: Extras = Extras()):
-        """x (B, S, D) -> (B, S, D) and the self-attention weights. A capture gets "self" and `output`."""
+        """x (B, S, D) -> (B, S, D) and the self-attention weights. A capture gets "self", "ffn", `output`."""
         attn = extras.sublayer("self")
         a, weights = self.self_attn(x, x, src_mask, attn)
         x = self.ln_self(x, a, attn.capture)
-        x = self.ln_ffn(x, self.ffn(x))
+        ffn = part(extras.capture, "ffn")
+        x = self.ln_ffn(x, self.ffn(x, ffn), ffn)
         record(extras.capture, output=x)
         return x, weights
 
@@ -234,13 +238,16 @@ class DecoderLayer(nn.Module):
         self.ln_ffn = AddNorm(cfg)
 
     def forward(self, x, memory, tgt_mask, src_mask, extras: Extras = Extras()):
-        """x (B, T, D) -> (B, T, D), self- and cross-attention weights. A capture gets "self", "cross", `output`."""
+        """x (B, T, D) -> (B, T, D), self- and cross-attention weights.
+
+        A capture gets "self", "cross", "ffn" and `output`."""
         self_x, cross_x = extras.sublayer("self"), extras.sublayer("cross")
         a, self_weights = self.self_attn(x, x, tgt_mask, self_x)
         x = self.ln_self(x, a, self_x.capture)
         a, cross_weights = self.cross_attn(x, memory, src_mask, cross_x)
         x = self.ln_cross(x, a, cross_x.capture)
-        x = self.ln_ffn(x, self.ffn(x))
+        ffn = part(extras.capture, "ffn")
+        x = self.ln_ffn(x, self.ffn(x, ffn), ffn)
         record(extras.capture, output=x)
         return x, self_weights, cross_weights
 
@@ -273,11 +280,14 @@ class Embedding(nn.Module):
     def position_table(self) -> torch.Tensor:
         return self.pos.weight if hasattr(self, "pos") else self.pos_table  # (P, D)
 
-    def forward(self, ids, start: int = 0):
+    def forward(self, ids, start: int = 0, capture: dict | None = None):
+        """ids (B, T) at positions start..start+T-1 -> (B, T, D). A capture receives `tokens` (B, T, D), the
+        embeddings times sqrt(D), and `positions` (T, D)."""
         T = ids.size(1)
         assert start + T <= self.max_positions, f"cannot embed position {start + T - 1}: the model has {self.max_positions}"
-        pos = self.position_table()[start:start + T]  # (T, D)
-        return self.dropout(self.tok(ids) * self.scale + pos)
+        tokens, positions = self.tok(ids) * self.scale, self.position_table()[start:start + T]  # (B, T, D), (T, D)
+        record(capture, tokens=tokens, positions=positions)
+        return self.dropout(tokens + positions)
 
 
 @dataclass
@@ -319,11 +329,11 @@ class Transformer(nn.Module):
     def encode(self, src, extras: Extras = Extras()):
         """src (B, S) -> memory (B, S, D), L x (B, H, S, S) weights (Nones without need_weights).
 
-        A capture gets "encoder", one dict per layer (see EncoderLayer).
+        A capture gets "src_embed" (see Embedding) and "encoder", one dict per layer (see EncoderLayer).
         """
         assert extras.cache is None, "the encoder reads the whole source at once: no decoding cache"
         mask = self.src_mask(src)
-        x = self.src_embed(src)
+        x = self.src_embed(src, capture=part(extras.capture, "src_embed"))
         maps = []
         for layer, layer_x in zip(self.encoder, extras.layers("encoder", len(self.encoder))):
             x, weights = layer(x, mask, layer_x)
@@ -334,13 +344,13 @@ class Transformer(nn.Module):
         """tgt (B, T) decoder inputs at positions start..start+T-1 -> logits (B, T, V) and both kinds of maps.
 
         With a cache (extras.cache, one dict per layer) only the new positions are fed; earlier keys and
-        values come from the cache, so no causal mask is needed. A capture gets "decoder", one dict per
+        values come from the cache, so no causal mask is needed. A capture gets "tgt_embed" and "decoder", one dict per
         layer (see DecoderLayer), for this call's positions.
         """
         cached = extras.cache is not None
         assert not (cached and tgt.size(1) > 1 and start), "a cached decode of several positions must start at 0"
         tgt_mask = None if cached and tgt.size(1) == 1 else self.tgt_mask(tgt)
-        x = self.tgt_embed(tgt, start)
+        x = self.tgt_embed(tgt, start, part(extras.capture, "tgt_embed"))
         self_maps, cross_maps = [], []
         for layer, layer_x in zip(self.decoder, extras.layers("decoder", len(self.decoder))):
             x, self_weights, cross_weights = layer(x, memory, tgt_mask, src_mask, layer_x)
@@ -359,7 +369,11 @@ class Transformer(nn.Module):
                 scaled = scores / sqrt(hs), mask (B, 1, Tq, Tk) True = may look, weights,
                 heads (B, H, Tq, hs) after the head mask, attn_out (B, Tq, D) after w_o,
                 residual = x + attn_out (dropout off in eval), normed (B, Tq, D) = LayerNorm(residual)
+            capture["encoder"][l]["ffn"], capture["decoder"][l]["ffn"]: hidden (B, Tq, d_ff) after the ReLU,
+                residual = normed + FFN(normed), normed = LayerNorm(residual), which is the layer's output
             capture["encoder"][l]["output"], capture["decoder"][l]["output"]: (B, Tq, D) after the FFN block
+            capture["src_embed"], capture["tgt_embed"]: tokens (B, T, D) = embedding x sqrt(D), positions (T, D);
+                their sum is the first layer's x (dropout off in eval)
         """
         memory, enc_maps = self.encode(src, extras)
         logits, dec_maps, cross_maps = self.decode(tgt, memory, self.src_mask(src), extras=extras)

@@ -211,8 +211,13 @@ class Translator:
                      for kind, subs in layers.items()}
         for kind, subs in layers.items():
             sublayers[kind]["layer_output"] = read_only([out[0] for _, out in subs])  # (L, Tq, D)
+        embedding = {side: {"tokens": read_only([capture[f"{side}_embed"]["tokens"][0]])[0],  # (n, D)
+                            "positions": read_only([capture[f"{side}_embed"]["positions"]])[0]}  # (n, D)
+                     for side in ("src", "tgt")}
+        ffn = {stack: {name: read_only([c["ffn"][name][0] for c in capture[stack]]) for name in ("hidden", "residual")}
+               for stack in ("encoder", "decoder")}
         return Inside(source=sentence, src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
-                      output_tokens=out_tokens, sublayers=sublayers)
+                      output_tokens=out_tokens, sublayers=sublayers, embedding=embedding, ffn=ffn)
 
     @torch.no_grad()
     def logit_lens(self, sentence: str, output_tokens: list | None = None, top_k: int = 5) -> LogitLens:
@@ -327,7 +332,7 @@ class Translator:
 
 def read_only(tensors: list) -> np.ndarray:
     """Tensors stacked into one numpy array that nobody can change by accident (results may be shared)."""
-    t = torch.stack([t.cpu() for t in tensors])
+    t = torch.stack([t.detach().cpu() for t in tensors])  # a learned position table is a parameter
     a = (t.float() if t.is_floating_point() else t).numpy()
     a.setflags(write=False)
     return a

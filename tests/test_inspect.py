@@ -347,3 +347,26 @@ def test_cli_bad_sentence_checkpoint_or_device_is_one_error_line(tiny_checkpoint
                           (["head", "--checkpoint", tiny_checkpoint, "--device", "tpu", SENTENCE], "unknown device")):
         status, _, err = call(inspect_cli.main, *args)
         assert_error_line(status, err, message)
+
+
+def test_the_embedding_and_the_feed_forward_are_captured_and_chain(any_translator):
+    """The walk through the model shows them: token embedding x sqrt(D) + position = the first layer's input;
+    the FFN's hidden units give its residual, whose LayerNorm is the layer's output."""
+    inside = any_translator.inside(SENTENCE)
+    model = any_translator.model
+    for side, kind, stack, layers in (("src", "enc", "encoder", model.encoder), ("tgt", "dec", "decoder", model.decoder)):
+        e = inside.embedding[side]
+        np.testing.assert_allclose(e["tokens"] + e["positions"], inside.sublayers[kind]["x"][0], atol=1e-6)
+        ids = torch.tensor(any_translator.source_ids(SENTENCE)[1]) if side == "src" else None
+        if ids is not None:
+            np.testing.assert_allclose(e["tokens"], (model.src_embed.tok.weight[ids] * math.sqrt(model.cfg.d_model))
+                                       .detach().numpy(), atol=1e-6)
+        f = inside.ffn[stack]
+        for layer, module in enumerate(layers):
+            normed = inside.sublayers["cross" if kind == "dec" else kind]["normed"][layer]  # the FFN's input
+            with torch.no_grad():
+                out = module.ffn.fc2(torch.tensor(f["hidden"][layer])).numpy()
+                again = module.ln_ffn(torch.tensor(f["residual"][layer]), torch.zeros(1)).numpy()
+            np.testing.assert_allclose(f["residual"][layer], normed + out, atol=1e-5)
+            np.testing.assert_allclose(again, inside.sublayers[kind]["layer_output"][layer], atol=1e-5)
+            assert (f["hidden"][layer] >= 0).all()
