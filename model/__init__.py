@@ -26,4 +26,5 @@ Analyses (numbers about the model, for the page and the CLIs):
 Commands (`python -m model.NAME --help`; each shares cli.py's parser and its one-line errors):
     translate, evaluate, inspect (head, lens, importance, contributions, decoderlens), head_stats,
     head_importance, source_share, train, train_lengths
+    report           one translation as a self-contained HTML page (every map, layer and head switches, the trace)
 """

@@ -3,7 +3,9 @@
 The files are made only when a button is clicked (deferred), so drawing a view costs nothing extra:
 - the whole result as JSON, line for line the `model.translate --json` format, plus its provenance;
 - every attention map as a compressed .npz (arrays, tokens, provenance), and the same for BertViz;
-- the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart).
+- the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart);
+- the whole result as one self-contained HTML page (model/report.py: every map with layer and head switches, the
+  trace; plotly.js inside, so it opens offline), byte for byte what `python -m model.report` writes.
 """
 
 import json
@@ -11,6 +13,7 @@ import json
 import streamlit as st
 
 from model.export import bertviz_npz, map_csv, maps_npz, provenance, result_json, steps_csv
+from model.report import report_html
 
 from .common import Context
 
@@ -35,7 +38,8 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
               lambda: json.dumps(result_json(result, prov()), ensure_ascii=False)),
              ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream", lambda: maps_npz(result, prov())),
              ("For BertViz (.npz)", f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
-             ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result))]
+             ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result)),
+             ("Download as an HTML page", f"{stem}.html", "text/html", lambda: report_html(result, prov()))]
     if shown_map is not None:
         name, weights, q_tokens, k_tokens = shown_map
         files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv", lambda: map_csv(weights, q_tokens, k_tokens)))
@@ -50,4 +54,5 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
         st.caption("The JSON is exactly what `python -m model.translate --json` prints for this sentence and these "
                    "settings, with a `provenance` record (checkpoint and its hash, heads off, forced steps, beam, "
                    "versions). Load the BertViz file with `model.export.load_bertviz_npz(path)` and pass the result "
-                   "to `bertviz.model_view(**...)`.")
+                   "to `bertviz.model_view(**...)`. The HTML page holds every map (a layer and head switch for each "
+                   "kind) and the trace, and opens from disk with no network: for a slide or a course page.")
