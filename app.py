@@ -17,7 +17,7 @@ import streamlit as st
 import torch
 
 from model.errors import CheckpointError, InputError
-from views import VIEWS, Context
+from views import DEFAULT_VIEW, VIEWS, Context
 from views.common import (CSS, MAX_SENTENCE, MODEL_CHOICE, MODEL_NAMES, literal, load_translator, models, token_chips,
                           translate)
 from views.share import judge_url, read_model, read_url, write_url
@@ -150,7 +150,7 @@ if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
     st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
                "words it tends to invent a scene around them. Full sentences show it at its best.")
 
-st.session_state.setdefault("view", list(VIEWS)[0])
+st.session_state.setdefault("view", DEFAULT_VIEW)
 view = st.segmented_control("View", list(VIEWS), key="view", required=True)
 st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
            "exactly what you see.")

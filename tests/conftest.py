@@ -7,6 +7,7 @@ decoding, interventions, metrics, viz, exports and every tool's error answers, i
 one `python -m` run per tool).
 """
 
+import base64
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -173,3 +175,12 @@ def charts(app):
 
 def markdown(app):
     return "\n".join(m.value for m in app.markdown)
+
+
+def array(value) -> np.ndarray:
+    """A data array of a chart's spec: plain JSON, or Plotly's typed-array form {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")  # "11, 13" for a 2-D array
+        return (a.reshape([int(n) for n in str(shape).split(",")]) if shape else a).astype(float)
+    return np.asarray(value, dtype=float)

@@ -1,13 +1,12 @@
 """Comparing two runs in the attention views, the line view, the model choice, live importance, head statistics."""
 
-import base64
 import json
 
 import numpy as np
 import pytest
 
 import viz
-from conftest import CHECKPOINT, charts, from_url, markdown
+from conftest import CHECKPOINT, array, charts, from_url, markdown
 from model.head_importance import head_importance_for_sentence
 
 SIN = CHECKPOINT / "sinusoidal"
@@ -72,14 +71,6 @@ def test_training_reach_is_the_share_of_sentences_longer_than_each_position():
 
 
 # --- the page -----------------------------------------------------------------------------------
-
-def array(value) -> np.ndarray:
-    """A chart's z as numpy: Plotly writes numpy arrays as {"dtype", "bdata" (base64), "shape"}."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        return flat.reshape([int(n) for n in str(value["shape"]).split(",")]).astype(float)
-    return np.array(value, dtype=float)
-
 
 def one_head_maps(at):
     """z of every one-head map on the page, in page order (the model view is a scatter, not a heatmap)."""

@@ -2,7 +2,6 @@
 Contributions view, the norms switch of the attention views and "Inside a head", DecoderLens in Source flow.
 Every number drawn is read back from the chart and compared with the Translator's own."""
 
-import base64
 import html
 import io
 import json
@@ -12,22 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import CHECKPOINT, charts, from_url, markdown
+from conftest import CHECKPOINT, array, charts, from_url, markdown
 from viz.contributions import LOW_COLOR
 
 pytestmark = pytest.mark.slow
 
 FLAGGED = "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."  # two steps below the shipped threshold
 PLAIN = "Zwei Männer spielen Fußball auf einer Wiese."  # none below it
-
-
-def array(value) -> np.ndarray:
-    """A data array of a chart's spec: plain JSON, or Plotly's typed-array form {"dtype", "bdata"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")  # "11, 13" for a 2-D array
-        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
-    return np.asarray(value, dtype=float)
 
 
 def chart(at, title: str) -> dict:

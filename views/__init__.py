@@ -5,7 +5,7 @@ lives here, one module per view or family of views. Views never read app.py's gl
 VIEWS is the one list of them: the view switch, the link (views/share.py) and the tests read it.
 """
 
-from . import inside, interventions, stats, trace
+from . import inside, interventions, stats, trace, walk
 from .attention import view_entry
 from .common import Context, View
 from .contributions import contributions_view
@@ -13,10 +13,11 @@ from .flow import flow_view
 from .importance import importance_view
 from .positions import positions_view
 
-# The view switch, in the order a newcomer meets them: where the translation reads the source first.
+# The view switch, in the order a newcomer meets them: the guided walk, then where the translation reads the source.
 # Each entry: its slug in the link (?view=), its label on the switch, how it draws, what it reads from the link
 # and writes into it (only what decides its picture), and what of the link only the translation can judge.
 VIEWS = {v.label: v for v in (
+    View("walk", "Walk through the model", walk.walk_view, walk.read_link, walk.link_params),
     view_entry("cross"),
     view_entry("enc"),
     view_entry("dec"),
@@ -34,4 +35,6 @@ VIEWS = {v.label: v for v in (
     View("beam", "Beam search", interventions.beam_view, interventions.read_beam_link, interventions.beam_link),
 )}
 
-__all__ = ["Context", "VIEWS", "View"]
+DEFAULT_VIEW = "Cross-attention"  # what a new page shows: the walk is one click away, first on the switch
+
+__all__ = ["Context", "DEFAULT_VIEW", "VIEWS", "View"]

@@ -11,6 +11,9 @@
                                                            vs=off with off=..., vs=force with step and whatif)
     ?s=...&view=inside&kind=cross&layer=2&head=8&query=3   one query through one head (query counts from 0,
                                                            as the token positions on the page do)
+    ?s=...&view=cross&values=norms                         norm-based attention instead of the weights
+    ?s=...&view=contributions                              how much each word drew on the source (ALTI+)
+    ?s=...&view=walk&stop=5                                the walk through the model, at its 5th stop
 
 Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
 parameters that decide the current view are written, so links stay short. This module reads

@@ -1,0 +1,225 @@
+"""Walk through the model: the sentence on the page followed through the Transformer, in the order the
+tutorials teach it (token ids, embeddings and positions, scaled dot-product attention, multi-head, the
+encoder layer's residual, LayerNorm and feed-forward, masked decoder self-attention, cross-attention,
+the output layer and softmax, the greedy loop).
+
+One stop at a time: one picture with this sentence's real numbers, its equation, a few sentences, and
+a way into the detailed view. Every number comes from the model's own capture of one teacher-forced
+pass over the greedy output (`Translator.inside`, the cached call the "Inside a head" view uses) and
+from the translation itself, never from a second implementation.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+import viz
+from model.heads import KIND_NAMES
+
+from .attention import labels
+from .common import Context, chart, head_key, int_param, layer_key, literal, token_chips
+from .inside import inside
+from .share import page_view
+
+STOP_KEY = "walk_stop"  # the stop shown, from 0 (the link counts from 1)
+
+
+@dataclass(frozen=True)
+class Stop:
+    title: str
+    equation: str  # LaTeX
+    opens: str | None = None  # the detailed view one can open from here (its label on the switch)
+
+
+STOPS = [
+    Stop("1. Words become token ids", r"\text{sentence} \rightarrow \text{tokens} \rightarrow \text{ids}"),
+    Stop("2. Each id becomes a vector: embedding × √d plus position",
+         r"x_i = E[\mathrm{id}_i]\,\sqrt{d_{model}} + P[i]", "Positional encodings"),
+    Stop("3. Scaled dot-product attention, one head", r"\mathrm{Attention}(Q,K,V) = "
+         r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V", "Inside a head"),
+    Stop("4. Multi-head: every head of the layer at once", r"\mathrm{MultiHead}(x) = "
+         r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O", "Encoder self-attention"),
+    Stop("5. Residual connection and LayerNorm", r"x' = \mathrm{LayerNorm}(x + \mathrm{MultiHead}(x))"),
+    Stop("6. The feed-forward network", r"y = \mathrm{LayerNorm}(x' + \max(0,\, x'W_1 + b_1)\,W_2 + b_2)"),
+    Stop("7. The encoder stack", r"x^{(l+1)} = \mathrm{EncoderLayer}(x^{(l)}), \quad "
+         r"\mathrm{memory} = x^{(N)}", "Encoder self-attention"),
+    Stop("8. Masked decoder self-attention", r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V, "
+         r"\quad M_{ij} = -\infty \text{ for } j > i", "Decoder self-attention"),
+    Stop("9. Cross-attention: the decoder reads the German", r"Q = \text{decoder state},\ "
+         r"K = V = \text{memory (encoder output)}", "Cross-attention"),
+    Stop("10. The output layer and softmax: the next word", r"p(y_t \mid y_{<t}, x) = "
+         r"\mathrm{softmax}(h_t W_{out} + b_{out}), \quad y_t = \arg\max p", "Decoding trace"),
+    Stop("11. The loop: the chosen word goes back in", r"y_t = \arg\max_w p(w \mid y_1 \dots y_{t-1}, x), "
+         r"\ \text{until } \langle eos \rangle", "Decoding trace"),
+]
+
+
+def read_link(params, cfg, notes: list):
+    stop = int_param(params, "stop", 1, len(STOPS), notes)
+    if stop is not None:
+        st.session_state[STOP_KEY] = stop - 1
+
+
+def link_params(cfg) -> dict:
+    return {"stop": str(st.session_state.get(STOP_KEY, 0) + 1)}
+
+
+def move(by: int):
+    st.session_state[STOP_KEY] = min(max(st.session_state.get(STOP_KEY, 0) + by, 0), len(STOPS) - 1)
+
+
+def open_view(label: str, kind: str | None = None, layer: int | None = None):
+    """Leave the walk for a detailed view, at the layer (and the mean of heads) this stop showed."""
+    if kind is not None:
+        st.session_state[layer_key(kind)], st.session_state[head_key(kind)] = layer, "mean"
+    st.session_state.view = label
+
+
+@st.fragment
+@page_view
+def walk_view(ctx: Context):
+    r = ctx.result
+    n = st.session_state.setdefault(STOP_KEY, 0)
+    stop = STOPS[n]
+    nav = st.container(horizontal=True, vertical_alignment="center")
+    nav.button("◂ Previous", on_click=move, args=(-1,), disabled=n == 0, shortcut="left", key="walk_prev")
+    nav.button("Next ▸", on_click=move, args=(1,), disabled=n == len(STOPS) - 1, shortcut="right", key="walk_next")
+    nav.caption(f"Stop {n + 1} of {len(STOPS)} · the ← and → keys step too")
+    st.markdown(f"#### {stop.title}")
+    st.latex(stop.equation)
+    ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
+    word = 1 if len(r.src_tokens) > 2 else 0  # the first real word: the token the pictures follow
+    DRAW[n](ctx, ins, word)
+    if stop.opens:
+        kind = next((k for k, name in KIND_NAMES.items() if name == stop.opens), None)
+        layer = {"Encoder self-attention": 0 if n == 3 else ctx.cfg.n_enc_layers - 1, "Decoder self-attention": 0,
+                 "Cross-attention": ctx.cfg.n_dec_layers - 1}.get(stop.opens)
+        st.button(f"Open “{stop.opens}” for every detail", on_click=open_view, args=(stop.opens, kind, layer),
+                  key="walk_open")
+
+
+def text(*sentences: str):
+    st.markdown(" ".join(sentences))
+
+
+def tokens_and_ids(ctx: Context, ins, word: int):
+    r = ctx.result
+    ids = ctx.translator.source_ids(r.source)[1]
+    text("The German is lowercased and cut into tokens (spaCy's rules), and each token is looked up in the "
+         f"model's vocabulary of {ctx.cfg.src_vocab_size:,} German tokens; an unknown one becomes `<unk>` (id 0).",
+         "`<sos>` and `<eos>` mark where the sentence starts and ends.")
+    st.dataframe({"position": list(range(len(ids))), "token": r.src_tokens, "id": ids}, hide_index=True)
+
+
+def embedding(ctx: Context, ins, word: int):
+    e, tok = ins.embedding["src"], ins.src_tokens[word]
+    D = e["tokens"].shape[1]
+    text(f"Token “{literal(tok)}” at position {word}: its learned embedding row times √{D} = "
+         f"{np.sqrt(D):.1f}, plus the vector of position {word} ({ctx.cfg.positions} positions).",
+         "Their sum is what the first encoder layer reads.")
+    rows = np.stack([e["tokens"][word], e["positions"][word], e["tokens"][word] + e["positions"][word]])
+    chart(viz.vector_strips(rows, ["embedding × √d", f"position {word}", "sum: x"], value="value",
+                            title=f"“{tok}”: {D} numbers each"), key="walk_embedding", name="walk-embedding")
+
+
+def one_head(ctx: Context, ins, word: int):
+    tr = ins.head("enc", 0, 0, word)
+    text(f"Encoder layer 1, head 1, for “{literal(tr.query_token)}”: its query q meets every token's key k.",
+         f"The scores q·k are divided by √{len(tr.q)} and a softmax turns them into weights that sum to 1;",
+         "the head's output is the weighted sum of the value vectors v.")
+    chart(viz.score_chain(tr.key_tokens, tr.scores, tr.scaled, tr.weights, tr.mask,
+                          title=f"q·k → scaled → softmax, for “{tr.query_token}”"), key="walk_head", name="walk-head")
+
+
+def all_heads(ctx: Context, ins, word: int):
+    maps = ctx.result.encoder_attentions[:1]
+    H = maps.shape[1]
+    text(f"The layer runs {H} such heads side by side, each with its own W_Q, W_K, W_V on a "
+         f"{ctx.cfg.d_model // H}-dimensional slice; they look at different things.",
+         "W_O mixes their outputs back into one vector per token.")
+    (q, q_unk), (k, k_unk) = labels(ctx.result, "src"), labels(ctx.result, "src")
+    chart(viz.model_view(maps, q, k, query_unknown=q_unk, key_unknown=k_unk,
+                         title=f"Encoder layer 1: all {H} heads"), key="walk_heads", name="walk-heads",
+          width="content")
+
+
+def add_norm(ctx: Context, ins, word: int):
+    a = ins.sublayers["enc"]
+    text("The attention output is added to what came in (the residual connection keeps the token's own "
+         "information), and LayerNorm rescales the sum to mean 0 and variance 1, then by learned weights.")
+    rows = np.stack([a[name][0, word] for name in ("x", "attn_out", "residual", "normed")])
+    chart(viz.vector_strips(rows, ["x (input)", "attention output", "x + attention", "LayerNorm"],
+                            title=f"Encoder layer 1, “{ins.src_tokens[word]}”"), key="walk_addnorm",
+          name="walk-add-norm")
+
+
+def feed_forward(ctx: Context, ins, word: int):
+    f, a = ins.ffn["encoder"], ins.sublayers["enc"]
+    hidden = f["hidden"][0, word]
+    text(f"Each token then goes alone through the same two-layer network: {hidden.size} hidden units, of which "
+         f"ReLU keeps {int((hidden > 0).sum())} here, and back to {ctx.cfg.d_model}.",
+         "Again a residual connection and a LayerNorm; the result is the layer's output.")
+    chart(viz.vector_strips(hidden[None], ["hidden units (after ReLU)"], title="max(0, x'W₁ + b₁)"),
+          key="walk_hidden", name="walk-ffn-hidden")
+    rows = np.stack([a["normed"][0, word], f["residual"][0, word], a["layer_output"][0, word]])
+    chart(viz.vector_strips(rows, ["x' (input)", "x' + FFN(x')", "LayerNorm: layer output"],
+                          title=f"Encoder layer 1, “{ins.src_tokens[word]}”"), key="walk_ffn", name="walk-ffn")
+
+
+def encoder_stack(ctx: Context, ins, word: int):
+    out = ins.sublayers["enc"]["layer_output"]
+    text(f"{out.shape[0]} such layers, one after the other: each reads the previous one's output.",
+         "The last layer's vectors, one per German token, are the memory the decoder will read.")
+    rows = np.stack([ins.sublayers["enc"]["x"][0, word], *out[:, word]])
+    chart(viz.vector_strips(rows, ["input", *(f"after layer {i + 1}" for i in range(out.shape[0]))],
+                            title=f"“{ins.src_tokens[word]}” through the encoder"), key="walk_stack",
+          name="walk-encoder-stack")
+
+
+def masked_self(ctx: Context, ins, word: int):
+    r = ctx.result
+    text("The decoder writes English one token at a time. Its self-attention may look only at what is already "
+         "written: the future is masked (grey), so row t sees tokens 0 to t.")
+    q, _ = labels(r, "tgt")
+    chart(viz.attention_heatmap(r.decoder_attentions[0].mean(0), q, q, causal=True,
+                                title="Decoder layer 1, mean of heads"), key="walk_masked", name="walk-masked",
+          width="content")
+
+
+def cross(ctx: Context, ins, word: int):
+    r = ctx.result
+    L = r.cross_attentions.shape[0]
+    text("In every decoder layer, after its self-attention, each English position asks the German: the queries "
+         "come from the decoder, the keys and values from the encoder's memory.",
+         "Here, where the last layer's heads looked, on average, while choosing each word.")
+    (q, _), (k, k_unk) = labels(r, "tgt"), labels(r, "src")
+    chart(viz.attention_heatmap(r.cross_attentions[L - 1].mean(0), q, k, key_unknown=k_unk,
+                                title=f"Cross-attention, layer {L}, mean of heads"), key="walk_cross",
+          name="walk-cross", width="content")
+
+
+def output_layer(ctx: Context, ins, word: int):
+    s = ctx.result.steps[0]
+    text(f"The decoder's last vector goes through one linear layer to a score for each of the "
+         f"{ctx.cfg.tgt_vocab_size:,} English tokens, and the softmax makes them probabilities.",
+         f"Greedy decoding takes the most likely: “{literal(s.token)}” with {s.prob:.3f}.")
+    chart(viz.candidates_bar(s.top, s.token, title="Step 1: the most likely next tokens"), key="walk_output",
+          name="walk-output")
+
+
+def loop(ctx: Context, ins, word: int):
+    steps = [s.token for s in ctx.result.steps]
+    text("The chosen token is appended to the decoder's input and everything from stop 8 runs again for the "
+         f"next position, until the model chooses `<eos>`: {len(steps)} steps for this sentence.",
+         "The decoding trace goes through them one by one.")
+    for t in range(min(len(steps), 6)):
+        st.markdown(f"Step {t + 1}: " + token_chips(["<sos>", *steps[:t]]) + " → "
+                    + token_chips([steps[t]], current=0), unsafe_allow_html=True)
+    if len(steps) > 6:
+        st.caption(f"… and {len(steps) - 6} more steps.")
+
+
+DRAW = [tokens_and_ids, embedding, one_head, all_heads, add_norm, feed_forward, encoder_stack, masked_self, cross,
+        output_layer, loop]
+assert len(DRAW) == len(STOPS)
