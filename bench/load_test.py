@@ -2,6 +2,7 @@
 
     python bench/load_test.py [--sessions 5 10 20] [--memory 100 300 600] [--abuse]
     python bench/load_test.py --proxy 2 --sessions 40 --lost 20
+    python bench/load_test.py --sessions 20 --heavy 2
 
 Starts one `streamlit run app.py` on 127.0.0.1 (or, with --proxy N, deploy/serve.sh: nginx in front of N
 replicas) and drives headless Chromium sessions with Playwright.
@@ -15,6 +16,11 @@ replicas) and drives headless Chromium sessions with Playwright.
   that brought the translation back), and beside it the time until the page showed it. The
   browsers share the server's cores here, so they run at nice 19 (--nice), standing for the
   students' own machines; the server keeps its priority.
+--heavy K: each round twice, side by side: as above, then again while K more sessions keep opening the
+  heaviest views (live head importance, contributions, beam search of width 8) by link, each on a new
+  100-token sentence (no cache helps them). The page runs such computations one at a time server-wide
+  (views/common.py, HEAVY): the classroom must keep its bar at 20 sessions. Prints both rounds and how
+  many heavy pages were drawn meanwhile, and how long they took.
 --memory: the server's resident memory after that many different sentences, each opened with an
   intervention (heads switched off, beam search, a reference), four sessions at a time
   (bar: <= 1 GB at 600).
@@ -174,6 +180,35 @@ async def sessions_round(browser, base: str, sentences: list[str], expected: dic
     arrived, shown = [g["arrived"] for g in got], [g["shown"] for g in got]
     return {"n": n, "median": statistics.median(arrived), "max": max(arrived), "shown_median": statistics.median(shown),
             "shown_max": max(shown), "wrong": wrong, "errors": errors, "replicas": replicas}
+
+
+HEAVY_VIEWS = ({"view": "importance"}, {"view": "contributions"}, {"view": "beam", "beam": "8"})
+
+
+def long_sentence(i: int) -> str:
+    """A different 100-token sentence for each i: 90 nouns with commas in an order of its own (bench/heavy_views.py:
+    the model's longest output, 50 tokens), cut at the model's 100 positions as the page cuts it."""
+    import random
+
+    from bench.heavy_views import NOUNS
+
+    return ", ".join(random.Random(i).sample(NOUNS * 9, 90))
+
+
+async def heavy_loop(browser, base: str, who: int, stop: asyncio.Event, done: list):
+    """One session opening the heavy views by link, one after another, until `stop`: (view, seconds) to `done`."""
+    ctx = await browser.new_context(viewport={"width": 1300, "height": 1000})
+    page = await ctx.new_page()
+    i = 0
+    while not stop.is_set():
+        params = {"s": long_sentence(1000 * who + i), **HEAVY_VIEWS[i % len(HEAVY_VIEWS)]}
+        start = time.perf_counter()
+        await page.goto(base + "?" + urllib.parse.urlencode(params), timeout=TIMEOUT_MS)
+        await page.locator(".translation").wait_for(timeout=TIMEOUT_MS)
+        await idle(page)
+        done.append((params["view"], time.perf_counter() - start))
+        i += 1
+    await ctx.close()
 
 
 def expected_outputs(sentences: list[str], n_max: int) -> dict:
@@ -480,11 +515,22 @@ async def main_async(args) -> int:
             for _ in range(args.proxy or 1):  # the first run loads the model (the proxy takes turns: each replica)
                 _, warm, _ = await open_session(browser, base)
                 await translation_of(warm, "Ein Hund.", False)
-            for n in args.sessions or []:
+            for n, heavy in [(n, h) for n in args.sessions or [] for h in ([0, args.heavy] if args.heavy else [0])]:
                 cpu0, me0 = cpu_seconds(proc.pid), cpu_seconds(os.getpid())
+                stop, heavy_done = asyncio.Event(), []
+                loops = [asyncio.create_task(heavy_loop(browser, base, k, stop, heavy_done)) for k in range(heavy)]
+                if heavy:
+                    await asyncio.sleep(3)  # the heavy sessions are under way when the class presses Enter
                 r = await sessions_round(browser, base, sentences, expected, n)
+                stop.set()
+                await asyncio.gather(*loops)
                 cpu, me = cpu_seconds(proc.pid) - cpu0, cpu_seconds(os.getpid()) - me0
                 bar = n != 20 or args.proxy or (r["median"] <= 4 and r["max"] <= 10)
+                if heavy:
+                    seconds = [s for _, s in heavy_done]
+                    print(f"    with {heavy} more sessions on the heaviest views meanwhile ({len(heavy_done)} heavy pages "
+                          f"drawn, {statistics.median(seconds):.1f} s median, {max(seconds):.1f} s max each):",
+                          flush=True)
                 print(f"{n:3d} sessions: Enter -> translation at the browser median {r['median']:.2f} s, max "
                       f"{r['max']:.2f} s (drawn in the page: median {r['shown_median']:.2f} s, max "
                       f"{r['shown_max']:.2f} s); wrong results {len(r['wrong'])}, page errors {len(r['errors'])}"
@@ -540,6 +586,8 @@ def main():
     ap.add_argument("--nice", type=int, default=19,
                     help="niceness of this script and its browsers (the server keeps 0); 0 to share equally")
     ap.add_argument("--abuse", action="store_true", help="misbehaving sessions beside a well-behaved one")
+    ap.add_argument("--heavy", type=int, default=0, metavar="K",
+                    help="repeat each round with K sessions on the heaviest views and 100-token sentences")
     ap.add_argument("--proxy", type=int, default=0, metavar="N",
                     help="through deploy/serve.sh: nginx in front of N replicas (needs nginx)")
     ap.add_argument("--lost", type=int, default=0, metavar="SESSIONS",
