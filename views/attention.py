@@ -15,7 +15,8 @@ from model.heads import KIND_NAMES, Head, n_layers
 from model.result import Translation
 
 from . import compare
-from .common import Context, View, chart, head_key, int_param, layer_key, literal, pick_head, subtitle, weighted_norms
+from .common import (Context, View, chart, head_key, int_param, layer_key, literal, map_table, pick_head, subtitle,
+                     table_labels, weighted_norms)
 from .export import downloads
 from .share import page_view
 
@@ -33,6 +34,10 @@ CAPTIONS = {
 
 
 VALUES = {"weights": "weights α", "norms": "weighted norms ‖α·f(x)‖"}  # what the maps draw: ?values=norms
+# What a map's table holds, rows then columns (its accessible name says so).
+TABLE_AXES = {"enc": "German tokens (queries), columns: German tokens (keys)",
+              "dec": "English steps (the token read → the token chosen), columns: English tokens so far (keys)",
+              "cross": "English steps (the token read → the token chosen), columns: German tokens (keys)"}
 
 
 def labels(r: Translation, side: str):
@@ -144,11 +149,11 @@ def attention_view(ctx: Context, kind: str):
                        "page's own run alone (pick “nothing” to compare with).")
             shown = replace(shown, norms=False)
         first_name, second_name, other = second
-        for col, (name, result, key) in zip(st.columns(2), ((first_name, ctx.result, "a"),
-                                                            (second_name, other, "b"))):
+        for col, (name, result, key, which) in zip(st.columns(2), ((first_name, ctx.result, "a", "first"),
+                                                                   (second_name, other, "b", "second"))):
             with col:
                 st.markdown(compare.header(name, result))
-                draw(result, shown, key, width="stretch")
+                draw(result, shown, key, width="stretch", table_label=f"Show the {which} map as a table")
         difference(ctx.result, other, shown, second_name)
     if norms:
         st.caption("Weighted norms ‖α·f(x)‖ (Kobayashi et al., EMNLP 2020): each cell is the weight times the length "
@@ -210,9 +215,21 @@ class Shown:
         return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {name}" + (", norms ‖α·f(x)‖" if self.norms else "")
 
 
-def draw(result: Translation, shown: Shown, key: str, width="content", maps=None):
-    """The chosen map of one run, as a heatmap or as lines; maps: the norms to draw instead of the weights."""
+def draw(result: Translation, shown: Shown, key: str, width="content", maps=None, table_label="Show as a table"):
+    """The chosen map of one run, as a heatmap or as lines, and its numbers as a table; maps: the norms to draw
+    instead of the weights."""
     maps = getattr(result, FIELDS[shown.kind]) if maps is None else maps
+    picture(result, shown, key, width, maps)
+    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
+    picked = one_map(maps, shown.layer, shown.head, shown.norms)  # the numbers, however they are drawn
+    map_table(picked, table_labels(q_tokens, q_unk), table_labels(k_tokens, k_unk),
+              f"{shown.title(maps.shape[1])}{'' if shown.norms else ', weights'}; rows: {TABLE_AXES[shown.kind]}",
+              key=f"{shown.kind}_{key}_table", corner="query \\ key", label=table_label,
+              masked=viz.causal_mask(*picked.shape) if shown.kind == "dec" else None)
+
+
+def picture(result: Translation, shown: Shown, key: str, width, maps):
+    """The map as a heatmap, or its layer as lines."""
     (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
     name = f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}" + ("-norms" if shown.norms else "")
     title = shown.title(maps.shape[1])
@@ -265,3 +282,7 @@ def difference(first: Translation, second: Translation, shown: Shown, second_nam
                                                   f"{first.source} | {second.source}")),
           key=f"{shown.kind}_diff", name=f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}-difference",
           width="content")
+    map_table(b - a, table_labels(both(qa, qb)), table_labels(both(ka, kb)),
+              f"Difference, {second_name} minus the first: {shown.title(getattr(first, FIELDS[shown.kind]).shape[1])}; "
+              f"rows: {TABLE_AXES[shown.kind]}", key=f"{shown.kind}_diff_table", corner="query \\ key",
+              masked=viz.causal_mask(*a.shape) if shown.kind == "dec" else None, label="Show the difference as a table")

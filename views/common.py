@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 import viz
@@ -283,6 +285,14 @@ def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
 # of hiding the last heads in a horizontal scroll. Below 1100 px, three or more charts side by side (the
 # layers x heads grids of importance and statistics) stack instead: a third of 800 px left 11 px a head,
 # too narrow for the numbers in the cells.
+# Contrast (axe-core, tests/test_access.py; WCAG 2.1 AA asks 4.5:1 of text this size): Streamlit's caption grey
+# reads 3.9:1 on the light theme's white, and the primary red of a picked segment or pill, and of a slider's value,
+# 4.5:1 on its pink (light) and 3.6:1 (dark). Captions take the theme's text colour at 80% instead (6:1 light,
+# 10:1 dark: still quieter than the body), and picked segments the text colour itself: the primary-coloured
+# border and tint still mark them.
+# Focus: Streamlit's focus ring is the primary colour at 50% alpha, about 2:1 against the page, under the 3:1
+# a focus indicator needs; a solid outline in the element's own text colour adds it, in both themes.
+# !important where Streamlit's own class rules (`outline: none`, the primary colour) outrank a rule on the element.
 CSS = """<style>
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
        background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
@@ -292,6 +302,10 @@ CSS = """<style>
 .chip.del {background:rgba(220,38,38,0.14); border-color:rgba(220,38,38,0.55); text-decoration:line-through}
 .chip.add {background:rgba(22,163,74,0.18); border-color:rgba(22,163,74,0.65); font-weight:600}
 .translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
+div[data-testid="stCaptionContainer"] {color:inherit; opacity:0.8}
+[data-testid="stButtonGroup"] button:is([aria-checked="true"], [aria-pressed="true"]) {color:inherit !important}
+div[data-testid="stSliderThumbValue"] {color:inherit !important}
+:is(button, a, summary):focus-visible {outline:2px solid currentColor !important; outline-offset:2px}
 [data-testid="stButtonGroup"] [role="toolbar"] {flex-wrap:wrap; overflow-x:visible}
 @media (max-width: 1100px) {
   [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"]) {
@@ -323,6 +337,54 @@ def token_chips(tokens, unknown=None, current=None) -> str:
         tip = ' title="unknown to the model: read as &lt;unk&gt;"' if u else ""
         chips.append(f'<span class="{cls}"{tip}>{html.escape(t) or "&nbsp;"}</span>')
     return " ".join(chips)
+
+
+def table_labels(tokens, unknown=None) -> list[str]:
+    """Row or column names of a map's table: 'i: token', marked ' [unk]' where the model does not know it.
+
+    Positions keep repeated tokens apart (a table's names must be unique); blank tokens get the figures' stand-ins.
+    """
+    unknown = unknown if unknown is not None else [False] * len(tokens)
+    return [f"{i}: {t if t.strip() else '␣' if t else '∅'}{' [unk]' if u else ''}"
+            for i, (t, u) in enumerate(zip(tokens, unknown))]
+
+
+def map_frame(values, row_labels, col_labels, masked=None, digits: int = 4) -> pd.DataFrame:
+    """A map (R, C) as a DataFrame: row labels as the index, column labels as the columns, values rounded to
+    `digits`, NaN where `masked` (R, C) is True (a future position the decoder may not see)."""
+    v = np.asarray(values, dtype=float)
+    assert v.shape == (len(row_labels), len(col_labels)), \
+        f"a {v.shape} map needs as many row and column labels, got {len(row_labels)} and {len(col_labels)}"
+    assert len(set(row_labels)) == len(row_labels) and len(set(col_labels)) == len(col_labels), \
+        "table labels must be unique: name tokens with table_labels (their positions keep repeats apart)"
+    if masked is not None:
+        v = np.where(np.asarray(masked, bool), np.nan, v)
+    return pd.DataFrame(v.round(digits), index=list(row_labels), columns=list(col_labels))
+
+
+def map_table(values, row_labels, col_labels, caption: str, *, key: str, masked=None, digits: int = 4,
+              corner: str = "", label: str = "Show as a table") -> pd.DataFrame | None:
+    """The "show as a table" alternative under a chart, for screen readers and for reading exact numbers.
+
+    A toggle (off: nothing is built or sent), then an HTML table (st.table: screen readers walk it cell by cell
+    with its row and column names) of map_frame's numbers, and map_frame's DataFrame returned (None while off).
+    caption: the table's accessible name (what the chart shows); corner: the index's name, e.g. "query \\ key".
+    st.table renders Markdown, so every name goes through `literal`: a token such as **x** or <b> shows as typed.
+    """
+    if not st.toggle(label, key=key, help=f"The numbers of this chart as a table: {caption}."):
+        return None
+    df = map_frame(values, row_labels, col_labels, masked, digits)
+    hidden = np.zeros(df.shape, bool) if masked is None else np.asarray(masked, bool)
+    text = [["masked" if m else "–" if np.isnan(x) else f"{x:.{digits}f}" for x, m in zip(row, row_hidden)]
+            for row, row_hidden in zip(df.to_numpy(), hidden)]  # –: a value the statistic does not define
+    shown = pd.DataFrame(text, index=pd.Index([literal(r) for r in df.index], name=literal(corner) or None),
+                         columns=[literal(c) for c in df.columns])
+    # A height in pixels (about a row's, capped) makes the table a scroll region that takes the keyboard's focus:
+    # without one, a wide table in a narrow column scrolls sideways out of the keyboard's reach.
+    st.table(shown, alt=caption, height=min(37 * (len(df) + 1) + 3, 560))
+    if hidden.any():
+        st.caption("masked: a later position, which this step may not look at.")
+    return df
 
 
 def diff_chips(diff) -> str:

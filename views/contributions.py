@@ -17,7 +17,8 @@ import viz
 from model.export import _csv, table_csv
 
 from .attention import labels
-from .common import Context, chart, checkpoint_json, contributions, literal, subtitle, waiting_notice
+from .common import (Context, chart, checkpoint_json, contributions, literal, map_table, subtitle, table_labels,
+                     waiting_notice)
 from .export import downloads
 from .share import page_view
 
@@ -76,9 +77,18 @@ def contributions_view(ctx: Context):
                               key_unknown=result.src_unknown, stretch=True, key_axis="source token",
                               query_axis="step: the token read → the token chosen",
                               title=f"Cross-attention, mean of {L} layers × {H} heads"))
-    for col, fig, key in zip(st.columns(3), maps, ("source", "prefix", "attention")):
+    steps = [f"step {t + 1}: {r}" for t, r in enumerate(rows)]  # counted from 1, as the hover and the CSV count
+    source, prefix = table_labels(result.src_tokens, result.src_unknown), table_labels(result.tgt_tokens)
+    tables = ((c.source, source, None, "ALTI+ contributions of the source tokens"),
+              (c.prefix, prefix, viz.causal_mask(len(steps), len(prefix)), "ALTI+ contributions of the prefix tokens"),
+              (result.cross_attentions.mean(axis=(0, 1)), source, None,
+               f"Cross-attention weights, mean of {L} layers × {H} heads"))
+    for col, fig, key, (values, columns, masked, what) in zip(st.columns(3), maps, ("source", "prefix", "attention"),
+                                                              tables):
         with col:
             chart(fig, key=f"contrib_{key}", name=f"contributions-{key}", width="stretch")
+            map_table(values, steps, columns, f"{what}; rows: steps (the token read → the token chosen)",
+                      key=f"contrib_{key}_table", corner="step \\ token", masked=masked)
     st.markdown(WHAT_IT_MEASURES)
     downloads(ctx, extra=[
         ("Contributions (JSON)", "contributions.json", "application/json",

@@ -15,7 +15,7 @@ import viz
 from model.flow import coverage, rollout
 
 from .attention import labels
-from .common import Context, chart, decoder_lens, diff_chips, subtitle, waiting_notice
+from .common import Context, chart, decoder_lens, diff_chips, map_table, subtitle, table_labels, waiting_notice
 from .export import downloads
 from .share import page_view
 
@@ -33,6 +33,10 @@ def flow_view(ctx: Context):
     chart(viz.coverage_bars(result.src_tokens, received[layer].mean(axis=0), unknown=result.src_unknown,
                             title=f"Coverage, layer {layer + 1}, mean of the {cfg.n_heads} heads"),
           key="flow_coverage", name=f"coverage-layer{layer + 1}")
+    map_table(received[layer].mean(axis=0)[:, None], table_labels(result.src_tokens, result.src_unknown),
+              ["attention received"], f"Coverage, decoder layer {layer + 1}, mean of the {cfg.n_heads} heads: the "
+              "cross-attention each German token received over the whole translation", key="flow_coverage_table",
+              corner="German token")
     st.markdown("**Attention rollout** (Abnar & Zuidema, 2020)")
     st.caption("Which German words each output token draws on, carried through the encoder: every encoder layer's "
                "mean attention is mixed with the residual as 0.5·I + 0.5·A, the layers are multiplied, and the "
@@ -45,6 +49,10 @@ def flow_view(ctx: Context):
                                 stretch=True,  # rollout spreads weight thinly: 0-1 would be one dark square
                                 subtitle=subtitle(result.source)),
           key="flow_rollout", name=f"rollout-layer{layer + 1}", width="content")
+    map_table(flow, table_labels(q_tokens), table_labels(result.src_tokens, result.src_unknown),
+              f"Attention rollout through the encoder, then cross-attention of decoder layer {layer + 1}; rows: "
+              "English steps (the token read → the token chosen), columns: German tokens",
+              key="flow_rollout_table", corner="step \\ German token")
     lens = encoder_layers(ctx)
     downloads(ctx, shown_map=(f"rollout-layer{layer + 1}", np.asarray(flow), result.tgt_tokens, result.src_tokens),
               extra=[("DecoderLens (JSON)", "decoderlens.json", "application/json",

@@ -11,6 +11,7 @@ from model.heads import KIND_NAMES, Head
 from .common import Context, chart, checkpoint_json, open_head, sentence_importance, waiting_notice
 from .export import downloads
 from .share import page_view
+from .stats import grid_table
 
 
 @page_view
@@ -43,6 +44,8 @@ def this_sentence(ctx: Context):
         with col:
             chart(viz.importance_heatmap(rise[kind], title=label, value="loss rise", lim=lim, digits=3),
                   key=f"importance_now_{kind}")
+            grid_table(rise[kind], f"Loss rise of this sentence with each head alone switched off, {label}",
+                       key=f"importance_now_{kind}_table")
 
 
 def corpus_importance(ctx: Context, table: dict):
@@ -69,6 +72,8 @@ def corpus_importance(ctx: Context, table: dict):
         with col:
             chart(viz.importance_heatmap(values[kind], title=label, value=metric, lim=lim, interval=ci,
                                          digits=digits), key=f"importance_{kind}")
+            grid_table(values[kind], f"Test set {metric} with each head alone switched off, {label}",
+                       key=f"importance_{kind}_table")
     ranked = sorted(((float(d), Head(k, i, h)) for k, v in drops.items() for (i, h), d in np.ndenumerate(v)),
                     key=lambda dh: (dh[0], dh[1].spec()), reverse=True)
     rise = {Head(k, i, h): float(r) for k, v in rises.items() for (i, h), r in np.ndenumerate(v)}

@@ -11,7 +11,7 @@ import viz
 from model.heads import KIND_NAMES, n_layers
 
 from .attention import labels
-from .common import Context, chart, int_param, load_translator, weighted_norms
+from .common import Context, chart, int_param, load_translator, map_table, table_labels, weighted_norms
 from .export import downloads
 from .share import page_view
 
@@ -129,6 +129,11 @@ def inside_view(ctx: Context):
          "vector moves the query little; hover a bar for ‖f(x)‖ itself.")
     chart(viz.weights_and_norms(tr.key_tokens, tr.weights, norms[layer, head, query], tr.mask), key="inside_norms",
           name="weights-and-norms")
+    hidden = ~np.asarray(tr.mask, bool)  # (K,): keys the query may not see
+    map_table(np.stack([tr.scores, tr.scaled, tr.weights, norms[layer, head, query]], axis=1),
+              table_labels(tr.key_tokens), ["score q·k", f"scaled q·k / √{hs}", "weight α", "‖α·f(x)‖"],
+              f"{name}: for every key, its score, scaled score, weight and weighted norm",
+              key="inside_keys_table", corner="key", masked=np.repeat(hidden[:, None], 4, axis=1))
     step("5. All heads together, then W_O, the residual and LayerNorm",
          f"The {cfg.n_heads} heads' outputs are concatenated ({cfg.n_heads} × {hs} = {D}) and projected by W_O; "
          "the result is added to x (the residual connection) and normalised (LayerNorm, post-LN as in the "

@@ -11,7 +11,7 @@ from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
 from .common import (Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
-                     int_param, score_reference, text_param, translate, waiting_notice)
+                     int_param, map_table, score_reference, table_labels, text_param, translate, waiting_notice)
 from .export import downloads
 from .share import page_view
 
@@ -108,11 +108,15 @@ def reference_view(ctx: Context):
     layer = st.segmented_control("Layer", list(range(ctx.cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
                                  key="reference_layer", default=ctx.cfg.n_dec_layers - 1, required=True)
     for r, name in ((forced, "teacher-forced on the reference"), (result, "the model's own output")):
-        chart(viz.attention_heatmap(viz.select_head(r.cross_attentions, layer, None),
-                                    viz.predicting(r.tgt_tokens, [s.token for s in r.steps]),
-                                    r.src_tokens, key_unknown=r.src_unknown,
-                                    title=f"Cross-attention, layer {layer + 1}, mean of heads: {name}"),
-              key=f"reference_{'forced' if r is forced else 'free'}", width="content")
+        weights, rows = viz.select_head(r.cross_attentions, layer, None), viz.predicting(r.tgt_tokens,
+                                                                                          [s.token for s in r.steps])
+        title, key = f"Cross-attention, layer {layer + 1}, mean of heads: {name}", "forced" if r is forced else "free"
+        chart(viz.attention_heatmap(weights, rows, r.src_tokens, key_unknown=r.src_unknown, title=title),
+              key=f"reference_{key}", width="content")
+        map_table(weights, table_labels(rows), table_labels(r.src_tokens, r.src_unknown),
+                  f"{title}; rows: English steps (the token read → the token chosen), columns: German tokens",
+                  key=f"reference_{key}_table", corner="query \\ key",
+                  label=f"Show the {'teacher-forced' if r is forced else 'own output'} map as a table")
     downloads(ctx, extra=[("Reference, teacher-forced (CSV)", "reference-steps.csv", "text/csv",
                            lambda: steps_csv(forced))])
 

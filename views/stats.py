@@ -15,7 +15,7 @@ from model.export import table_csv
 from model.head_stats import APPLIES, DEFINITIONS, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
 
-from .common import Context, chart, checkpoint_json, literal, open_head
+from .common import Context, chart, checkpoint_json, literal, map_table, open_head
 from .export import downloads
 from .share import page_view
 
@@ -54,6 +54,13 @@ def table(stats: dict, cfg) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def grid_table(values, caption: str, key: str, digits: int = 4):
+    """The table under a layers x heads grid (views.importance draws the same grids)."""
+    L, H = np.shape(values)
+    map_table(values, [f"layer {i + 1}" for i in range(L)], [f"head {h + 1}" for h in range(H)], caption, key=key,
+              corner="layer \\ head", digits=digits)
+
+
 def row_picked(df: pd.DataFrame):
     """A picked row shows that head in its attention view (the view switch is outside this view: no fragment)."""
     rows = st.session_state.stats_table.selection.rows
@@ -87,6 +94,8 @@ def stats_view(ctx: Context):
             with col:
                 chart(viz.head_grid(grids[(name, kind)], title=KIND_NAMES[kind], value=NAMES[stat], low=low,
                                     high=high), key=f"stats_{name.split()[0]}_{kind}")
+                grid_table(grids[(name, kind)], f"{NAMES[stat]}, {KIND_NAMES[kind]}, {name}",
+                           key=f"stats_{name.split()[0]}_{kind}_table")
     if not corpus:
         st.info("No test-set statistics beside this checkpoint: `python -m model.head_stats --src "
                 "test_2016_flickr.de.gz` writes them.")
