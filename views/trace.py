@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 
 from .common import (MODEL_CHOICE, Context, alternatives, chart, cli_hint, diff_chips, int_param, load_translator,
-                     offers, token_chips, translate)
+                     map_table, offers, table_labels, token_chips, translate)
 from .export import downloads
 from .share import page_view
 
@@ -59,11 +59,16 @@ def trace_view(ctx: Context):
                "considered, how sure it was, and where each head looked while choosing.")
     b1, b2, b3 = st.columns([1, 1, 5], vertical_alignment="center")
     step_now = st.session_state.trace_step
-    b1.button("◀ Previous", on_click=set_step, args=(step_now - 1, n), disabled=step_now <= 1, width="stretch")
-    b2.button("Next ▶", on_click=set_step, args=(step_now + 1, n), disabled=step_now >= n, width="stretch")
+    # The arrow keys press these buttons anywhere on the page but in a text box, a list or the slider (which steps
+    # with them itself): Streamlit leaves those keys to the field that has them.
+    b1.button("◀ Previous", on_click=set_step, args=(step_now - 1, n), disabled=step_now <= 1, width="stretch",
+              shortcut="left", key="trace_previous")
+    b2.button("Next ▶", on_click=set_step, args=(step_now + 1, n), disabled=step_now >= n, width="stretch",
+              shortcut="right", key="trace_next")
     if n > 1:
         st.session_state.step_slider = step_now
         b3.slider("Step", 1, n, key="step_slider", on_change=slider_moved, args=(n,), label_visibility="collapsed")
+    st.caption("Keyboard: the ← and → keys step back and forward (Tab to the slider and they move it instead).")
     t = step_now - 1
     step = result.steps[t]
     st.markdown(f"**Step {t + 1} of {n}.** Output so far: " +
@@ -75,14 +80,23 @@ def trace_view(ctx: Context):
     c1, c2 = st.columns([2, 3])
     with c1:
         chart(viz.candidates_bar(list(step.top), step.token, title="Top candidates for this step"),
-                        key="trace_top")
+              key="trace_top")
+        map_table([[p] for _, p in step.top], table_labels([tok for tok, _ in step.top]), ["probability"],
+                  f"Top candidates for step {t + 1} and their probabilities", key="trace_top_table",
+                  corner="candidate")
         chart(viz.heads_at_step(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1],
-                                          title="Decoder self-attention at this step"), key="trace_self")
+                                title="Decoder self-attention at this step"), key="trace_self")
+        heads_table(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1], None,
+                    f"Decoder self-attention at step {t + 1}; rows: layer and head, columns: the English tokens so "
+                    "far", key="trace_self_table")
     with c2:
         chart(viz.heads_at_step(result.cross_attentions[:, :, t, :], result.src_tokens,
-                                          key_unknown=result.src_unknown,
-                                          title="Cross-attention at this step: where each head read the source"),
-                        key="trace_cross")
+                                key_unknown=result.src_unknown,
+                                title="Cross-attention at this step: where each head read the source"),
+              key="trace_cross")
+        heads_table(result.cross_attentions[:, :, t, :], result.src_tokens, result.src_unknown,
+                    f"Cross-attention at step {t + 1}; rows: layer and head, columns: the German tokens",
+                    key="trace_cross_table")
     logit_lens(ctx, t)
     alt = what_if(ctx, t)
     st.markdown("**All steps**")
@@ -91,6 +105,13 @@ def trace_view(ctx: Context):
         downloads(ctx)
     else:  # the what-if translation, recorded with its forced step
         downloads(ctx, result=alt, force={t: st.session_state.what_if})
+
+
+def heads_table(rows, key_tokens: list, key_unknown, caption: str, key: str, label: str = "Show as a table"):
+    """The table under a viz.heads_at_step chart: a row per layer and head (L*H), a column per key token."""
+    L, H, K = rows.shape
+    map_table(rows.reshape(L * H, K), [f"layer {i + 1}, head {h + 1}" for i in range(L) for h in range(H)],
+              table_labels(key_tokens, key_unknown), caption, key=key, corner="head \\ key", label=label)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -130,10 +151,12 @@ def what_if(ctx: Context, t: int):
     cli_hint(result.source, "--force", f"{t}:{choice}")
     if t + 1 < min(len(alt.steps), len(result.steps)):
         c1, c2 = st.columns(2)
-        with c1:
-            chart(viz.heads_at_step(result.cross_attentions[:, :, t + 1], result.src_tokens,
-                                    title=f"Original: cross-attention at step {t + 2}"), key="whatif_orig")
-        with c2:
-            chart(viz.heads_at_step(alt.cross_attentions[:, :, t + 1], alt.src_tokens,
-                                    title=f"What-if: cross-attention at step {t + 2}"), key="whatif_alt")
+        for col, (run, name, key) in zip((c1, c2), ((result, "Original", "whatif_orig"),
+                                                     (alt, "What-if", "whatif_alt"))):
+            with col:
+                chart(viz.heads_at_step(run.cross_attentions[:, :, t + 1], run.src_tokens,
+                                        title=f"{name}: cross-attention at step {t + 2}"), key=key)
+                heads_table(run.cross_attentions[:, :, t + 1], run.src_tokens, run.src_unknown,
+                            f"{name}: cross-attention at step {t + 2}; rows: layer and head, columns: the German "
+                            "tokens", key=f"{key}_table", label=f"Show the {name.lower()} map as a table")
     return alt
