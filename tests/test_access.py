@@ -1,0 +1,197 @@
+"""Keyboard and screen-reader access: every map's "show as a table" alternative (views.common.map_table), the
+decoding trace stepped with the arrow keys, a visible focus, and axe-core over every view in both themes.
+
+axe-core comes inside the axe-playwright-python package (its axe.min.js is injected into the page: no network).
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from bench.appserver import wait_idle
+from conftest import from_url
+from test_browser import browser, chromium, fresh_page, server  # noqa: F401  (fixtures: a Chromium, the app)
+from views.common import map_frame, table_labels
+
+SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
+LINK = "/?s=Zwei%20M%C3%A4nner%20spielen%20Fu%C3%9Fball%20auf%20einer%20Wiese."
+
+# Violations that are Streamlit's own, skipped by rule and by the element they are in (nothing else is skipped):
+SKIPPED = [
+    # st.code's syntax highlighting (Prism, Streamlit's palette for both themes): options such as `-m` in light
+    # blue reach 2.7:1 on the code block's grey, `echo` 3.6:1 (light) and 4.0:1 (dark). The command lines of
+    # views.common.cli_hint read the same without the colours, and the copy button takes them whole.
+    {"rule": "color-contrast", "selector": "[data-testid='stCode'] .token"},
+]
+
+
+# --- the table alternative (fast) ---------------------------------------------------------------------
+
+
+def test_table_labels_keep_repeats_apart_and_mark_unknown_words():
+    assert table_labels(["<sos>", "a", "a", " ", "", "<b>x</b>"], [False, True, False, False, False, False]) == \
+        ["0: <sos>", "1: a [unk]", "2: a", "3: ␣", "4: ∅", "5: <b>x</b>"]
+
+
+def test_map_frame_rounds_names_rows_and_columns_and_blanks_masked_cells():
+    w = np.array([[1.0, 0.0], [0.123456, 0.876544]])
+    df = map_frame(w, ["0: <sos> → a", "1: a → b"], ["0: <sos>", "1: a"], masked=np.triu(np.ones((2, 2), bool), 1))
+    assert list(df.index) == ["0: <sos> → a", "1: a → b"] and list(df.columns) == ["0: <sos>", "1: a"]
+    assert df.iloc[1, 0] == 0.1235 and df.iloc[1, 1] == 0.8765 and df.iloc[0, 0] == 1.0
+    assert np.isnan(df.iloc[0, 1])  # masked: no number, not 0
+    with pytest.raises(AssertionError, match="unique"):
+        map_frame(w, ["a", "a"], ["x", "y"])
+    with pytest.raises(AssertionError, match="labels"):
+        map_frame(w, ["a"], ["x", "y"])
+
+
+# --- the table alternative on the page (AppTest on the shipped model: slow) ---------------------------
+
+
+@pytest.mark.slow
+def test_the_map_table_holds_the_map_and_shows_hostile_tokens_as_text(monkeypatch, translator):
+    hostile = "Zwei **Männer** <b>spielen</b> $x$ Fußball."
+    at = from_url(monkeypatch, s=hostile, view="dec", layer="2", head="3")
+    assert not at.table  # off until asked: nothing is built or sent
+    at.toggle(key="dec_one_table").set_value(True).run()
+    assert not at.exception and len(at.table) == 1
+    shown = at.table[0].value
+    weights = translator.translate(hostile).decoder_attentions[1, 2]  # layer 2, head 3
+    T = weights.shape[0]
+    assert shown.shape == (T, T)
+    for q in range(T):
+        for k in range(T):
+            cell = shown.iloc[q, k]
+            assert cell == "masked" if k > q else abs(float(cell) - weights[q, k]) <= 5e-5, (q, k, cell)
+    # Every name is Markdown-inert: its characters as references, which st.table shows as the characters.
+    assert all("<" not in name and "*" not in name for name in [*shown.index, *shown.columns])
+    assert "0: &lt;sos&gt;" in shown.columns[0]
+
+
+# --- in the browser (slow) ----------------------------------------------------------------------------
+
+# The tables each view offers at least, on LINK (stats and importance: a grid per kind, sentence and test set).
+MAPS = {"cross": 1, "enc": 1, "dec": 1, "inside": 1, "trace": 3, "flow": 2, "contributions": 3, "stats": 3,
+        "importance": 3, "reference": 2}
+
+AXE_RUN = """async skipped => {
+    const result = await axe.run(document, {resultTypes: ["violations"], elementRef: true});
+    return result.violations.map(v => ({
+        id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.filter(n => !skipped.some(s => s.rule === v.id && n.element && n.element.closest(s.selector)))
+                      .map(n => ({target: n.target.join(" "), html: n.html.slice(0, 160),
+                                  why: (n.failureSummary || "").slice(0, 300)}))
+    })).filter(v => v.nodes.length);
+}"""
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's violations on the page as it is now, less SKIPPED."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE_SCRIPT)
+    return page.evaluate(AXE_RUN, SKIPPED)
+
+
+def show_tables(page, expected: int) -> int:
+    """Turn on every "… as a table" switch of the view by keyboard, one at a time (each redraws the view); the
+    number of tables then on the page. expected: how many the view has at least (it may draw them late)."""
+    switches = page.get_by_role("switch", name=re.compile(r"as a table$"))
+    if expected:  # a view that computes first (inside a head) draws its switches a moment after the run starts
+        switches.first.wait_for(timeout=60_000)
+    for on in range(1, 13):
+        off = [t for t in switches.all() if not t.is_checked()]
+        if not off:
+            break
+        off[0].focus()
+        page.keyboard.press("Space")  # as a keyboard or screen-reader user would
+        page.wait_for_function("n => document.querySelectorAll('[data-testid=stTable]').length >= n", arg=on,
+                               timeout=60_000)
+        wait_idle(page, 60_000)
+    return page.locator("[data-testid='stTable']").count()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_axe_violations_in_any_view(browser, server, scheme):
+    """Every view, its tables shown, in the light and the dark theme: no critical or serious axe-core violation
+    but those SKIPPED names (Streamlit's own); moderate and minor ones are printed."""
+    from views import VIEWS
+
+    ctx, pg, errors = fresh_page(browser, server + LINK, color_scheme=scheme)
+    switch = pg.get_by_role("radiogroup", name="View")
+    found, minor, tables = {}, {}, {}
+    for label, view in VIEWS.items():
+        switch.get_by_role("radio", name=label, exact=True).click()
+        pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=view.slug,
+                             timeout=60_000)
+        wait_idle(pg, 120_000)
+        if view.slug == "reference":
+            box = pg.get_by_label("English reference (the examples come with theirs)")
+            box.fill("Two men play soccer on a meadow.")
+            box.press("Enter")
+            wait_idle(pg, 60_000)
+        tables[view.slug] = show_tables(pg, MAPS.get(view.slug, 0))
+        for v in axe_violations(pg):
+            (found if v["impact"] in ("critical", "serious") else minor).setdefault(view.slug, []).append(v)
+    ctx.close()
+    print("tables:", tables, "moderate or minor:",
+          {slug: [(v["id"], v["impact"], v["nodes"]) for v in vs] for slug, vs in minor.items()})
+    # Each view that draws a heatmap has its table (the ablation and beam views draw none; positions is not ours).
+    assert all(tables[slug] >= n for slug, n in MAPS.items()), tables
+    assert not found, [(slug, v["id"], n["target"], n["why"]) for slug, vs in found.items() for v in vs
+                       for n in v["nodes"][:3]]
+    assert not errors, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_arrow_keys_step_the_trace_and_the_link_follows(browser, server):
+    ctx, pg, errors = fresh_page(browser, server + LINK + "&view=trace")
+    pg.get_by_text("Step 1 of").wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)  # the buttons take their keys once drawn
+    assert pg.get_by_text("the ← and → keys step").count() == 1  # the page says which keys work
+    pg.mouse.click(5, 300)  # no field has the keys
+    for key, step in (("ArrowRight", 2), ("ArrowRight", 3), ("ArrowLeft", 2)):
+        pg.keyboard.press(key)
+        pg.get_by_text(f"Step {step} of").wait_for(timeout=30_000)
+        pg.wait_for_function(f"new URLSearchParams(location.search).get('step') === '{step}'", timeout=30_000)
+        wait_idle(pg)
+    box = pg.get_by_label("German sentence (press Enter to translate)")
+    box.focus()
+    box.press("ArrowLeft")  # in a text box the arrows move the cursor, not the trace
+    pg.wait_for_timeout(1000)
+    wait_idle(pg)
+    assert pg.get_by_text("Step 2 of").count() == 1 and "step=2" in pg.url
+    ctx.close()
+    assert not errors, errors
+
+
+FOCUSED = """() => { const e = document.activeElement, s = getComputedStyle(e);
+    return [e.tagName, e.getAttribute('role'), e.closest('[aria-label]')?.getAttribute('aria-label'),
+            s.outlineStyle, s.outlineWidth, s.outlineColor, e.matches(':focus-visible')]; }"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_keyboard_focus_is_outlined(browser, server, scheme):
+    """Tab through the page: every button reached (switches, segments, pills, the trace's buttons) has a solid
+    outline, not only Streamlit's faint ring."""
+    ctx, pg, errors = fresh_page(browser, server + LINK + "&view=trace", color_scheme=scheme)
+    pg.get_by_text("Step 1 of").wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)
+    pg.mouse.click(5, 300)
+    seen = []
+    for _ in range(40):
+        pg.keyboard.press("Tab")
+        tag, role, group, style, width, color, visible = pg.evaluate(FOCUSED)
+        if tag == "BUTTON":
+            seen.append((role, group))
+            assert visible and style == "solid" and width == "2px", (role, group, style, width, color)
+    assert (("radio", "View") in seen and any(role is None for role, _ in seen)), seen
+    ctx.close()
+    assert not errors, errors
