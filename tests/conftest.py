@@ -1,5 +1,6 @@
 """What the tests share, in one place: tiny vocabularies and models for unit tests, a tiny checkpoint for the
-command-line tools, the shipped checkpoint and the data set when present, and ways to run a tool.
+command-line tools, the shipped checkpoint and the data set when present, ways to run a tool, the page under
+AppTest, and the app in headless Chromium (a server per test module, a browser, a page, a download).
 
 Two tiers: `python -m pytest -m "not slow"` is the everyday loop (about a minute on 2 cores: the model,
 decoding, interventions, metrics, viz, exports and every tool's error answers, in this process);
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app, wait_idle
 from model.config import ModelConfig
 from model.data import default_data_dir
 from model.transformer import Transformer
@@ -184,3 +186,69 @@ def array(value) -> np.ndarray:
         shape = value.get("shape")  # "11, 13" for a 2-D array
         return (a.reshape([int(n) for n in str(shape).split(",")]) if shape else a).astype(float)
     return np.asarray(value, dtype=float)
+
+
+# the page in a real browser (slow tier) ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip("no shipped checkpoint")
+    port = free_port()
+    proc = start_app(port)
+    yield f"http://127.0.0.1:{port}"
+    stop_app(proc)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's Chromium, or the test is skipped (the README says how to install it)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 2200})
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server)
+    pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
+    yield pg
+    ctx.close()
+    assert not errors, errors
+
+
+def fresh_page(browser, url: str, **ctx_args):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 2200}, **ctx_args)
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(url)
+    pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
+    wait_idle(pg)
+    return ctx, pg, errors
+
+
+def download(page, label: str, tmp_path) -> Path:
+    button = page.get_by_role("button", name=label)
+    if not button.is_visible():  # the section is an expander: open it once
+        page.get_by_text("Download the data behind this view").click()
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return path

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from bench.appserver import wait_idle
-from conftest import from_url
-from test_browser import browser, chromium, fresh_page, server  # noqa: F401  (fixtures: a Chromium, the app)
+from conftest import fresh_page, from_url
 from views.common import map_frame, table_labels
 
 SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
@@ -102,10 +101,13 @@ def show_tables(page, expected: int) -> int:
     if expected:  # a view that computes first (inside a head) draws its switches a moment after the run starts
         switches.first.wait_for(timeout=60_000)
     for on in range(1, 13):
-        off = [t for t in switches.all() if not t.is_checked()]
-        if not off:
+        wait_idle(page, 60_000)
+        # All states at once: a switch looked up one by one can be redrawn (and gone) between two lookups.
+        checked = switches.evaluate_all("els => els.map(e => e.checked === true || "
+                                        "e.getAttribute('aria-checked') === 'true')")
+        if all(checked):
             break
-        off[0].focus()
+        switches.nth(checked.index(False)).focus()
         page.keyboard.press("Space")  # as a keyboard or screen-reader user would
         page.wait_for_function("n => document.querySelectorAll('[data-testid=stTable]').length >= n", arg=on,
                                timeout=60_000)

@@ -1,59 +1,16 @@
 """The real app in a real browser: `streamlit run app.py` driven by Playwright in Debian's headless Chromium."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from bench.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app, \
-    translate_in_page, wait_idle
-from conftest import CHECKPOINT, ROOT
+from bench.appserver import CHROMIUM_ARGS, free_port, start_app, stop_app, translate_in_page, wait_idle
+from conftest import CHECKPOINT, ROOT, download, fresh_page
 
 ARTIFACTS = ROOT / "tests/artifacts"
 HOSTILE = '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> Ein Hund'
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def server():
-    if not (CHECKPOINT / "model.safetensors").is_file():
-        pytest.skip("no shipped checkpoint")
-    port = free_port()
-    proc = start_app(port)
-    yield f"http://127.0.0.1:{port}"
-    stop_app(proc)
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """Debian's Chromium, or the test is skipped (the README says how to install it)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    ctx = browser.new_context(viewport={"width": 1500, "height": 2200})
-    pg = ctx.new_page()
-    errors = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(server)
-    pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
-    yield pg
-    ctx.close()
-    assert not errors, errors
 
 
 def test_translate_view_heads_and_step_through_decoding(page):
@@ -314,17 +271,6 @@ def test_head_grids_stack_where_three_across_would_crowd_the_numbers(browser, se
         assert xs[0] < xs[1] < xs[2] and min(cells) >= 28, (xs, cells)  # side by side
 
 
-def fresh_page(browser, url: str, **ctx_args):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 2200}, **ctx_args)
-    pg = ctx.new_page()
-    errors = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(url)
-    pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
-    wait_idle(pg)
-    return ctx, pg, errors
-
-
 def test_a_copied_link_opens_the_same_picture(page, browser):
     translate_in_page(page, "Zwei Männer spielen Fußball auf einer Wiese.")
     page.get_by_role("radio", name="Decoder self-attention").click()
@@ -374,17 +320,6 @@ def test_bad_link_parameters_never_raise(browser, server, query):
     assert pg.get_by_text("Traceback").count() == 0
     ctx.close()
     assert not errors
-
-
-def download(page, label: str, tmp_path) -> Path:
-    button = page.get_by_role("button", name=label)
-    if not button.is_visible():  # the section is an expander: open it once
-        page.get_by_text("Download the data behind this view").click()
-    with page.expect_download(timeout=30_000) as info:
-        button.click()
-    path = tmp_path / info.value.suggested_filename
-    info.value.save_as(path)
-    return path
 
 
 def test_downloads_match_the_cli_and_round_trip(page, tmp_path):

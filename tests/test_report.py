@@ -2,7 +2,6 @@
 the CLI; in a real browser from disk with the network off, and the page's download against the CLI's file."""
 
 import json
-import os
 from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
@@ -11,12 +10,11 @@ import numpy as np
 import plotly.offline
 import pytest
 
-from conftest import ROOT, assert_error_line, run
+from conftest import assert_error_line, download, run
 from model import report
 from model.export import provenance
 from model.report import report_html
 from model.translator import Translator
-from test_browser import browser, chromium, download, page, server  # noqa: F401  (fixtures: a Chromium, the app)
 
 SENTENCE = "Zwei Männer im Park."
 HOSTILE = 'Ein Hund </script><script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> & "zwei"'
