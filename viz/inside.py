@@ -28,13 +28,16 @@ def vector_strips(vectors, labels, *, title="", highlight=None, value="value"):
     rows = [plain(t) for t in labels]
     custom = np.array(rows, dtype=object)[:, None].repeat(d, axis=1)
     fig = go.Figure(go.Heatmap(z=v, x=list(range(d)), y=list(range(n)), customdata=custom, colorscale=VECTOR_SCALE,
-                               zmid=0, zmin=-lim, zmax=lim, xgap=1, ygap=2,
-                               colorbar=dict(title=dict(text=value), thickness=10, len=0.9),
+                               # A 1 px gap between cells, but not across 256 dimensions or more: on a phone such a
+                               # cell is under a pixel wide, and the gaps would hide every one of them.
+                               zmid=0, zmin=-lim, zmax=lim, xgap=1 if d <= 64 else 0, ygap=2,
+                               colorbar=dict(title=dict(text=value), thickness=10, len=1, nticks=3),
                                hovertemplate="%{customdata}<br>dimension %{x}<br>" + value
                                              + " %{z:.4f}<extra></extra>"))
     if highlight is not None:
         fig.add_hrect(y0=highlight - 0.5, y1=highlight + 0.5, line=dict(color="#c03d00", width=3))
-    fig.update_layout(title=dict(text=title), height=max(160, 90 + 26 * n), margin=dict(l=10, r=10, t=45 if title else 15, b=30),
+    fig.update_layout(title=dict(text=title), height=max(180, 90 + 26 * n),
+                      margin=dict(l=10, r=10, t=45 if title else 15, b=30),
                       xaxis=dict(title=dict(text="dimension"), showgrid=False, zeroline=False),
                       yaxis=dict(tickmode="array", tickvals=list(range(n)), ticktext=rows, autorange="reversed",
                                  showgrid=False, zeroline=False, automargin=True))
