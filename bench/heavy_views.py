@@ -63,13 +63,11 @@ def main():
         jobs["DecoderLens (a decoding per encoder layer)"] = lambda: tr.decoder_lens(sentence)
     for job in jobs.values():  # first calls warm up caches and allocators
         job()
-    base = min(seconds(jobs["translate (greedy, every map)"]) for _ in range(3))
-    print(f"{n_tokens} source tokens, {len(greedy.steps)} output tokens, "
-          f"{args.threads} thread(s)")
-    for name, job in jobs.items():
-        s = min(seconds(job) for _ in range(3))
+    took = {name: min(seconds(job) for _ in range(3)) for name, job in jobs.items()}
+    base = took["translate (greedy, every map)"]
+    print(f"{n_tokens} source tokens, {len(greedy.steps)} output tokens, {args.threads} thread(s)")
+    for name, s in took.items():
         print(f"{name:45s} {s:7.3f} s  {s / base:6.1f}x translate")
-
 
 if __name__ == "__main__":
     main()
