@@ -492,3 +492,20 @@ def test_sessions_at_once_each_get_their_own_translation_and_ablation(chromium, 
         r = pool.submit(asyncio.run, go()).result()
     assert not r["wrong"] and not r["errors"], (r["wrong"], r["errors"])
     assert r["max"] < 60
+
+
+def test_the_walk_steps_with_the_arrow_keys_and_opens_a_detailed_view(browser, server):
+    """In the browser, not only under AppTest: the → key goes to the next stop, and a stop's button switches the
+    whole page to its view (inside a fragment it would rerun only the walk and leave the page where it was)."""
+    ctx, pg, errors = fresh_page(browser, server + "/?s=Zwei+M%C3%A4nner+spielen+Fu%C3%9Fball.&view=walk&stop=8")
+    pg.locator(".translation").wait_for(timeout=60_000)
+    wait_idle(pg)
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_function("new URLSearchParams(location.search).get('stop') === '9'", timeout=30_000)
+    wait_idle(pg)
+    pg.get_by_role("button", name="Open “Cross-attention” for every detail").click()
+    pg.wait_for_function("new URLSearchParams(location.search).get('view') === 'cross'", timeout=30_000)
+    wait_idle(pg)
+    assert pg.get_by_role("radio", name="Cross-attention", exact=True).get_attribute("aria-checked") == "true"
+    assert "layer=3" in pg.url and not errors
+    ctx.close()

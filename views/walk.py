@@ -76,8 +76,7 @@ def open_view(label: str, kind: str | None = None, layer: int | None = None):
     st.session_state.view = label
 
 
-@st.fragment
-@page_view
+@page_view  # not a fragment: its way into a detailed view switches the whole page
 def walk_view(ctx: Context):
     r = ctx.result
     n = st.session_state.setdefault(STOP_KEY, 0)
