@@ -19,6 +19,7 @@ A bad option, an empty sentence, a bad checkpoint or device, or an --out folder 
 `error: ...` line and exit status 2, and no file is written.
 """
 
+import functools
 import html
 import json
 
@@ -29,15 +30,6 @@ from . import cli
 DIGITS = 4  # decimals of the embedded maps: the hover shows 4 (viz.attention_heatmap), so nothing visible is lost
 KINDS = {"enc": ("encoder_attentions", "src", "src"), "dec": ("decoder_attentions", "tgt", "tgt"),
          "cross": ("cross_attentions", "tgt", "src")}  # kind -> (Translation field, query side, key side)
-CAPTIONS = {
-    "enc": "Each German token (row) builds its new representation as a weighted mix of all German tokens (columns). "
-           "Each row sums to 1.",
-    "dec": "Each decoder row reads the English written so far (columns) while predicting the next word: the row "
-           "“a → b” is where the model, having just written “a”, chose “b”. Grey cells are future positions, "
-           "masked: the model cannot see them.",
-    "cross": "While predicting the next English word, each decoder row reads from the German source (columns). "
-             "Rows sum to 1.",
-}
 # Characters that could end the JSON block or open markup inside it, as JSON escapes (JSON.parse reads the same).
 JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 SCRIPT = """
@@ -139,10 +131,18 @@ def _select(kind: str, what: str, n: int) -> str:
     return f'<label>{what.capitalize()} <select id="{kind}-{what}" name="{kind}-{what}">{options}</select></label>'
 
 
+@functools.cache
+def _plotly_js() -> str:
+    """plotly.js from the installed package (4.8 MB): read once per process, not once per report."""
+    import plotly.offline
+
+    return plotly.offline.get_plotlyjs()
+
+
 def report_html(result, provenance: dict) -> str:
     """The whole report of one Translation (with its maps) and its provenance (model.export.provenance): one HTML
     document, plotly.js included. Deterministic: the same arguments give the same string."""
-    import plotly.offline
+    import viz
 
     if any(np.asarray(getattr(result, field)).ndim != 4 for field, _, _ in KINDS.values()):
         raise ValueError("this result has no attention maps: translate with with_maps=True to report them")
@@ -153,7 +153,7 @@ def report_html(result, provenance: dict) -> str:
         L, H = maps.shape[:2]
         data["kinds"][kind] = {"name": _kind_name(kind), "figure": _figure(result, kind),
                                "maps": _cells(maps, causal=kind == "dec")}
-        sections.append(f'<section id="{kind}"><h2>{_kind_name(kind)}</h2>\n<p class="caption">{CAPTIONS[kind]}</p>\n'
+        sections.append(f'<section id="{kind}"><h2>{_kind_name(kind)}</h2>\n<p class="caption">{viz.map_caption(kind, [s.token for s in result.steps])}</p>\n'
                         f'<p>{_select(kind, "layer", L)} {_select(kind, "head", H)}</p>\n'
                         f'<div id="{kind}-map" class="map"></div></section>')
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
@@ -169,7 +169,7 @@ def report_html(result, provenance: dict) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Inside a Transformer translator: {sentence}</title>
 <style>{STYLE}</style>
-<script>{plotly.offline.get_plotlyjs()}</script>
+<script>{_plotly_js()}</script>
 </head>
 <body>
 <h1>Inside a Transformer translator</h1>

@@ -21,17 +21,6 @@ from .export import downloads
 from .share import page_view
 
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
-CAPTIONS = {
-    "enc": "Each German token (row) builds its new representation as a weighted mix of all German tokens "
-           "(columns). Each row sums to 1.",
-    "dec": "Each decoder row reads the English produced so far (columns) while predicting the next word: "
-           "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
-           "future positions, masked: the model cannot see them.",
-    "cross": "While predicting the next English word, each decoder row reads from the German source (columns). "
-             "The row “<sos> → {first}” is where the model, with nothing written yet, chose “{first}”. "
-             "Rows sum to 1.",
-}
-
 
 VALUES = {"weights": "weights α", "norms": "weighted norms ‖α·f(x)‖"}  # what the maps draw: ?values=norms
 # What a map's table holds, rows then columns (its accessible name says so).
@@ -104,8 +93,7 @@ def attention_view(ctx: Context, kind: str):
     maps = getattr(ctx.result, FIELDS[kind])
     L, H = maps.shape[:2]
     steps = [s.token for s in ctx.result.steps]
-    words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0])
-    st.caption(CAPTIONS[kind].format(**{k: literal(v) for k, v in words.items()}) +
+    st.caption(viz.map_caption(kind, steps, literal) +
                " Hover a cell for the exact weight.")
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")  # wraps on narrow screens
     st.session_state.setdefault(layer_key(kind), L - 1 if kind == "cross" else 0)

@@ -6,7 +6,7 @@ from .contributions import contribution_map, low_steps, source_share_bars, weigh
 from .decoding import (beam_table, candidates_bar, head_grid, importance_heatmap, probability_change, steps_table,
                        token_diff)
 from .inside import coverage_bars, score_chain, vector_strips
-from .labels import plain, predicting
+from .labels import map_caption, plain, predicting
 from .lines import attention_lines, token_of
 from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, position_heatmap, position_reach,
                         similarity_heatmap, sinusoidal)
@@ -14,6 +14,6 @@ from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, p
 __all__ = ["COLORSCALE", "MASKED_COLOR", "NORM_LABEL", "attention_heatmap", "attention_lines", "beam_table",
            "candidates_bar", "causal_mask", "cell_px", "check_norms", "contribution_map", "cosine_similarity",
            "coverage_bars", "dimension_curves", "head_grid", "heads_at_step", "importance_heatmap", "label_step",
-           "low_steps", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",
+           "low_steps", "map_caption", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",
            "probability_change", "score_chain", "select_head", "similarity_heatmap", "sinusoidal", "source_share_bars",
            "steps_table", "tile_of", "token_diff", "token_of", "vector_strips", "weights_and_norms"]

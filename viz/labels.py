@@ -10,6 +10,23 @@ import html
 import numpy as np
 
 ARROW = " → "
+# What one attention map of each kind shows, for the page and the HTML report (map_caption fills in the words).
+MAP_CAPTIONS = {
+    "enc": "Each German token (row) builds its new representation as a weighted mix of all German tokens "
+           "(columns). Each row sums to 1.",
+    "dec": "Each decoder row reads the English produced so far (columns) while predicting the next word: "
+           "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
+           "future positions, masked: the model cannot see them.",
+    "cross": "While predicting the next English word, each decoder row reads from the German source (columns). "
+             "The row “<sos> → {first}” is where the model, with nothing written yet, chose “{first}”. "
+             "Rows sum to 1.",
+}
+
+
+def map_caption(kind: str, steps: list, escape=html.escape) -> str:
+    """The caption of a map of this kind, its example rows named by the output's first words, each `escape`d."""
+    words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0])
+    return MAP_CAPTIONS[kind].format(**{k: escape(v) for k, v in words.items()})
 
 
 def plain(token: str) -> str:
