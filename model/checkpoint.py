@@ -27,15 +27,19 @@ WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".ckpt")
 
 
-def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path, extra: dict | None = None):
+def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path, extra: dict | None = None,
+                    weights: bool = True):
+    """Writes config.json, vocab.json and (unless weights=False, as for a folder of training snapshots) the weights."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    (path / CONFIG).write_text(json.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})}, indent=2))
+    (path / VOCAB).write_text(json.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
+    if not weights:
+        return
     # float16 halves the file (36 -> 18 MB) at a relative rounding of < 5e-4 of each tensor's largest value.
     state = {k: (v.half() if v.is_floating_point() else v).detach().contiguous().cpu()
              for k, v in model.state_dict().items()}
     save_file(state, path / WEIGHTS, metadata={"format": "pt"})
-    (path / CONFIG).write_text(json.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})}, indent=2))
-    (path / VOCAB).write_text(json.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
 
 
 def _fail(path, what: str, fix: str = "Retrain with `python -m model.train`, or restore checkpoints/ with `git checkout -- checkpoints`."):

@@ -7,7 +7,8 @@ Adam, batches of 128 pairs bucketed by length, gradient-norm clip 1.0, cross-ent
 that ignores padding (docs/contract.md); optionally word dropout on the inputs (--word-dropout).
 The best-validation epoch is kept; --average K then tries the mean of the K best
 epochs' weights and keeps it if its validation loss is lower. Every epoch saves a
-resumable state in --work-dir; --resume continues from it.
+resumable state in --work-dir; --resume continues from it. --snapshots also keeps the weights at chosen
+steps (log-spaced by default) in --work-dir/snapshots for the training replay (model/replay.py).
 """
 
 import json
@@ -50,6 +51,60 @@ def word_dropout(ids: torch.Tensor, p: float) -> torch.Tensor:
         return ids
     drop = (torch.rand(ids.shape, device=ids.device) < p) & (ids >= len(SPECIALS))
     return ids.masked_fill(drop, UNK_ID)
+
+
+DEFAULT_SNAPSHOTS = "0,25,50,100,200,400,800,e1,e2,e3,e5,e8,e12,last"
+
+
+def parse_snapshots(text: str) -> tuple[set[int], set[int], bool]:
+    """'0,25,e1,last' -> steps {0, 25}, ends of epochs {1}, and whether the last epoch's end is kept.
+
+    A step N is the weights after N updates (0: the initialisation); eN the weights at the end of epoch N.
+    """
+    steps, epochs, last = set(), set(), False
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        if item == "last":
+            last = True
+        elif item[0] == "e" and item[1:].isdigit() and int(item[1:]) > 0:
+            epochs.add(int(item[1:]))
+        elif item.isdigit():
+            steps.add(int(item))
+        else:
+            raise ValueError(f"--snapshots: {item!r} is not a step (25), an epoch's end (e3) or 'last'")
+    return steps, epochs, last
+
+
+class Snapshots:
+    """Writes the weights at the chosen points to DIR/stepNNNNNN.safetensors and lists them in DIR/snapshots.json.
+
+    Reading the weights draws no random numbers and changes nothing, so a run with snapshots ends with exactly
+    the weights of the same run without (tests/test_train.py). DIR also gets config.json and vocab.json, so a
+    snapshot folder loads on its own (model/replay.py).
+    """
+
+    def __init__(self, folder: Path, spec: str, model, src_vocab, tgt_vocab, steps_per_epoch: int):
+        self.dir = Path(folder)
+        self.steps, self.epochs, self.last = parse_snapshots(spec)
+        self.steps_per_epoch = steps_per_epoch
+        self.dir.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(model, src_vocab, tgt_vocab, self.dir, {"snapshots": spec}, weights=False)
+        manifest = self.dir / "snapshots.json"
+        self.rows = json.loads(manifest.read_text()) if manifest.is_file() else []
+
+    def at_step(self, model, step: int):
+        if step in self.steps:
+            self.save(model, step, None)
+
+    def at_epoch_end(self, model, step: int, epoch: int, last: bool):
+        if epoch in self.epochs or (last and self.last):
+            self.save(model, step, epoch)
+
+    def save(self, model, step: int, epoch_end):
+        name = f"step{step:06d}.safetensors"
+        save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, self.dir / name)
+        row = {"step": step, "epoch": round(step / self.steps_per_epoch, 3), "epoch_end": epoch_end, "file": name}
+        self.rows = sorted([r for r in self.rows if r["step"] != step] + [row], key=lambda r: r["step"])
+        (self.dir / "snapshots.json").write_text(json.dumps(self.rows, indent=1) + "\n")
 
 
 def average_state(paths) -> dict:
@@ -95,7 +150,16 @@ def parse_args(argv=None):
     p.add_argument("--max-steps", type=int, default=0, help="stop each epoch after N steps (tests)")
     p.add_argument("--resume", action="store_true", help="continue from --work-dir/state.pt")
     p.add_argument("--no-progress", action="store_true")
-    return p.parse_args(argv)
+    p.add_argument("--snapshots", nargs="?", const=DEFAULT_SNAPSHOTS, metavar="STEPS",
+                   help="keep the weights at these points in --work-dir/snapshots: steps (25), ends of epochs (e3) "
+                   f"and 'last', comma-separated (alone: {DEFAULT_SNAPSHOTS})")
+    args = p.parse_args(argv)
+    if args.snapshots is not None:
+        try:
+            parse_snapshots(args.snapshots)
+        except ValueError as e:
+            p.error(str(e))
+    return args
 
 
 @cli.entry_point
@@ -139,6 +203,12 @@ def main(argv=None):
         torch.set_rng_state(state["rng"])
         log(f"resumed after epoch {start_epoch}")
     train_model = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    snapshots = None
+    if args.snapshots is not None and is_main:
+        per_epoch = len(bucket_batches(tr_s, tr_t, args.batch_size, seed=args.seed * 1000 + 1))
+        if args.max_steps:
+            per_epoch = min(per_epoch, args.max_steps)
+        snapshots = Snapshots(work / "snapshots", args.snapshots, model, src_vocab, tgt_vocab, per_epoch)
 
     for epoch in range(start_epoch + 1, args.epochs + 1):
         model.train()
@@ -148,6 +218,8 @@ def main(argv=None):
         t_epoch, tokens, loss_sum = time.time(), 0, 0.0
         bar = tqdm(batches, desc=f"epoch {epoch}", disable=not is_main or args.no_progress, leave=False)
         for idx in bar:
+            if snapshots:
+                snapshots.at_step(model, step)
             # Each process takes its share of the same global batch; the loss is normalised by the
             # global token count so the summed gradients equal one process on the whole batch.
             mine = idx[rank::world]
@@ -182,6 +254,8 @@ def main(argv=None):
             f"{train_time:.0f}s")
         snap = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         save_file(snap, work / f"epoch{epoch:02d}.safetensors")
+        if snapshots:
+            snapshots.at_epoch_end(model, step, epoch, epoch == args.epochs)
         torch.save({"optimizer": opt.state_dict(), "epoch": epoch, "step": step,
                     "history": json.dumps(history), "rng": torch.get_rng_state()}, work / "state.pt")
         if rec["val_loss"] <= min(h["val_loss"] for h in history):  # the same rounding on both sides

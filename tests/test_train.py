@@ -141,3 +141,37 @@ def test_training_is_reproducible_and_word_dropout_changes_it(tiny_data, tmp_pat
     a, b, wd = (load_file(tmp_path / f"work_{n}/epoch01.safetensors") for n in ("a", "b", "wd"))
     assert all(torch.equal(a[k], b[k]) for k in a)  # same seed, same weights, to the bit
     assert not all(torch.equal(a[k], wd[k]) for k in a)
+
+
+def test_snapshots_leave_training_unchanged(tiny_data, tmp_path, call):
+    """The same short run with and without --snapshots ends with the same weights, to the bit; the snapshots are
+    the weights at the steps asked for (step 0: the initialisation; the last one: the last epoch's weights)."""
+    common = ("--data-dir", tiny_data, "--batch-size", "8", "--no-progress", "--seed", "7", "--epochs", "2",
+              "--word-dropout", "0.2")
+    assert call(train_cli.main, *common, "--out", tmp_path / "a", "--work-dir", tmp_path / "wa")[0] == 0
+    assert call(train_cli.main, *common, "--out", tmp_path / "b", "--work-dir", tmp_path / "wb",
+                "--snapshots", "0,2,e1,last")[0] == 0
+    a, b = load_file(tmp_path / "wa/epoch02.safetensors"), load_file(tmp_path / "wb/epoch02.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    snaps = tmp_path / "wb/snapshots"
+    rows = json.loads((snaps / "snapshots.json").read_text())
+    assert [(r["step"], r["epoch_end"]) for r in rows] == [(0, None), (2, None), (3, 1), (6, 2)]  # 24 pairs: 3 steps
+    last, first = load_file(snaps / rows[-1]["file"]), load_file(snaps / rows[0]["file"])
+    assert all(torch.equal(last[k], a[k]) for k in a)
+    mid, epoch1 = load_file(snaps / "step000003.safetensors"), load_file(tmp_path / "wa/epoch01.safetensors")
+    assert all(torch.equal(mid[k], epoch1[k]) for k in epoch1)
+    torch.manual_seed(7)
+    from model.config import ModelConfig
+    from model.transformer import Transformer
+
+    cfg = json.loads((snaps / "config.json").read_text())
+    cfg.pop("training")
+    init = Transformer(ModelConfig(**cfg)).state_dict()
+    assert all(torch.equal(first[k], init[k]) for k in init)
+    assert not (snaps / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("spec", ["x", "e0", "-5", "e"])
+def test_snapshots_spec_errors_are_one_line(tiny_data, call, spec):
+    status, _, err = call(train_cli.main, "--data-dir", tiny_data, "--snapshots", spec)
+    assert_error_line(status, err, "--snapshots")
