@@ -62,10 +62,11 @@ def weights_sha256(folder) -> str:
     return digest.hexdigest()
 
 
-def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]:
+def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Transformer, Vocab, Vocab]:
     """Load and validate a checkpoint folder (or its model.safetensors); the model comes back in eval mode.
 
-    Without a path: $TRANSFORMER_CHECKPOINT, else the shipped checkpoints/.
+    Without a path: $TRANSFORMER_CHECKPOINT, else the shipped checkpoints/. weights: the weights file in the
+    folder (a folder of training snapshots has one per step: model/replay.py).
 
     Each way a checkpoint can be wrong gives one CheckpointError saying what and what to do.
     """
@@ -76,7 +77,7 @@ def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]
     folder = checkpoint_folder(path)
     if not folder.exists():
         _fail(folder, "does not exist", "Pass --checkpoint with a checkpoint folder, or restore checkpoints/ with `git checkout -- checkpoints`.")
-    for name in (WEIGHTS, CONFIG, VOCAB):
+    for name in (weights, CONFIG, VOCAB):
         if not (folder / name).is_file():
             _fail(folder, f"has no {name}")
     try:
@@ -94,19 +95,19 @@ def load_checkpoint(path=None, device="cpu") -> tuple[Transformer, Vocab, Vocab]
         _fail(folder, f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)} tokens but the config says "
                       f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
     try:
-        state = load_file(folder / WEIGHTS)
+        state = load_file(folder / weights)
     except (SafetensorError, OSError, ValueError) as e:
-        _fail(folder / WEIGHTS, f"is corrupt or truncated ({e})")
+        _fail(folder / weights, f"is corrupt or truncated ({e})")
     model = Transformer(cfg)
     expected = model.state_dict()
     missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
     if missing or unexpected:
-        _fail(folder / WEIGHTS, f"does not fit the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        _fail(folder / weights, f"does not fit the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
     for k, v in state.items():
         if v.shape != expected[k].shape:
-            _fail(folder / WEIGHTS, f"does not fit the config: {k} has shape {tuple(v.shape)}, "
+            _fail(folder / weights, f"does not fit the config: {k} has shape {tuple(v.shape)}, "
                                     f"the config needs {tuple(expected[k].shape)}")
         if not torch.isfinite(v).all():
-            _fail(folder / WEIGHTS, f"is corrupt: {k} holds NaN or infinite values")
+            _fail(folder / weights, f"is corrupt: {k} holds NaN or infinite values")
     model.load_state_dict(state)
     return model.to(device).eval(), src_vocab, tgt_vocab

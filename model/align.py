@@ -1,0 +1,290 @@
+"""Is cross-attention an alignment? Word alignments read off every cross-attention head, each layer's mean of
+heads, the norm-based attention and the ALTI+ source contributions, scored by the alignment error rate against
+a hand-checked reference (Och & Ney, 2003) and compared with a statistical aligner (the silver alignment).
+
+    python -m model.align --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz
+                          --gold assets/alignments/test2016.gold.jsonl [--silver FILE] [--checkpoint DIR]
+                          [--device D] [--out FILE] [--no-progress]
+
+Writes CHECKPOINT/alignment.json (default). The model reads each German sentence and is teacher-forced on its
+English reference (the gold links are between the reference's words), so every decoder row belongs to one
+reference word. Methods (docs/contract.md "Word alignment"):
+
+- argmax (Garg et al., 2019): English word t aligns to the German word the row that *predicts* t weighs most;
+- shift (Shift-Att, Chen et al., 2020): the row that *reads* t as its input, one step later;
+- threshold: the argmax row's weights renormalised over the German words, every word with at least THRESHOLD
+  (none, one or several links per English word).
+
+`<sos>` and `<eos>` are left out of the German side before the argmax (as fairseq's extract_hard_alignment
+does), so every English word gets exactly one link from argmax and shift. Baselines: the monotone diagonal and
+the silver alignment (eflomal, model/silver.py).
+"""
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from . import cli
+from .errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLD = ROOT / "assets/alignments/test2016.gold.jsonl"
+SILVER = ROOT / "assets/alignments/test2016.silver.jsonl"
+THRESHOLD = 0.25  # fixed in advance, not tuned on the reference
+# The method of the per-head grid `heads.cross` (`heads_by_method` has both): the row that writes a word, the
+# reading the page's cross-attention map invites ("this English word came from that German word").
+HEAD_METHOD = "argmax"
+ROUTES = ("argmax", "shift", "threshold")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One hand-checked pair: sure and possible links (German index, English index), S a subset of P; the
+    pair's German and English text (the file carries them, so that the page needs no corpus)."""
+
+    line: int
+    sure: frozenset
+    possible: frozenset
+    de: str = ""
+    en: str = ""
+
+
+# reading the references ---------------------------------------------------------------------------------------
+def _links(value, where: str) -> frozenset:
+    if not isinstance(value, list) or not all(isinstance(x, list) and len(x) == 2 and
+                                              all(isinstance(k, int) and k >= 0 for k in x) for x in value):
+        raise InputError(f"{where}: links must be a list of [source_index, target_index] pairs of whole numbers")
+    return frozenset(map(tuple, value))
+
+
+def read_gold(path) -> list[Reference]:
+    """The hand-checked pairs of a .jsonl file, sorted by line; InputError for anything malformed."""
+    refs = []
+    for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: not JSON ({e.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("line"), int) or obj["line"] < 0:
+            raise InputError(f"{where}: expected {{\"line\": N, \"sure\": [...], \"possible\": [...]}}")
+        sure, possible = _links(obj.get("sure"), where), _links(obj.get("possible"), where)
+        if not sure <= possible:
+            raise InputError(f"{where}: sure links {sorted(sure - possible)} are not among the possible ones")
+        de, en = obj.get("de", ""), obj.get("en", "")
+        if not isinstance(de, str) or not isinstance(en, str):
+            raise InputError(f"{where}: de and en must be text")
+        refs.append(Reference(obj["line"], sure, possible, de, en))
+    lines = [r.line for r in refs]
+    if len(set(lines)) != len(lines):
+        raise InputError(f"{path}: a line is annotated twice")
+    if not refs:
+        raise InputError(f"{path} holds no annotated pair")
+    return sorted(refs, key=lambda r: r.line)
+
+
+def annotated(path=GOLD) -> dict:
+    """{German sentence: Reference} of the hand-checked pairs that carry their text (the page's lookup)."""
+    return {r.de: r for r in read_gold(path) if r.de}
+
+
+def read_silver(path) -> dict:
+    """{line: links} of the silver alignment (.jsonl of {"line", "links"})."""
+    out = {}
+    for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if raw.strip():
+            obj = json.loads(raw)
+            out[obj["line"]] = _links(obj["links"], f"{path}:{n}")
+    return out
+
+
+# scoring ------------------------------------------------------------------------------------------------------
+def counts(links, sure, possible) -> tuple[int, int, int, int]:
+    """(|A|, |S|, |A & S|, |A & P|) of one pair: what AER, precision and recall add up over a corpus."""
+    links = set(links)
+    return len(links), len(sure), len(links & set(sure)), len(links & set(possible))
+
+
+def rates(total) -> dict:
+    """Och & Ney (2003) over summed counts: precision |A&P|/|A|, recall |A&S|/|S|,
+    AER = 1 - (|A&S| + |A&P|) / (|A| + |S|). An empty A has precision 1 (nothing claimed is wrong)."""
+    a, s, a_s, a_p = total
+    return {"aer": 1 - (a_s + a_p) / (a + s) if a + s else 0.0,
+            "precision": a_p / a if a else 1.0, "recall": a_s / s if s else 1.0}
+
+
+def score(pairs) -> dict:
+    """AER, precision and recall of [(links, sure, possible), ...], counted over the whole corpus."""
+    return rates(np.sum([counts(*p) for p in pairs], axis=0) if pairs else (0, 0, 0, 0))
+
+
+# links from a map ---------------------------------------------------------------------------------------------
+def word_rows(m: np.ndarray, n_src: int, n_tgt: int, route: str) -> np.ndarray:
+    """The (n_tgt, n_src) block of a cross map (T, S) between the English words and the German words.
+
+    Rows: row t predicts English word t ("argmax", "threshold"), row t + 1 reads it ("shift"). Columns: the German words,
+    <sos> (column 0) and <eos> (column S - 1) left out.
+    """
+    first = 1 if route == "shift" else 0
+    return np.asarray(m)[first:first + n_tgt, 1:1 + n_src]
+
+
+def links_of(rows: np.ndarray, route: str) -> frozenset:
+    """Links (German index, English index) from word rows: the argmax of each row, or every weight of at
+    least THRESHOLD after renormalising the row over the German words."""
+    if route == "threshold":
+        norm = rows / np.maximum(rows.sum(-1, keepdims=True), 1e-30)
+        return frozenset((int(i), int(t)) for t, i in zip(*np.nonzero(norm >= THRESHOLD)))
+    return frozenset((int(i), t) for t, i in enumerate(rows.argmax(-1)))
+
+
+def diagonal(n_src: int, n_tgt: int) -> frozenset:
+    """The monotone diagonal: English word t links to German word floor((t + 1/2) n_src / n_tgt)."""
+    return frozenset((min(n_src - 1, math.floor((t + 0.5) * n_src / n_tgt)), t) for t in range(n_tgt))
+
+
+def method_names(n_layers: int, attention_only: bool = False) -> list[str]:
+    names = [f"attention L{l} {r}" for l in range(1, n_layers + 1) for r in ROUTES]
+    if attention_only:
+        return names
+    names += [f"norms L{l} {r}" for l in range(1, n_layers + 1) for r in ("argmax", "shift")]
+    return names + ["ALTI+ argmax", "ALTI+ shift"]
+
+
+def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = False) -> dict:
+    """One teacher-forced pass over the English words (unknown words as <unk>, so any reference works):
+    {"attention": (L, H, T, S) cross maps, "norms": (L, H, T, S), "alti": (T, S) source contributions}
+    (attention_only: the cross maps alone, for the training replay)."""
+    import torch
+
+    from .contributions import contributions, weighted_norms
+    from .transformer import Extras
+    from .vocab import EOS_ID, SOS_ID
+
+    _, ids, cut = translator.source_ids(sentence)
+    limit = translator.cfg.max_positions - 1
+    if cut or len(en_tokens) > limit:
+        raise InputError(f"the pair is longer than the model's {translator.cfg.max_positions} positions")
+    out_ids = translator.tgt_vocab.encode(en_tokens) + [EOS_ID]
+    dev = translator.device
+    src, tgt = torch.tensor([ids], device=dev), torch.tensor([[SOS_ID, *out_ids[:-1]]], device=dev)
+    capture = {}
+    with torch.no_grad():
+        out = translator.model(src, tgt, Extras(capture=capture))
+    attention = torch.stack(out.cross_attentions)[:, 0].float().cpu().numpy()
+    if attention_only:
+        return {"attention": attention}
+    return {"attention": attention,
+            "norms": weighted_norms(capture, translator.model)["cross"],
+            "alti": contributions(capture, translator.model)["source"]}
+
+
+def pair_links(maps: dict, n_src: int, n_tgt: int) -> tuple[dict, dict]:
+    """({method: links}, {route: (L, H) array of per-head links}) of one pair's maps (methods of the maps given)."""
+    att, norms = maps["attention"], maps.get("norms")
+    methods = {}
+    for l in range(att.shape[0]):
+        for r in ROUTES:
+            methods[f"attention L{l + 1} {r}"] = links_of(word_rows(att[l].mean(0), n_src, n_tgt, r), r)
+        for r in ("argmax", "shift") if norms is not None else ():
+            methods[f"norms L{l + 1} {r}"] = links_of(word_rows(norms[l].mean(0), n_src, n_tgt, r), r)
+    for r in ("argmax", "shift") if "alti" in maps else ():
+        methods[f"ALTI+ {r}"] = links_of(word_rows(maps["alti"], n_src, n_tgt, r), r)
+    heads = {r: [[links_of(word_rows(att[l, h], n_src, n_tgt, r), r) for h in range(att.shape[1])]
+                 for l in range(att.shape[0])] for r in ("argmax", "shift")}
+    return methods, heads
+
+
+def check_indices(ref: Reference, n_src: int, n_tgt: int, what: str = "gold"):
+    bad = sorted((i, j) for i, j in ref.possible if i >= n_src or j >= n_tgt)
+    if bad:
+        raise InputError(f"{what} line {ref.line}: links {bad[:3]} point past its {n_src} German and {n_tgt} "
+                         f"English tokens")
+
+
+def evaluate(translator, src, ref, gold: list, silver: dict | None = None, progress: bool = False,
+             attention_only: bool = False) -> dict:
+    """The alignment report (the module docstring) of the gold pairs whose line is in src/ref (lists of lines,
+    or {line: text}); attention_only: the attention methods alone (the training replay)."""
+    from .vocab import tokenize
+
+    src, ref = (dict(enumerate(x)) if isinstance(x, list) else x for x in (src, ref))
+    L, H = translator.cfg.n_dec_layers, translator.cfg.n_heads
+    names = method_names(L, attention_only)
+    usable = [g for g in gold if g.line in src and g.line in ref]
+    if not usable:
+        raise InputError(f"no annotated line is among the {len(src)} lines of the corpus")
+    per_line, base = {}, {"diagonal": []}
+    head_counts = {r: np.zeros((L, H, 4), dtype=np.int64) for r in ("argmax", "shift")}
+    method_silver = {m: [] for m in names}
+    if silver is not None:
+        base["silver"] = []
+    for g in tqdm(usable, desc="pairs", unit="pair", disable=not progress):
+        if (g.de and g.de != src[g.line]) or (g.en and g.en != ref[g.line]):
+            raise InputError(f"gold line {g.line}: its text is not line {g.line} of the corpus (wrong files?)")
+        de, en = tokenize(src[g.line], "de"), tokenize(ref[g.line], "en")
+        check_indices(g, len(de), len(en))
+        methods, heads = pair_links(maps_for(translator, src[g.line], en, attention_only), len(de), len(en))
+        per_line[g.line] = {m: list(counts(methods[m], g.sure, g.possible)) for m in names}
+        for r, grid in heads.items():
+            for l in range(L):
+                for h in range(H):
+                    head_counts[r][l, h] += counts(grid[l][h], g.sure, g.possible)
+        base["diagonal"].append((diagonal(len(de), len(en)), g.sure, g.possible))
+        if silver is not None:
+            s = silver.get(g.line, frozenset())
+            base["silver"].append((s, g.sure, g.possible))
+            for m in names:
+                method_silver[m].append((methods[m], s, s))
+    methods = {}
+    for m in names:
+        methods[m] = {k: round(v, 4) for k, v in rates(np.sum([per_line[n][m] for n in per_line], axis=0)).items()}
+        if silver is not None:
+            methods[m]["silver_aer"] = round(score(method_silver[m])["aer"], 4)
+    grids = {r: [[round(rates(c[l, h])["aer"], 4) for h in range(H)] for l in range(L)]
+             for r, c in head_counts.items()}
+    best = min(methods, key=lambda m: methods[m]["aer"])
+    return {"n_pairs": len(usable), "lines": [g.line for g in usable], "threshold": THRESHOLD,
+            "method": HEAD_METHOD, "best_method": best,
+            "baselines": {k: {m: round(v, 4) for m, v in score(v).items()} for k, v in base.items()},
+            "heads": {"cross": grids[HEAD_METHOD]}, "heads_by_method": grids, "methods": methods,
+            "per_line": {str(n): v for n, v in per_line.items()}}
+
+
+@cli.entry_point
+def main(argv=None):
+    p = cli.Parser(description=__doc__)
+    cli.add_corpus(p)
+    p.add_argument("--gold", required=True, help="hand-checked alignments (.jsonl; docs/alignment-guidelines.md)")
+    p.add_argument("--silver", default=str(SILVER), help="silver alignment (.jsonl of {line, links}); "
+                   "'none' to leave it out (default: %(default)s)")
+    p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/alignment.json)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+
+    src, ref = cli.read_corpus(args.src, args.ref)
+    gold = read_gold(args.gold)
+    silver = None if args.silver == "none" else read_silver(args.silver)
+    translator = cli.load_translator(args)
+    out = cli.output_file(args.out, args.checkpoint, "alignment.json")
+    t0 = time.time()
+    result = evaluate(translator, src, ref, gold, silver, progress=not args.no_progress)
+    result["checkpoint"] = translator.checkpoint_id
+    result["data"] = {"src": Path(args.src).name, "gold": Path(args.gold).name, "lines": len(src),
+                      "n": result["n_pairs"], "seconds": round(time.time() - t0, 1),
+                      "silver": None if silver is None else Path(args.silver).name,
+                      "command": f"python -m model.align --src {Path(args.src).name} --ref {Path(args.ref).name} "
+                                 f"--gold {Path(args.gold).name}"
+                                 + ("" if args.checkpoint is None else f" --checkpoint {args.checkpoint}")}
+    return cli.write_corpus_result(out, result, result["n_pairs"], len(src))
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,195 @@
+"""Watch attention form: a model's heads, alignments and translations replayed over its training.
+
+    python -m model.replay --snapshots DIR "SENTENCE" [--out FILE] [--device D]
+    python -m model.replay --snapshots DIR --ship checkpoints/replay --data-dir ../shared/data/multi30k
+
+DIR is a folder of training snapshots (`python -m model.train ... --snapshots`: snapshots.json, config.json,
+vocab.json and one stepNNNNNN.safetensors per point). With a SENTENCE: at every snapshot, its greedy translation
+and every attention map, as JSON (stdout, or --out). With --ship: the replay the page shows, for the built-in
+examples (assets/examples.json), one point per snapshot (Voita, Sennrich and Titov, EMNLP 2021, describe the
+stages such a replay shows: a target-side language model first, then word-by-word translation, then reordering):
+
+- validation loss (token-weighted, docs/contract.md) and greedy BLEU on the 1,014 validation sentences;
+- per-head statistics (model/head_stats.py) of 200 validation sentences' greedy translations;
+- the mean ALTI+ source share (model/contributions.py) of the first 100 validation sentences' generated tokens;
+- the cross-attention AER of every head and layer mean against the hand-checked links (model/align.py);
+- each example's translation, and every attention map quantized to uint8 (w -> round(255 w)): stepNNNNNN.npz.
+
+Each point is written as soon as it is done (points/stepNNNNNN.json), so --ship can run beside the training and
+pick up where it left off; replay.json, the manifest, is written again at the end of every run.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from . import cli
+from .errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "assets/examples.json"
+LEVELS = 255  # uint8 quantization of a weight w in [0, 1]: round(255 w); the error is at most 1/510
+N_STATS, N_SHARE = 200, 100  # validation sentences for the head statistics and for the source share
+KIND_KEYS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
+
+
+def quantize(weights) -> np.ndarray:
+    return np.rint(np.clip(np.asarray(weights, dtype=np.float32), 0, 1) * LEVELS).astype(np.uint8)
+
+
+def dequantize(q) -> np.ndarray:
+    return np.asarray(q, dtype=np.float32) / LEVELS
+
+
+def snapshot_rows(folder) -> list[dict]:
+    """The snapshots of a folder, by step; InputError when it is not a snapshot folder."""
+    manifest = Path(folder) / "snapshots.json"
+    if not manifest.is_file():
+        raise InputError(f"{folder} is not a folder of training snapshots (no snapshots.json): train with "
+                         f"`python -m model.train ... --snapshots`")
+    rows = json.loads(manifest.read_text())
+    missing = [r["file"] for r in rows if not (Path(folder) / r["file"]).is_file()]
+    if missing:
+        raise InputError(f"{folder}: snapshots.json lists {missing[0]}, which is not there")
+    return sorted(rows, key=lambda r: r["step"])
+
+
+def load_snapshot(folder, row: dict, device=None):
+    """The Translator of one snapshot (its weights in float32, as training left them)."""
+    from .checkpoint import load_checkpoint
+    from .device import pick_device
+    from .translator import Translator
+
+    model, sv, tv = load_checkpoint(folder, pick_device(device), weights=row["file"])
+    return Translator(model, sv, tv, checkpoint=(f"{Path(folder).name}@step{row['step']}", None, None))
+
+
+def sentence_point(translator, sentence: str) -> dict:
+    """One sentence at one snapshot: tokens, translation and every map quantized."""
+    r = translator.translate(sentence, top_k=1)
+    return {"src_tokens": r.src_tokens, "tgt_tokens": r.tgt_tokens, "output_tokens": r.output_tokens,
+            "steps": [s.token for s in r.steps],
+            "maps": {k: quantize(getattr(r, key)) for k, key in KIND_KEYS.items()}}
+
+
+def replay_sentence(folder, sentence: str, device=None, progress: bool = False) -> list[dict]:
+    """A sentence at every snapshot of a folder: [{step, epoch, translation, maps (floats, 4 digits)}]."""
+    out = []
+    for row in tqdm(snapshot_rows(folder), desc="snapshots", disable=not progress):
+        t = load_snapshot(folder, row, device)
+        p = sentence_point(t, sentence)
+        out.append({"step": row["step"], "epoch": row["epoch"], "translation": " ".join(p["output_tokens"]),
+                    **{k: p[k] for k in ("src_tokens", "tgt_tokens", "steps")},
+                    "maps": {k: np.round(dequantize(v), 4).tolist() for k, v in p["maps"].items()}})
+    return out
+
+
+def measure(translator, val_src: list, val_ref: list, gold: list) -> dict:
+    """What one point of the shipped replay says about a snapshot (the module docstring)."""
+    from . import align
+    from .head_stats import corpus_mean, corpus_stats, to_json
+    from .metrics import corpus_score
+    from .source_share import corpus_source_shares
+
+    t0 = time.time()
+    val = corpus_score(translator, val_src, val_ref)  # greedy BLEU and the teacher-forced loss, as model.evaluate
+    per_sentence, _ = corpus_stats(translator, val_src[:N_STATS])
+    stats = to_json(corpus_mean(per_sentence)[0], digits=4)
+    shares, _ = corpus_source_shares(translator, val_src[:N_SHARE])
+    report = align.evaluate(translator, {g.line: g.de for g in gold}, {g.line: g.en for g in gold}, gold,
+                            attention_only=True)
+    layers = {m: r["aer"] for m, r in report["methods"].items() if m.endswith("argmax")}
+    return {"val_loss": round(val.loss, 4), "val_bleu": round(val.bleu, 2),
+            "source_share": round(float(np.concatenate(shares).mean()), 4),
+            "cross_aer": report["heads"]["cross"], "layer_aer": layers, "head_stats": stats,
+            "seconds": round(time.time() - t0, 1)}
+
+
+def against_shipped(folder, row: dict, shipped) -> dict:
+    """How far the last snapshot is from the shipped checkpoint whose recipe the run repeats: the largest weight
+    difference once the snapshot is rounded to float16 as checkpoints are stored (0: the same model)."""
+    from safetensors.torch import load_file
+
+    mine, theirs = load_file(Path(folder) / row["file"]), load_file(Path(shipped) / "model.safetensors")
+    diff = max(float((mine[k].half().float() - theirs[k].float()).abs().max()) for k in theirs)
+    scale = max(float(v.float().abs().max()) for v in theirs.values())
+    return {"checkpoint": Path(shipped).name, "max_weight_difference": diff, "largest_weight": round(scale, 4),
+            "same": diff == 0.0}
+
+
+def ship(folder, out, data_dir, device=None, progress: bool = False, replays=None) -> dict:
+    """Write (or complete) the replay the page shows: OUT/stepNNNNNN.npz, OUT/points/, OUT/replay.json.
+    replays: the checkpoint folder whose recipe the run repeats (compared with the last snapshot)."""
+    from . import align
+
+    out = Path(out)
+    (out / "points").mkdir(parents=True, exist_ok=True)
+    examples = [e["de"] for e in json.loads(EXAMPLES.read_text(encoding="utf-8"))["examples"]]
+    val_src, val_ref = cli.read_split(data_dir, "val")
+    gold = align.read_gold(align.GOLD)
+    rows = snapshot_rows(folder)
+    for row in rows:
+        done = out / "points" / f"step{row['step']:06d}.json"
+        if done.is_file():
+            continue
+        t = load_snapshot(folder, row, device)
+        points = [sentence_point(t, s) for s in examples]
+        arrays = {f"ex{i}_{k}": v for i, p in enumerate(points) for k, v in p["maps"].items()}
+        np.savez_compressed(out / f"step{row['step']:06d}.npz", **arrays)
+        point = {**{k: row[k] for k in ("step", "epoch", "epoch_end")}, **measure(t, val_src, val_ref, gold),
+                 "examples": [{k: p[k] for k in ("src_tokens", "tgt_tokens", "steps")} for p in points],
+                 "file": f"step{row['step']:06d}.npz"}
+        done.write_text(json.dumps(point))
+        if progress:
+            print(json.dumps({k: point[k] for k in ("step", "val_loss", "val_bleu", "source_share", "seconds")}),
+                  file=sys.stderr, flush=True)
+    config = json.loads((Path(folder) / "config.json").read_text())
+    points = [json.loads((out / "points" / f"step{r['step']:06d}.json").read_text()) for r in rows]
+    manifest = {"model": config.get("positions"), "examples": examples, "levels": LEVELS,
+                "replays": None if replays is None else Path(replays).name,
+                "last_vs_shipped": None if replays is None else against_shipped(folder, rows[-1], replays),
+                "n_stats": N_STATS, "n_share": N_SHARE,
+                "gold": align.GOLD.name, "snapshots": points,
+                "command": f"python -m model.replay --snapshots {folder} --ship {out} --data-dir {data_dir}"
+                           + ("" if replays is None else f" --replays {replays}")}
+    (out / "replay.json").write_text(json.dumps(manifest, separators=(",", ":")))
+    return manifest
+
+
+@cli.entry_point
+def main(argv=None):
+    p = cli.Parser(description=__doc__)
+    p.add_argument("sentence", nargs="?", help="a German sentence to replay")
+    p.add_argument("--snapshots", required=True, help="folder of training snapshots (model.train --snapshots)")
+    p.add_argument("--out", default=None, help="JSON file for the sentence's replay (default: stdout)")
+    p.add_argument("--ship", default=None, metavar="DIR", help="write the replay of the built-in examples to DIR")
+    p.add_argument("--data-dir", default=None, help="Multi30k folder (with --ship: the validation split)")
+    p.add_argument("--replays", default=None, help="with --ship: the checkpoint whose recipe the run repeats")
+    cli.add_device(p)
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    if (args.sentence is None) == (args.ship is None):
+        p.error("give either a SENTENCE or --ship DIR")
+    if args.ship:
+        m = ship(args.snapshots, args.ship, args.data_dir, args.device, progress=not args.no_progress,
+                 replays=args.replays)
+        print(json.dumps({"out": args.ship, "snapshots": len(m["snapshots"])}))
+        return 0
+    snapshot_rows(args.snapshots)  # a bad folder fails before the first model loads
+    if args.out and not Path(args.out).parent.is_dir():
+        raise InputError(f"cannot write {args.out}: the folder {Path(args.out).parent} does not exist")
+    text = json.dumps({"sentence": args.sentence, "snapshots": replay_sentence(
+        args.snapshots, args.sentence, args.device, progress=not args.no_progress)}, ensure_ascii=False)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,191 @@
+"""Alignment: is cross-attention an alignment? Each head scored against hand-checked word links, and the links of
+the sentence on the page drawn over the map they come from (model/align.py, docs/contract.md "Word alignment").
+
+The scores ship beside the checkpoint (alignment.json, `python -m model.align`). For the sentence on the page the
+links are read from one teacher-forced pass: over the English reference when the sentence is one of the 101
+annotated test sentences (every built-in example is), so that the reference links can be set beside them, else over
+the model's own translation.
+"""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model import align
+from model.errors import InputError
+from model.export import table_csv
+from model.vocab import tokenize
+
+from .common import (HEAVY, Context, chart, checkpoint_json, int_param, literal, load_translator, subtitle,
+                     waiting_notice)
+from .export import downloads
+from .share import page_view
+from .stats import grid_table
+
+SOURCES = {"attention": "attention weights", "norms": "norm-based attention", "alti": "ALTI+ contributions"}
+RULES = {"argmax": "argmax (the step that writes the word)", "shift": "Shift-Att (the step that reads it)",
+         "threshold": f"threshold ≥ {align.THRESHOLD:g}"}
+MEAN = "mean"
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def annotated() -> dict:
+    return align.annotated()
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the alignment off the model…")
+def alignment_maps(checkpoint: str | None, sentence: str, en_tokens: tuple, _waiting=None) -> dict:
+    """The cross maps, norm-based maps and ALTI+ source contributions of one teacher-forced pass (ALTI+ is heavy on
+    a long sentence: it takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return align.maps_for(load_translator(checkpoint), sentence, list(en_tokens))
+
+
+def read_link(params, cfg, notes: list):
+    """from: attention | norms | alti; layer and head (from 1, or head=mean); rule: argmax | shift | threshold."""
+    for key, state, options in (("from", "align_from", SOURCES), ("rule", "align_rule", RULES)):
+        value = params.get(key)
+        if value is not None:
+            if value in options:
+                st.session_state[state] = value
+            else:
+                notes.append(f"{key}={value[:40]!r} is not one of {', '.join(options)}")
+    layer = int_param(params, "layer", 1, cfg.n_dec_layers, notes)
+    if layer is not None:
+        st.session_state.align_layer = layer - 1
+    head = params.get("head")
+    if head == MEAN:
+        st.session_state.align_head = MEAN
+    elif head is not None:
+        h = int_param(params, "head", 1, cfg.n_heads, notes)
+        if h is not None:
+            st.session_state.align_head = h - 1
+
+
+def link_params(cfg) -> dict:
+    s = st.session_state
+    params = {"from": s.get("align_from", "attention"), "layer": str(s.get("align_layer", 1) + 1),
+              "rule": s.get("align_rule", "argmax")}
+    if params["from"] == "attention":
+        head = s.get("align_head", MEAN)
+        params["head"] = MEAN if head == MEAN else str(head + 1)
+    if params["from"] == "alti":
+        del params["layer"]
+    return params
+
+
+def scores_section(report: dict, cfg):
+    """The per-head grid and the table of methods from the shipped alignment.json."""
+    base, methods = report["baselines"], report["methods"]
+    grid = np.asarray(report["heads"]["cross"], dtype=float)
+    best_l, best_h = np.unravel_index(np.nanargmin(grid), grid.shape)
+    best = report["best_method"]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric(f"Best head: layer {best_l + 1}, head {best_h + 1}", f"{grid[best_l, best_h]:.3f}",
+              help="Alignment error rate (AER) of the head's argmax links; 0 is perfect, 1 is no overlap")
+    c2.metric("Best method", f"{methods[best]['aer']:.3f}", help=best)
+    c3.metric("Diagonal baseline", f"{base['diagonal']['aer']:.3f}")
+    if "silver" in base:
+        c4.metric("Statistical aligner (eflomal)", f"{base['silver']['aer']:.3f}")
+    st.caption(f"AER against the hand-checked links of {report['n_pairs']} test sentences (Och & Ney, 2003): lower "
+               f"is better. Best method: **{literal(best)}**. Baselines: the monotone diagonal "
+               f"{base['diagonal']['aer']:.3f}" + (f", eflomal with grow-diag-final-and {base['silver']['aer']:.3f}"
+                                                   if "silver" in base else "") + ".")
+    grids = {r: np.asarray(g, dtype=float) for r, g in report["heads_by_method"].items()}
+    low = min(float(np.nanmin(g)) for g in grids.values())
+    high = max(float(np.nanmax(g)) for g in grids.values())
+    for route, g in grids.items():  # one per row: eight heads across need the page's width for their numbers
+        chart(viz.aer_grid(g, title=f"AER of each cross-attention head, {RULES[route]}", low=low, high=high),
+              key=f"align_grid_{route}")
+        grid_table(g, f"AER per cross-attention head, {RULES[route]}", key=f"align_grid_{route}_table")
+    df = pd.DataFrame([{"method": m, **{k: r.get(k) for k in ("aer", "precision", "recall", "silver_aer")}}
+                       for m, r in methods.items()]).sort_values("aer")
+    df = df.rename(columns={"silver_aer": "AER against eflomal"})
+    with st.expander("Every method, scored"):
+        st.dataframe(df, hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                                          for c in df.columns if c != "method"})
+        st.caption("attention Lk: the mean of layer k's heads; norms: norm-based attention (Kobayashi et al., 2020); "
+                   "ALTI+: the source contributions (Ferrando et al., 2022). argmax: the row that writes the English "
+                   "word; shift: the row that reads it (Chen et al., 2020); threshold: every German word with at "
+                   f"least {align.THRESHOLD:g} of the row.")
+    return df
+
+
+@page_view
+def alignment_view(ctx: Context):
+    cfg, result = ctx.cfg, ctx.result
+    st.caption("A cross-attention map is often read as a word alignment: \"this English word came from that German "
+               "word\". Here that reading is measured against links a person checked by hand.")
+    report = checkpoint_json(ctx.checkpoint, "alignment.json")
+    df = scores_section(report, cfg) if report else None
+    if not report:
+        st.info("No alignment scores beside this checkpoint: `python -m model.align --src test_2016_flickr.de.gz "
+                "--ref test_2016_flickr.en.gz --gold assets/alignments/test2016.gold.jsonl` writes them.")
+
+    st.markdown("**This sentence**")
+    gold = annotated().get(result.source.strip())
+    en_tokens = tokenize(gold.en, "en") if gold else list(result.output_tokens)
+    if not en_tokens:
+        st.info("The translation is empty: there is nothing to align.")
+        return
+    de_tokens = list(result.src_tokens[1:-1])
+    s = st.session_state
+    s.setdefault("align_from", "attention")
+    s.setdefault("align_layer", 1)
+    s.setdefault("align_head", MEAN)
+    s.setdefault("align_rule", "argmax")
+    source = st.segmented_control("Links from", list(SOURCES), format_func=SOURCES.get, key="align_from",
+                                  required=True)
+    rule = st.segmented_control("Rule", list(RULES), format_func=lambda r: RULES[r].split(" (")[0], key="align_rule",
+                                required=True, help="argmax: the row that writes the English word (Garg et al., 2019); "
+                                "Shift-Att: the row that reads it, one step later (Chen et al., 2020); threshold: every "
+                                f"German word with at least {align.THRESHOLD:g} of the writing row")
+    layer = head = None
+    if source != "alti":
+        c1, c2 = st.columns([1, 3])
+        layer = c1.segmented_control("Layer", list(range(cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
+                                     key="align_layer", required=True)
+        if source == "attention":
+            head = c2.segmented_control("Head", [MEAN, *range(cfg.n_heads)], key="align_head", required=True,
+                                        format_func=lambda h: "mean" if h == MEAN else str(h + 1))
+    try:
+        with waiting_notice("Reading the alignment") as waiting:
+            maps = alignment_maps(ctx.checkpoint, result.source, tuple(en_tokens), _waiting=waiting)
+    except InputError as e:
+        st.warning(f"{e}.")
+        return
+    if source == "alti":
+        full, what = maps["alti"], "ALTI+ source contributions"
+    else:
+        stack = maps[source][layer]
+        full = stack.mean(0) if head in (None, MEAN) else stack[head]
+        what = f"{SOURCES[source]}, layer {layer + 1}, " + ("mean of heads" if head in (None, MEAN) else f"head {head + 1}")
+    rows = align.word_rows(full, len(de_tokens), len(en_tokens), rule)
+    links = align.links_of(rows, rule)
+    sure, possible = (gold.sure, gold.possible) if gold else (None, None)
+    title = f"Alignment from {what}, {RULES[rule].split(' (')[0]}"
+    if gold:
+        r = align.score([(links, sure, possible)])
+        st.markdown(f"Annotated test sentence (line {gold.line}): the decoder is fed the English reference "
+                    f"*{literal(gold.en)}*. This sentence: AER **{r['aer']:.3f}**, precision {r['precision']:.3f}, "
+                    f"recall {r['recall']:.3f}.")
+    else:
+        st.markdown("Not one of the annotated test sentences (the built-in examples are): the links are read over "
+                    "the model's own translation, with no reference to score them against.")
+    chart(viz.alignment_map(rows, en_tokens, de_tokens, links, sure, possible, title=title,
+                        subtitle=subtitle(result.source), norms=source == "norms"), key="align_map", width="content")
+    st.caption(("Rows: the English words; the colours: the row the rule reads (shift: the step after the word). "
+                "Marks: white, a model link the reference calls sure; yellow, possible; red ×, not in the reference; "
+                "orange square, a sure link the model missed.") if gold else
+               "Rows: the English words; the colours: the row the rule reads; white dots: the model's links.")
+    classes = viz.link_classes(links, sure, possible)
+    table = pd.DataFrame([{"English #": t, "English": en_tokens[t], "German #": i, "German": de_tokens[i],
+                           "link": name} for name, cells in classes.items() for i, t in cells]
+                         ).sort_values(["English #", "German #"]) if links or sure else pd.DataFrame()
+    with st.expander("Show the links as a table"):
+        st.dataframe(table, hide_index=True)
+    extra = [("These links (CSV)", "alignment-links.csv", "text/csv", lambda: table_csv(table))]
+    if df is not None:
+        extra.append(("Every method's scores (CSV)", "alignment-methods.csv", "text/csv", lambda: table_csv(df)))
+    downloads(ctx, extra=extra)

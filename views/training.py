@@ -1,0 +1,190 @@
+"""Training: watch attention form. The shipped replay (checkpoints/replay/, `python -m model.replay --ship`) holds,
+for every snapshot of one training run, the built-in examples' translations and every attention map, the
+validation loss and BLEU, and each head's statistics and alignment error; this view scrubs through them.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model.checkpoint import DEFAULT_CHECKPOINT
+from model.export import table_csv
+from model.head_stats import APPLIES, STATS
+from model.heads import KIND_NAMES
+from model.replay import dequantize
+
+from .common import Context, chart, int_param, literal, token_chips
+from .export import downloads
+from .share import page_view
+from .stats import NAMES
+
+REPLAY = DEFAULT_CHECKPOINT / "replay"
+AER = "cross_aer"  # the alignment error of each cross head, beside the head statistics
+MEAN = "mean"
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def manifest() -> dict | None:
+    path = REPLAY / "replay.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def point_maps(file: str, example: int) -> dict:
+    """One example's maps at one snapshot, back to float weights."""
+    with np.load(REPLAY / file) as z:
+        return {k: dequantize(z[f"ex{example}_{k}"]) for k in KIND_NAMES}
+
+
+def label(point: dict) -> str:
+    return f"step {point['step']:,} (epoch {point['epoch']:.2f})"
+
+
+def read_link(params, cfg, notes: list):
+    """at: a snapshot's step; kind, layer and head (from 1, or mean) of the map; stat: the statistic over time."""
+    m = manifest()
+    at = params.get("at")
+    if at is not None and m:
+        steps = [p["step"] for p in m["snapshots"]]
+        if at.isdigit() and int(at) in steps:
+            st.session_state.training_at = int(at)
+        else:
+            notes.append(f"at={at[:40]!r} is not a snapshot of the replay (steps {', '.join(map(str, steps))})")
+    kind = params.get("kind")
+    if kind is not None:
+        if kind in KIND_NAMES:
+            st.session_state.training_kind = kind
+        else:
+            notes.append(f"kind={kind[:40]!r} is not one of {', '.join(KIND_NAMES)}")
+    layer = int_param(params, "layer", 1, max(cfg.n_enc_layers, cfg.n_dec_layers), notes)
+    if layer is not None:
+        st.session_state.training_layer = layer - 1
+    head = params.get("head")
+    if head == MEAN:
+        st.session_state.training_head = MEAN
+    elif head is not None:
+        h = int_param(params, "head", 1, cfg.n_heads, notes)
+        if h is not None:
+            st.session_state.training_head = h - 1
+    stat = params.get("stat")
+    if stat is not None:
+        if stat in (AER, *STATS):
+            st.session_state.training_stat = stat
+        else:
+            notes.append(f"stat={stat[:40]!r} is not one of {', '.join((AER, *STATS))}")
+
+
+def link_params(cfg) -> dict:
+    s = st.session_state
+    params = {"kind": s.get("training_kind", "cross"), "layer": str(s.get("training_layer", 1) + 1),
+              "head": MEAN if s.get("training_head", MEAN) == MEAN else str(s.training_head + 1),
+              "stat": s.get("training_stat", AER)}
+    if "training_at" in s:
+        params = {"at": str(s.training_at), **params}
+    return params
+
+
+def over_time(points: list, stat: str, kind: str) -> np.ndarray | None:
+    """(N, L, H) of one statistic over the snapshots (None where this kind has no such statistic)."""
+    if stat == AER:
+        return np.array([p[AER] for p in points], dtype=float) if kind == "cross" else None
+    if kind not in APPLIES[stat]:
+        return None
+    return np.array([[[np.nan if x is None else x for x in row] for row in p["head_stats"][stat][kind]]
+                     for p in points], dtype=float)
+
+
+@page_view
+def training_view(ctx: Context):
+    m = manifest()
+    if not m:
+        st.info("No training replay ships with this copy (checkpoints/replay/replay.json). Train with "
+                "`python -m model.train ... --snapshots` and write one with `python -m model.replay --snapshots DIR "
+                "--ship checkpoints/replay --data-dir ../shared/data/multi30k`.")
+        return
+    points, examples = m["snapshots"], m["examples"]
+    st.caption(f"One training run of the {m['model']}-position model, replayed: {len(points)} snapshots from the "
+               "untrained weights (step 0) to the end. Models like this one first learn what English looks like, then "
+               "word-for-word translation, then word order (Voita, Sennrich & Titov, 2021): watch the translation, "
+               "the maps and the heads change.")
+    source = ctx.result.source.strip()
+    if source in examples:
+        example = examples.index(source)
+    else:
+        st.info("The replay covers the built-in examples, not a typed sentence: pick one below. To replay any "
+                "sentence, train with `python -m model.train ... --snapshots` and run `python -m model.replay "
+                "--snapshots runs/train/snapshots \"SENTENCE\"`.")
+        example = st.selectbox("Example", range(len(examples)), format_func=lambda i: examples[i], key="training_example")
+    s = st.session_state
+    steps = [p["step"] for p in points]
+    if s.get("training_at") not in steps:
+        s.training_at = steps[-1]
+    at = st.select_slider("Snapshot", steps, key="training_at",
+                          format_func=lambda step: label(points[steps.index(step)]))
+    i = steps.index(at)
+    point = points[i]
+    ex = point["examples"][example]
+    final = points[-1]["examples"][example]
+    words = [t for t in ex["steps"] if t != "<eos>"]
+    st.markdown(f"**At {literal(label(point))}:** " + (token_chips(words) if words else "*(nothing: it ends at once)*"),
+                unsafe_allow_html=True)
+    if ex["steps"] != final["steps"]:
+        st.markdown("**At the end:** " + token_chips([t for t in final["steps"] if t != "<eos>"]),
+                    unsafe_allow_html=True)
+    labels = [f"{p['step']:,}" for p in points]
+    chart(viz.training_curves(labels, {"validation loss": [p["val_loss"] for p in points],
+                                       "validation BLEU (greedy)": [p["val_bleu"] for p in points],
+                                       "source share (ALTI+)": [p["source_share"] for p in points]}, i,
+                              title="Over training (x: the snapshots' steps)"), key="training_curves")
+    st.caption(f"Validation loss per token and greedy BLEU on the 1,014 validation sentences; source share: how "
+               f"much of each generated token came from the German (ALTI+), mean over the first {m['n_share']} "
+               f"validation sentences. This snapshot: loss {point['val_loss']:.3f}, BLEU {point['val_bleu']:.1f}, "
+               f"source share {point['source_share']:.3f}.")
+
+    s.setdefault("training_kind", "cross")
+    s.setdefault("training_layer", 1)
+    s.setdefault("training_head", MEAN)
+    kind = st.segmented_control("Attention", list(KIND_NAMES), format_func=KIND_NAMES.get, key="training_kind",
+                                required=True)
+    maps = point_maps(point["file"], example)[kind]
+    c1, c2 = st.columns([1, 3])
+    layer = c1.segmented_control("Layer", list(range(maps.shape[0])), format_func=lambda l: str(l + 1),
+                                 key="training_layer", required=True)
+    head = c2.segmented_control("Head", [MEAN, *range(maps.shape[1])], key="training_head", required=True,
+                                format_func=lambda h: "mean" if h == MEAN else str(h + 1))
+    stretch = st.toggle("Stretch the colours to this map's largest weight", key="training_stretch",
+                        help="More contrast in a flat map; off, colours compare across snapshots (0 to 1)")
+    weights = viz.select_head(maps, layer, None if head == MEAN else head)
+    queries = {"enc": ex["src_tokens"], "dec": ex["tgt_tokens"], "cross": ex["tgt_tokens"]}[kind]
+    keys = ex["tgt_tokens"] if kind == "dec" else ex["src_tokens"]
+    rows = queries if kind == "enc" else viz.predicting(queries, ex["steps"])
+    title = f"{KIND_NAMES[kind]}, layer {layer + 1}, {'mean of heads' if head == MEAN else f'head {head + 1}'}, " \
+            f"{label(point)}"
+    chart(viz.attention_heatmap(weights, rows, keys, causal=kind == "dec", title=title, stretch=stretch,
+                                subtitle=examples[example][:120]), key="training_map",
+          width="content")
+    st.caption(f"Weights stored to 1/{m['levels']} (uint8); the rows are this snapshot's own translation, so they "
+               "change as it does.")
+
+    stats = [AER, *STATS]
+    c1, c2 = st.columns(2)
+    stat = c1.selectbox("Per head, over training", stats, key="training_stat",
+                        format_func=lambda x: "alignment error (AER, argmax)" if x == AER else NAMES[x])
+    kinds = ["cross"] if stat == AER else list(APPLIES[stat])
+    grid_kind = c2.segmented_control("Of", kinds, format_func=KIND_NAMES.get, key=f"training_grid_kind_{stat}",
+                                     default=kinds[-1], required=True)
+    values = over_time(points, stat, grid_kind)
+    name = "AER" if stat == AER else NAMES[stat]
+    chart(viz.heads_over_time(values, labels, i, title=f"{name}, {KIND_NAMES[grid_kind]} heads, over training",
+                              value=name), key="training_heads")
+    st.caption("A row per head, a column per snapshot; the outlined column is the snapshot above. " +
+               (f"AER of each cross head's argmax links against the hand-checked references ({m['gold']}); lower is "
+                "a better alignment." if stat == AER else f"Mean over {m['n_stats']} validation sentences' greedy "
+                                                            "translations at each snapshot."))
+    curve = pd.DataFrame([{"step": p["step"], "epoch": p["epoch"], "validation loss": p["val_loss"],
+                           "validation BLEU": p["val_bleu"], "source share": p["source_share"],
+                           **{f"AER {k}": v for k, v in p["layer_aer"].items()}} for p in points])
+    downloads(ctx, extra=[("The replay's curves (CSV)", "training-curves.csv", "text/csv", lambda: table_csv(curve))])
