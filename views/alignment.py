@@ -96,7 +96,7 @@ def scores_section(report: dict, cfg):
     low = min(float(np.nanmin(g)) for g in grids.values())
     high = max(float(np.nanmax(g)) for g in grids.values())
     for route, g in grids.items():  # one per row: eight heads across need the page's width for their numbers
-        chart(viz.aer_grid(g, title=f"AER of each cross-attention head, {RULES[route]}", low=low, high=high),
+        chart(viz.aer_grid(g, title=f"AER per head, {RULES[route].split(' (')[0]}", low=low, high=high),
               key=f"align_grid_{route}")
         grid_table(g, f"AER per cross-attention head, {RULES[route]}", key=f"align_grid_{route}_table")
     df = pd.DataFrame([{"method": m, **{k: r.get(k) for k in ("aer", "precision", "recall", "silver_aer")}}
@@ -143,11 +143,10 @@ def alignment_view(ctx: Context):
                                 f"German word with at least {align.THRESHOLD:g} of the writing row")
     layer = head = None
     if source != "alti":
-        c1, c2 = st.columns([1, 3])
-        layer = c1.segmented_control("Layer", list(range(cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
+        layer = st.segmented_control("Layer", list(range(cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
                                      key="align_layer", required=True)
         if source == "attention":
-            head = c2.segmented_control("Head", [MEAN, *range(cfg.n_heads)], key="align_head", required=True,
+            head = st.segmented_control("Head", [MEAN, *range(cfg.n_heads)], key="align_head", required=True,
                                         format_func=lambda h: "mean" if h == MEAN else str(h + 1))
     try:
         with waiting_notice("Reading the alignment") as waiting:

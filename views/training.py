@@ -150,10 +150,9 @@ def training_view(ctx: Context):
     kind = st.segmented_control("Attention", list(KIND_NAMES), format_func=KIND_NAMES.get, key="training_kind",
                                 required=True)
     maps = point_maps(point["file"], example)[kind]
-    c1, c2 = st.columns([1, 3])
-    layer = c1.segmented_control("Layer", list(range(maps.shape[0])), format_func=lambda l: str(l + 1),
+    layer = st.segmented_control("Layer", list(range(maps.shape[0])), format_func=lambda l: str(l + 1),
                                  key="training_layer", required=True)
-    head = c2.segmented_control("Head", [MEAN, *range(maps.shape[1])], key="training_head", required=True,
+    head = st.segmented_control("Head", [MEAN, *range(maps.shape[1])], key="training_head", required=True,
                                 format_func=lambda h: "mean" if h == MEAN else str(h + 1))
     stretch = st.toggle("Stretch the colours to this map's largest weight", key="training_stretch",
                         help="More contrast in a flat map; off, colours compare across snapshots (0 to 1)")
