@@ -115,16 +115,30 @@ def alignment_error(translator, gold: list) -> dict:
             "layer_aer": {m: r["aer"] for m, r in report["methods"].items() if m.endswith("argmax")}}
 
 
-def against_shipped(folder, row: dict, shipped) -> dict:
-    """How far the last snapshot is from the shipped checkpoint whose recipe the run repeats: the largest weight
-    difference once the snapshot is rounded to float16 as checkpoints are stored (0: the same model)."""
+def against_shipped(folder, row: dict, point: dict, shipped, examples: list, device=None) -> dict:
+    """How far the run's last snapshot is from the shipped checkpoint whose recipe it repeats: the largest weight
+    difference once the snapshot is rounded to float16 as checkpoints are stored (0: the same model), and, on the
+    examples, the shipped model's translations beside the last point's and the mean |difference| of the
+    cross-attention maps where the two translations are the same."""
     from safetensors.torch import load_file
+
+    from .translator import Translator
 
     mine, theirs = load_file(Path(folder) / row["file"]), load_file(Path(shipped) / "model.safetensors")
     diff = max(float((mine[k].half().float() - theirs[k].float()).abs().max()) for k in theirs)
     scale = max(float(v.float().abs().max()) for v in theirs.values())
-    return {"checkpoint": Path(shipped).name, "max_weight_difference": diff, "largest_weight": round(scale, 4),
-            "same": diff == 0.0}
+    model = Translator.load(shipped, device)
+    steps, gaps = [], []
+    with np.load(Path(point["dir"]) / point["file"]) as z:
+        for i, sentence in enumerate(examples):
+            r = model.translate(sentence, top_k=1)
+            steps.append([s.token for s in r.steps])
+            if steps[-1] == point["examples"][i]["steps"]:
+                gaps.append(float(np.abs(dequantize(z[f"ex{i}_cross"]) - r.cross_attentions).mean()))
+    same = sum(a == b["steps"] for a, b in zip(steps, point["examples"]))
+    return {"checkpoint": Path(shipped).name, "same_weights": diff == 0.0, "max_weight_difference": round(diff, 6),
+            "largest_weight": round(scale, 4), "shipped_steps": steps, "same_translations": same,
+            "cross_map_mean_abs_difference": round(float(np.mean(gaps)), 5) if gaps else None}
 
 
 def ship(folder, out, data_dir, device=None, progress: bool = False, replays=None) -> dict:
@@ -163,7 +177,8 @@ def ship(folder, out, data_dir, device=None, progress: bool = False, replays=Non
     points = [json.loads((out / "points" / f"step{r['step']:06d}.json").read_text()) for r in rows]
     manifest = {"model": config.get("positions"), "examples": examples, "levels": LEVELS,
                 "replays": None if replays is None else Path(replays).name,
-                "last_vs_shipped": None if replays is None else against_shipped(folder, rows[-1], replays),
+                "last_vs_shipped": None if replays is None else against_shipped(
+                    folder, rows[-1], {**points[-1], "dir": out}, replays, examples, device),
                 "n_stats": N_STATS, "n_share": N_SHARE,
                 "gold": align.GOLD.name, "snapshots": points,
                 "command": f"python -m model.replay --snapshots {folder} --ship {out} --data-dir {data_dir}"

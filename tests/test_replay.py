@@ -119,18 +119,27 @@ def test_the_shipped_replay_is_complete_and_compact():
 
 
 @pytest.mark.slow
-def test_the_shipped_replays_last_point_agrees_with_the_model_it_replays():
+def test_the_shipped_replays_last_point_against_the_model_it_replays():
+    """The run repeats the recipe of checkpoints/<replays> but does not end at the same weights (the note says by
+    how much): what the manifest says of the two on the examples is recomputed here from the shipped model and the
+    replay's own last point."""
     m = shipped()
-    translator = Translator.load(CHECKPOINT / m["replays"])
+    vs = m["last_vs_shipped"]
+    assert m["replays"] == "sinusoidal" and vs["checkpoint"] == "sinusoidal"
     last = m["snapshots"][-1]
+    assert last["epoch_end"] == max(p["epoch_end"] or 0 for p in m["snapshots"])  # the end of the run
+    translator = Translator.load(CHECKPOINT / m["replays"])
+    gaps = []
     with np.load(REPLAY / last["file"]) as z:
         for i, sentence in enumerate(m["examples"]):
             r = translator.translate(sentence)
-            assert last["examples"][i]["steps"] == [s.token for s in r.steps], sentence
-            np.testing.assert_allclose(replay.dequantize(z[f"ex{i}_cross"]), r.cross_attentions,
-                                       atol=0.5 / replay.LEVELS + 1e-3)
-            np.testing.assert_allclose(replay.dequantize(z[f"ex{i}_enc"]), r.encoder_attentions,
-                                       atol=0.5 / replay.LEVELS + 1e-3)
+            assert vs["shipped_steps"][i] == [s.token for s in r.steps], sentence
+            if vs["shipped_steps"][i] == last["examples"][i]["steps"]:
+                gaps.append(np.abs(replay.dequantize(z[f"ex{i}_cross"]) - r.cross_attentions).mean())
+    assert vs["same_translations"] == len(gaps)
+    assert vs["same_weights"] is (vs["max_weight_difference"] == 0)
+    if gaps:
+        assert vs["cross_map_mean_abs_difference"] == pytest.approx(np.mean(gaps), abs=1e-5)
 
 
 @pytest.mark.slow
