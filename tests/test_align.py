@@ -180,3 +180,21 @@ def test_command_reproduces_the_shipped_json_on_the_first_pairs(tmp_path, call):
     best = min(shipped["methods"], key=lambda m: shipped["methods"][m]["aer"])
     assert shipped["best_method"] == best
 
+
+
+# the figures ----------------------------------------------------------------------------------------------------
+def test_link_classes_and_the_marks_drawn():
+    import viz
+
+    sure, possible = {(0, 0), (1, 1)}, {(0, 0), (1, 1), (2, 1)}
+    links = {(0, 0), (2, 1), (2, 2)}
+    classes = viz.link_classes(links, sure, possible)
+    assert classes == {"hit": [(0, 0)], "possible": [(2, 1)], "extra": [(2, 2)], "missed": [(1, 1)]}
+    assert viz.link_classes(links) == {"model": sorted(links)}
+    rows = np.full((3, 3), 1 / 3)
+    fig = viz.alignment_map(rows, ["a", "b", "c"], ["x", "y", "z"], links, sure, possible, title="t")
+    marks = {tr.name: sorted(zip(tr.x, tr.y)) for tr in fig.data[1:]}
+    assert marks == {viz.alignment.LINK_STYLES[k][2]: v for k, v in classes.items()}
+    grid = np.array([[0.5, 0.4], [0.3, np.nan]])
+    shape = viz.aer_grid(grid).layout.shapes[0]
+    assert (shape.x0, shape.x1, shape.y0, shape.y1) == (-0.5, 0.5, 0.5, 1.5)  # layer 2, head 1: the lowest

@@ -158,3 +158,17 @@ def test_the_training_view_by_link(monkeypatch):
     at = from_url(monkeypatch, s="Ein Satz, der kein Beispiel ist.", view="training", at="12345")
     assert "not a snapshot of the replay" in at.warning[0].value
     assert any("covers the built-in examples" in i.value for i in at.info)
+
+
+def test_the_figures_mark_the_current_snapshot():
+    import viz
+
+    fig = viz.training_curve(["0", "25", "50"], [3.0, None, 1.0], 2, "validation loss")
+    assert list(fig.data[1].x) == [2] and list(fig.data[1].y) == [1.0]
+    values = np.arange(2 * 3 * 4, dtype=float).reshape(2, 3, 4)  # 2 snapshots, 3 layers, 4 heads
+    fig = viz.heads_over_time(values, ["0", "25"], 1, value="AER")
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (12, 2) and z[4 + 2, 1] == values[1, 1, 2]  # row: layer 2 head 3; column: the snapshot
+    assert fig.layout.shapes[0].x0 == 0.5 and fig.layout.shapes[0].x1 == 1.5
+    with pytest.raises(ValueError, match="snapshots, layers, heads"):
+        viz.heads_over_time(values[0], ["0"], 0)

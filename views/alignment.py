@@ -65,7 +65,7 @@ def read_link(params, cfg, notes: list):
 
 def link_params(cfg) -> dict:
     s = st.session_state
-    params = {"from": s.get("align_from", "attention"), "layer": str(s.get("align_layer", 1) + 1),
+    params = {"from": s.get("align_from", "attention"), "layer": str(s.get("align_layer", cfg.n_dec_layers - 1) + 1),
               "rule": s.get("align_rule", "argmax")}
     if params["from"] == "attention":
         head = s.get("align_head", MEAN)
@@ -89,7 +89,7 @@ def scores_section(report: dict, cfg):
     if "silver" in base:
         c4.metric("Statistical aligner (eflomal)", f"{base['silver']['aer']:.3f}")
     st.caption(f"AER against the hand-checked links of {report['n_pairs']} test sentences (Och & Ney, 2003): lower "
-               f"is better. Best method: **{literal(best)}**. Baselines: the monotone diagonal "
+               f"is better; the red outline marks the best head. Best method: **{literal(best)}**. Baselines: the monotone diagonal "
                f"{base['diagonal']['aer']:.3f}" + (f", eflomal with grow-diag-final-and {base['silver']['aer']:.3f}"
                                                    if "silver" in base else "") + ".")
     grids = {r: np.asarray(g, dtype=float) for r, g in report["heads_by_method"].items()}
@@ -132,7 +132,7 @@ def alignment_view(ctx: Context):
     de_tokens = list(result.src_tokens[1:-1])
     s = st.session_state
     s.setdefault("align_from", "attention")
-    s.setdefault("align_layer", 1)
+    s.setdefault("align_layer", cfg.n_dec_layers - 1)  # the last layer aligns best in both shipped models
     s.setdefault("align_head", MEAN)
     s.setdefault("align_rule", "argmax")
     source = st.segmented_control("Links from", list(SOURCES), format_func=SOURCES.get, key="align_from",
@@ -167,7 +167,7 @@ def alignment_view(ctx: Context):
     if gold:
         r = align.score([(links, sure, possible)])
         st.markdown(f"Annotated test sentence (line {gold.line}): the decoder is fed the English reference "
-                    f"*{literal(gold.en)}*. This sentence: AER **{r['aer']:.3f}**, precision {r['precision']:.3f}, "
+                    f"“{literal(gold.en)}”. This sentence: AER **{r['aer']:.3f}**, precision {r['precision']:.3f}, "
                     f"recall {r['recall']:.3f}.")
     else:
         st.markdown("Not one of the annotated test sentences (the built-in examples are): the links are read over "

@@ -135,10 +135,11 @@ def training_view(ctx: Context):
         st.markdown("**At the end:** " + token_chips([t for t in final["steps"] if t != "<eos>"]),
                     unsafe_allow_html=True)
     labels = [f"{p['step']:,}" for p in points]
-    chart(viz.training_curves(labels, {"validation loss": [p["val_loss"] for p in points],
-                                       "validation BLEU (greedy)": [p["val_bleu"] for p in points],
-                                       "source share (ALTI+)": [p["source_share"] for p in points]}, i,
-                              title="Over training (x: the snapshots' steps)"), key="training_curves")
+    curves = {"validation loss": [p["val_loss"] for p in points], "validation BLEU": [p["val_bleu"] for p in points],
+              "source share (ALTI+)": [p["source_share"] for p in points]}
+    for col, (name, values) in zip(st.columns(len(curves)), curves.items()):
+        with col:
+            chart(viz.training_curve(labels, values, i, name), key=f"training_curve_{name.split()[-1]}")
     st.caption(f"Validation loss per token and greedy BLEU on the 1,014 validation sentences; source share: how "
                f"much of each generated token came from the German (ALTI+), mean over the first {m['n_share']} "
                f"validation sentences. This snapshot: loss {point['val_loss']:.3f}, BLEU {point['val_bleu']:.1f}, "

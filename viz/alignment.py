@@ -51,7 +51,7 @@ def alignment_map(rows, en_tokens, de_tokens, links, sure=None, possible=None, *
 
 def aer_grid(aer, best=None, title="", low=None, high=None):
     """(L, H) AER per head, one colour range (low, high shared with what it is compared with); the best head
-    (lowest AER; `best` = (layer, head) from 0) outlined."""
+    (lowest AER; `best` = (layer, head) from 0) outlined in red."""
     v = np.asarray(aer, dtype=float)
     fig = head_grid(v, title=title, value="AER (lower: a better alignment)", low=low, high=high)
     if best is None and np.isfinite(v).any():
@@ -59,5 +59,4 @@ def aer_grid(aer, best=None, title="", low=None, high=None):
     if best is not None:
         l, h = map(int, best)
         fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5, line=dict(color="#ff3b30", width=3))
-        fig.add_annotation(x=h, y=l, text="best", showarrow=False, yshift=16, font=dict(size=10, color="#ff3b30"))
     return fig

@@ -2,31 +2,27 @@
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .labels import plain
 
 CURRENT_COLOR = "#ff5000"
 
 
-def training_curves(labels: list, series: dict, current: int, title=""):
-    """One small chart per series ({name: values per snapshot}) over the snapshots, evenly spaced (they are
-    log-spaced in steps, so a step axis would squeeze the first half into a corner); the current one marked."""
-    names = list(series)
-    fig = make_subplots(rows=1, cols=len(names), subplot_titles=[plain(n) for n in names], horizontal_spacing=0.08)
+def training_curve(labels: list, values: list, current: int, name: str):
+    """One measure over the snapshots, evenly spaced (they are log-spaced in steps, so a step axis would squeeze
+    the first half into a corner); the current snapshot marked. One figure per measure, so that the page can
+    set them side by side or, on a phone, one under another."""
     x = list(range(len(labels)))
-    for c, name in enumerate(names, 1):
-        y = [np.nan if v is None else float(v) for v in series[name]]
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=plain(name), customdata=labels,
-                                 line=dict(color="#4c78a8"), marker=dict(size=5),
-                                 hovertemplate="%{customdata}<br>" + plain(name) + " %{y:.3f}<extra></extra>"),
-                      row=1, col=c)
-        fig.add_trace(go.Scatter(x=[current], y=[y[current]], mode="markers", name="this snapshot",
-                                 marker=dict(size=13, color=CURRENT_COLOR, line=dict(width=2, color="#ffffff")),
-                                 hoverinfo="skip", showlegend=c == 1), row=1, col=c)
-        step = max(1, len(labels) // 7)
-        fig.update_xaxes(tickmode="array", tickvals=x[::step], ticktext=labels[::step], tickangle=-45, row=1, col=c)
-    fig.update_layout(title=dict(text=title), height=290, margin=dict(l=10, r=10, t=60, b=10), showlegend=False)
+    y = [np.nan if v is None else float(v) for v in values]
+    fig = go.Figure(go.Scatter(x=x, y=y, mode="lines+markers", name=plain(name), customdata=labels,
+                               line=dict(color="#4c78a8"), marker=dict(size=5),
+                               hovertemplate="step %{customdata}<br>" + plain(name) + " %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[current], y=[y[current]], mode="markers", name="this snapshot", hoverinfo="skip",
+                             marker=dict(size=13, color=CURRENT_COLOR, line=dict(width=2, color="#ffffff"))))
+    step = max(1, len(labels) // 6)
+    fig.update_layout(title=dict(text=plain(name)), height=260, margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
+                      xaxis=dict(tickmode="array", tickvals=x[::step], ticktext=labels[::step], tickangle=-45,
+                                 title=dict(text="step")))
     return fig
 
 
