@@ -156,6 +156,8 @@ def test_no_serious_axe_violations_in_any_view(browser, server, scheme):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_arrow_keys_step_the_trace_and_the_link_follows(browser, server):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     ctx, pg, errors = fresh_page(browser, server + LINK + "&view=trace")
     pg.get_by_text("Step 1 of").wait_for(timeout=60_000)
     wait_idle(pg, 60_000)  # the buttons take their keys once drawn
@@ -163,7 +165,12 @@ def test_the_arrow_keys_step_the_trace_and_the_link_follows(browser, server):
     pg.mouse.click(5, 300)  # no field has the keys
     for key, step in (("ArrowRight", 2), ("ArrowRight", 3), ("ArrowLeft", 2)):
         pg.keyboard.press(key)
-        pg.get_by_text(f"Step {step} of").wait_for(timeout=30_000)
+        try:
+            pg.get_by_text(f"Step {step} of").wait_for(timeout=15_000)
+        except PlaywrightTimeout:  # a press lost to a redraw (seen once in a full run): the step must not have moved
+            assert pg.get_by_text(f"Step {step - 1 if key == 'ArrowRight' else step + 1} of").count() == 1
+            pg.keyboard.press(key)
+            pg.get_by_text(f"Step {step} of").wait_for(timeout=30_000)
         pg.wait_for_function(f"new URLSearchParams(location.search).get('step') === '{step}'", timeout=30_000)
         wait_idle(pg)
     box = pg.get_by_label("German sentence (press Enter to translate)")
