@@ -21,10 +21,13 @@ Analyses (numbers about the model, for the page and the CLIs):
     contributions.py norm-based attention and ALTI+ source/prefix contributions (how much came from the source)
     head_stats.py    what each head does over a corpus
     head_importance.py   what each head is worth (BLEU drop, loss rise)
+    align.py         word alignments read off the heads, scored by AER against hand-checked links
+    replay.py        the model at every snapshot of its training (translations, maps, measures)
     export.py        results as JSON, CSV, .npz, BertViz arguments
 
 Commands (`python -m model.NAME --help`; each shares cli.py's parser and its one-line errors):
     translate, evaluate, inspect (head, lens, importance, contributions, decoderlens), head_stats,
-    head_importance, source_share, train, train_lengths
+    head_importance, source_share, align, silver (the eflomal baseline), replay, train (--snapshots),
+    train_lengths
     report           one translation as a self-contained HTML page (every map, layer and head switches, the trace)
 """
