@@ -92,16 +92,23 @@ class Snapshots:
         self.rows = json.loads(manifest.read_text()) if manifest.is_file() else []
 
     def at_step(self, model, step: int):
+        """Before an update, and once more after an epoch's last (so that a step at an epoch's end is kept too)."""
         if step in self.steps:
             self.save(model, step, None)
 
     def at_epoch_end(self, model, step: int, epoch: int, last: bool):
+        self.at_step(model, step)
         if epoch in self.epochs or (last and self.last):
             self.save(model, step, epoch)
 
     def save(self, model, step: int, epoch_end):
+        """The weights after `step` updates, once: a step asked for twice (a step number that is also an
+        epoch's end) is written once, its row keeping the epoch it ends."""
+        old = next((r for r in self.rows if r["step"] == step), None)
         name = f"step{step:06d}.safetensors"
-        save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, self.dir / name)
+        if old is None or not (self.dir / name).is_file():
+            save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, self.dir / name)
+        epoch_end = epoch_end or (old or {}).get("epoch_end")
         row = {"step": step, "epoch": round(step / self.steps_per_epoch, 3), "epoch_end": epoch_end, "file": name}
         self.rows = sorted([r for r in self.rows if r["step"] != step] + [row], key=lambda r: r["step"])
         (self.dir / "snapshots.json").write_text(json.dumps(self.rows, indent=1) + "\n")

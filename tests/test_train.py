@@ -169,6 +169,13 @@ def test_snapshots_leave_training_unchanged(tiny_data, tmp_path, call):
     init = Transformer(ModelConfig(**cfg)).state_dict()
     assert all(torch.equal(first[k], init[k]) for k in init)
     assert not (snaps / "model.safetensors").exists()
+    # a step that is also an epoch's end keeps the epoch it ends; the run's very last step is kept as a step too
+    assert call(train_cli.main, *common, "--out", tmp_path / "c", "--work-dir", tmp_path / "wc",
+                "--snapshots", "3,6,e1")[0] == 0
+    rows = json.loads((tmp_path / "wc/snapshots/snapshots.json").read_text())
+    assert [(r["step"], r["epoch_end"]) for r in rows] == [(3, 1), (6, None)]
+    end = load_file(tmp_path / "wc/snapshots/step000006.safetensors")
+    assert all(torch.equal(end[k], a[k]) for k in a)
 
 
 @pytest.mark.parametrize("spec", ["x", "e0", "-5", "e"])
