@@ -168,10 +168,9 @@ def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = 
     from .transformer import Extras
     from .vocab import EOS_ID, SOS_ID
 
-    _, ids, cut = translator.source_ids(sentence)
-    limit = translator.cfg.max_positions - 1
-    if cut or len(en_tokens) > limit:
-        raise InputError(f"the pair is longer than the model's {translator.cfg.max_positions} positions")
+    _, ids, _ = translator.source_ids(sentence)  # a long source is cut to the model's positions, as everywhere
+    if len(en_tokens) > translator.cfg.max_positions - 1:
+        raise InputError(f"{len(en_tokens)} English words: the model has {translator.cfg.max_positions} positions")
     out_ids = translator.tgt_vocab.encode(en_tokens) + [EOS_ID]
     dev = translator.device
     src, tgt = torch.tensor([ids], device=dev), torch.tensor([[SOS_ID, *out_ids[:-1]]], device=dev)
@@ -230,6 +229,8 @@ def evaluate(translator, src, ref, gold: list, silver: dict | None = None, progr
         if (g.de and g.de != src[g.line]) or (g.en and g.en != ref[g.line]):
             raise InputError(f"gold line {g.line}: its text is not line {g.line} of the corpus (wrong files?)")
         de, en = tokenize(src[g.line], "de"), tokenize(ref[g.line], "en")
+        if translator.source_ids(src[g.line])[2]:
+            raise InputError(f"gold line {g.line} is longer than the model's {translator.cfg.max_positions} positions")
         check_indices(g, len(de), len(en))
         methods, heads = pair_links(maps_for(translator, src[g.line], en, attention_only), len(de), len(en))
         per_line[g.line] = {m: list(counts(methods[m], g.sure, g.possible)) for m in names}

@@ -198,3 +198,15 @@ def test_link_classes_and_the_marks_drawn():
     grid = np.array([[0.5, 0.4], [0.3, np.nan]])
     shape = viz.aer_grid(grid).layout.shapes[0]
     assert (shape.x0, shape.x1, shape.y0, shape.y1) == (-0.5, 0.5, 0.5, 1.5)  # layer 2, head 1: the lowest
+
+
+def test_a_source_longer_than_the_positions_is_cut_as_everywhere_and_a_gold_line_is_not():
+    t = seeded_translator()
+    long = " ".join(["ein hund läuft im park ."] * 20)  # 120 tokens: the model reads the first 98
+    maps = maps_for(t, long, ["a", "dog", "."])
+    assert maps["attention"].shape[-2:] == (4, t.cfg.max_positions)
+    with pytest.raises(InputError, match="positions"):
+        maps_for(t, "ein hund .", ["a"] * t.cfg.max_positions)
+    gold = [align.Reference(0, frozenset({(0, 0)}), frozenset({(0, 0)}))]
+    with pytest.raises(InputError, match="gold line 0 is longer"):
+        align.evaluate(t, [long], ["a dog ."], gold)

@@ -76,3 +76,12 @@ def test_alignment_and_training_views_in_the_browser(page, server):
     wait_idle(page)
     page.get_by_text(f"At step {first:,} (epoch").first.wait_for(timeout=30_000)
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_alignment_view_of_a_sentence_longer_than_the_positions(monkeypatch):
+    at = from_url(monkeypatch, s=" ".join(["Ein Hund läuft schnell über die Wiese."] * 14), view="align")
+    assert not at.exception and [w.value for w in at.warning] == [  # the page's own note, and nothing else
+        "The sentence is too long for the model's 100 positions: the last 14 tokens were cut, and the rest was "
+        "translated."]
+    fig = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Alignment from"))
+    assert array(fig["data"][0]["z"]).shape[1] == 98  # the German words the model read
