@@ -72,7 +72,7 @@ def test_the_map_table_holds_the_map_and_shows_hostile_tokens_as_text(monkeypatc
 
 # The tables each view offers at least, on LINK (stats and importance: a grid per kind, sentence and test set).
 MAPS = {"cross": 1, "enc": 1, "dec": 1, "inside": 1, "trace": 3, "flow": 2, "contributions": 3, "stats": 3,
-        "importance": 3, "reference": 2}
+        "importance": 3, "reference": 2, "align": 3, "training": 2}
 
 AXE_RUN = """async skipped => {
     const result = await axe.run(document, {resultTypes: ["violations"], elementRef: true});

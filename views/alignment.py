@@ -17,8 +17,8 @@ from model.errors import InputError
 from model.export import table_csv
 from model.vocab import tokenize
 
-from .common import (HEAVY, Context, chart, checkpoint_json, int_param, literal, load_translator, subtitle,
-                     waiting_notice)
+from .common import (HEAVY, Context, chart, checkpoint_json, int_param, literal, load_translator, map_table, subtitle,
+                     table_labels, waiting_notice)
 from .export import downloads
 from .share import page_view
 from .stats import grid_table
@@ -178,6 +178,8 @@ def alignment_view(ctx: Context):
                 "Marks: white, a model link the reference calls sure; yellow, possible; red ×, not in the reference; "
                 "orange square, a sure link the model missed.") if gold else
                "Rows: the English words; the colours: the row the rule reads; white dots: the model's links.")
+    map_table(rows, table_labels(en_tokens), table_labels(de_tokens), f"{title}; rows: English words, columns: "
+              "German words", key="align_map_table", corner="English \\ German", label="Show the map as a table")
     classes = viz.link_classes(links, sure, possible)
     table = pd.DataFrame([{"English #": t, "English": en_tokens[t], "German #": i, "German": de_tokens[i],
                            "link": name} for name, cells in classes.items() for i, t in cells]

@@ -16,7 +16,7 @@ from model.head_stats import APPLIES, STATS
 from model.heads import KIND_NAMES
 from model.replay import dequantize
 
-from .common import Context, chart, int_param, literal, token_chips
+from .common import Context, chart, int_param, literal, map_table, table_labels, token_chips
 from .export import downloads
 from .share import page_view
 from .stats import NAMES
@@ -166,6 +166,9 @@ def training_view(ctx: Context):
     chart(viz.attention_heatmap(weights, rows, keys, causal=kind == "dec", title=title, stretch=stretch,
                                 subtitle=examples[example][:120]), key="training_map",
           width="content")
+    map_table(weights, table_labels(rows), table_labels(keys), f"{title}; rows: queries, columns: keys",
+              key="training_map_table", corner="query \\ key",
+              masked=viz.causal_mask(len(rows), len(keys)) if kind == "dec" else None)
     st.caption(f"Weights stored to 1/{m['levels']} (uint8); the rows are this snapshot's own translation, so they "
                "change as it does.")
 
@@ -180,6 +183,10 @@ def training_view(ctx: Context):
     name = "AER" if stat == AER else NAMES[stat]
     chart(viz.heads_over_time(values, labels, i, title=f"{name}, {KIND_NAMES[grid_kind]} heads, over training",
                               value=name), key="training_heads")
+    L, H = values.shape[1:]
+    map_table(values.reshape(len(points), L * H).T, [f"layer {l + 1} head {h + 1}" for l in range(L) for h in range(H)],
+              labels, f"{name} of each {KIND_NAMES[grid_kind]} head at each snapshot", key="training_heads_table",
+              corner="head \\ step")
     st.caption("A row per head, a column per snapshot; the outlined column is the snapshot above. " +
                (f"AER of each cross head's argmax links against the hand-checked references ({m['gold']}); lower is "
                 "a better alignment." if stat == AER else f"Mean over {m['n_stats']} validation sentences' greedy "
