@@ -201,10 +201,10 @@ def pair_links(maps: dict, n_src: int, n_tgt: int) -> tuple[dict, dict]:
     return methods, heads
 
 
-def check_indices(ref: Reference, n_src: int, n_tgt: int, what: str = "gold"):
+def check_indices(ref: Reference, n_src: int, n_tgt: int):
     bad = sorted((i, j) for i, j in ref.possible if i >= n_src or j >= n_tgt)
     if bad:
-        raise InputError(f"{what} line {ref.line}: links {bad[:3]} point past its {n_src} German and {n_tgt} "
+        raise InputError(f"gold line {ref.line}: links {bad[:3]} point past its {n_src} German and {n_tgt} "
                          f"English tokens")
 
 

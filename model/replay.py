@@ -115,7 +115,7 @@ def alignment_error(translator, gold: list) -> dict:
             "layer_aer": {m: r["aer"] for m, r in report["methods"].items() if m.endswith("argmax")}}
 
 
-def against_shipped(folder, row: dict, point: dict, shipped, examples: list, device=None) -> dict:
+def against_shipped(folder, row: dict, point: dict, maps_file, shipped, examples: list, device=None) -> dict:
     """How far the run's last snapshot is from the shipped checkpoint whose recipe it repeats: the largest weight
     difference once the snapshot is rounded to float16 as checkpoints are stored (0: the same model), and, on the
     examples, the shipped model's translations beside the last point's and the mean |difference| of the
@@ -129,7 +129,7 @@ def against_shipped(folder, row: dict, point: dict, shipped, examples: list, dev
     scale = max(float(v.float().abs().max()) for v in theirs.values())
     model = Translator.load(shipped, device)
     steps, gaps = [], []
-    with np.load(Path(point["dir"]) / point["file"]) as z:
+    with np.load(maps_file) as z:
         for i, sentence in enumerate(examples):
             r = model.translate(sentence, top_k=1)
             steps.append([s.token for s in r.steps])
@@ -178,7 +178,7 @@ def ship(folder, out, data_dir, device=None, progress: bool = False, replays=Non
     manifest = {"model": config.get("positions"), "examples": examples, "levels": LEVELS,
                 "replays": None if replays is None else Path(replays).name,
                 "last_vs_shipped": None if replays is None else against_shipped(
-                    folder, rows[-1], {**points[-1], "dir": out}, replays, examples, device),
+                    folder, rows[-1], points[-1], out / points[-1]["file"], replays, examples, device),
                 "n_stats": N_STATS, "n_share": N_SHARE,
                 "gold": align.GOLD.name, "snapshots": points,
                 "command": f"python -m model.replay --snapshots {folder} --ship {out} --data-dir {data_dir}"

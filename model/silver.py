@@ -32,9 +32,12 @@ def grow_diag_final_and(forward, backward) -> set:
     """
     forward, backward = set(forward), set(backward)
     union, links = forward | backward, forward & backward
+    src_done, tgt_done = {i for i, _ in links}, {j for _, j in links}
 
-    def aligned():
-        return {i for i, _ in links}, {j for _, j in links}
+    def take(link):
+        links.add(link)
+        src_done.add(link[0])
+        tgt_done.add(link[1])
 
     grew = True
     while grew:
@@ -42,15 +45,13 @@ def grow_diag_final_and(forward, backward) -> set:
         for i, j in sorted(links):
             for di, dj in NEIGHBOURS:
                 cand = (i + di, j + dj)
-                src_done, tgt_done = aligned()
                 if cand in union and cand not in links and (cand[0] not in src_done or cand[1] not in tgt_done):
-                    links.add(cand)
+                    take(cand)
                     grew = True
     for direction in (forward, backward):
         for cand in sorted(direction):
-            src_done, tgt_done = aligned()
             if cand not in links and cand[0] not in src_done and cand[1] not in tgt_done:
-                links.add(cand)
+                take(cand)
     return links
 
 

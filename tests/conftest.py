@@ -9,6 +9,7 @@ one `python -m` run per tool).
 """
 
 import base64
+import gzip
 import io
 import json
 import os
@@ -67,6 +68,24 @@ def seeded_translator(seed: int = 3) -> Translator:
 @pytest.fixture
 def tiny_translator():
     return seeded_translator()
+
+
+TRAINING_PAIRS = [("Ein Hund läuft im Park.", "A dog runs in the park."),
+                  ("Zwei Männer spielen Fußball.", "Two men play soccer."),
+                  ("Eine Frau liest ein Buch.", "A woman reads a book."),
+                  ("Ein Kind spielt im Park.", "A child plays in the park."),
+                  ("Zwei Hunde laufen im Schnee.", "Two dogs run in the snow."),
+                  ("Ein Mann liest ein Buch.", "A man reads a book.")] * 4
+
+
+def write_multi30k(folder: Path, pairs=TRAINING_PAIRS) -> Path:
+    """A tiny Multi30k folder for model.train: train and val splits, both the given pairs (24 by default)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "val"):
+        for lang, col in (("de", 0), ("en", 1)):
+            with gzip.open(folder / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("\n".join(p[col] for p in pairs) + "\n")
+    return folder
 
 
 def random_batch(cfg, B=3, S=7, T=6, seed=0):

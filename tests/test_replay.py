@@ -1,23 +1,17 @@
 """The training replay (model/replay.py, views/training.py): a tiny run's snapshots replayed and shipped, checked
 against the weights they were taken from; the shipped replay against the model it replays; the view by link."""
 
-import gzip
 import json
 
 import numpy as np
 import pytest
-import torch
 from safetensors.torch import load_file
 
-from conftest import CHECKPOINT, assert_error_line, charts, from_url, markdown
+from conftest import CHECKPOINT, TRAINING_PAIRS, assert_error_line, charts, from_url, markdown, write_multi30k
 from model import replay
 from model import train as train_cli
 from model.translator import Translator
 
-PAIRS = [("Ein Hund läuft im Park.", "A dog runs in the park."),
-         ("Zwei Männer spielen Fußball.", "Two men play soccer."),
-         ("Eine Frau liest ein Buch.", "A woman reads a book."),
-         ("Ein Mann liest ein Buch.", "A man reads a book.")] * 4
 REPLAY = CHECKPOINT / "replay"
 
 
@@ -25,12 +19,7 @@ REPLAY = CHECKPOINT / "replay"
 def tiny_run(tmp_path_factory):
     """A 2-epoch run on 16 pairs with snapshots at steps 0 and 1 and the ends of both epochs."""
     root = tmp_path_factory.mktemp("replay")
-    data = root / "data"
-    data.mkdir()
-    for split in ("train", "val"):
-        for lang, col in (("de", 0), ("en", 1)):
-            with gzip.open(data / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
-                f.write("\n".join(p[col] for p in PAIRS) + "\n")
+    data = write_multi30k(root / "data", TRAINING_PAIRS[:4] * 4)
     status = train_cli.main([str(a) for a in ("--data-dir", data, "--out", root / "ckpt", "--work-dir", root / "work",
                                               "--batch-size", "8", "--epochs", "2", "--no-progress", "--seed", "5",
                                               "--snapshots", "0,1,e1,last")])

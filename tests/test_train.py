@@ -1,6 +1,5 @@
 """Training: a few steps lower the loss, resume continues, and 2 DDP processes equal 1 on the same global batch."""
 
-import gzip
 import json
 import shutil
 import subprocess
@@ -10,30 +9,16 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import ROOT, assert_error_line, random_batch
+from conftest import ROOT, assert_error_line, random_batch, write_multi30k
 from model import train as train_cli
 from model.metrics import token_loss
 from model.train import lr_at, word_dropout
 from model.transformer import Extras
 from model.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID
 
-PAIRS = [("Ein Hund läuft im Park.", "A dog runs in the park."),
-         ("Zwei Männer spielen Fußball.", "Two men play soccer."),
-         ("Eine Frau liest ein Buch.", "A woman reads a book."),
-         ("Ein Kind spielt im Park.", "A child plays in the park."),
-         ("Zwei Hunde laufen im Schnee.", "Two dogs run in the snow."),
-         ("Ein Mann liest ein Buch.", "A man reads a book.")] * 4
-
-
 @pytest.fixture
 def tiny_data(tmp_path):
-    d = tmp_path / "data"
-    d.mkdir()
-    for split, (de, en) in {"train": ("train.de.gz", "train.en.gz"), "val": ("val.de.gz", "val.en.gz")}.items():
-        for name, col in ((de, 0), (en, 1)):
-            with gzip.open(d / name, "wt", encoding="utf-8") as f:
-                f.write("\n".join(p[col] for p in PAIRS) + "\n")
-    return d
+    return write_multi30k(tmp_path / "data")
 
 
 def train(data, out, work, *extra, procs=1):

@@ -17,8 +17,8 @@ from model.errors import InputError
 from model.export import table_csv
 from model.vocab import tokenize
 
-from .common import (HEAVY, Context, chart, checkpoint_json, int_param, literal, load_translator, map_table, subtitle,
-                     table_labels, waiting_notice)
+from .common import (HEAVY, MEAN, Context, chart, checkpoint_json, choice_param, head_link, head_param, head_picker,
+                     int_param, literal, load_translator, map_table, subtitle, table_labels, waiting_notice)
 from .export import downloads
 from .share import page_view
 from .stats import grid_table
@@ -26,7 +26,6 @@ from .stats import grid_table
 SOURCES = {"attention": "attention weights", "norms": "norm-based attention", "alti": "ALTI+ contributions"}
 RULES = {"argmax": "argmax (the step that writes the word)", "shift": "Shift-Att (the step that reads it)",
          "threshold": f"threshold ≥ {align.THRESHOLD:g}"}
-MEAN = "mean"
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -45,22 +44,15 @@ def alignment_maps(checkpoint: str | None, sentence: str, en_tokens: tuple, _wai
 def read_link(params, cfg, notes: list):
     """from: attention | norms | alti; layer and head (from 1, or head=mean); rule: argmax | shift | threshold."""
     for key, state, options in (("from", "align_from", SOURCES), ("rule", "align_rule", RULES)):
-        value = params.get(key)
+        value = choice_param(params, key, options, notes)
         if value is not None:
-            if value in options:
-                st.session_state[state] = value
-            else:
-                notes.append(f"{key}={value[:40]!r} is not one of {', '.join(options)}")
+            st.session_state[state] = value
     layer = int_param(params, "layer", 1, cfg.n_dec_layers, notes)
     if layer is not None:
         st.session_state.align_layer = layer - 1
-    head = params.get("head")
-    if head == MEAN:
-        st.session_state.align_head = MEAN
-    elif head is not None:
-        h = int_param(params, "head", 1, cfg.n_heads, notes)
-        if h is not None:
-            st.session_state.align_head = h - 1
+    head = head_param(params, cfg, notes)
+    if head is not None:
+        st.session_state.align_head = head
 
 
 def link_params(cfg) -> dict:
@@ -68,8 +60,7 @@ def link_params(cfg) -> dict:
     params = {"from": s.get("align_from", "attention"), "layer": str(s.get("align_layer", cfg.n_dec_layers - 1) + 1),
               "rule": s.get("align_rule", "argmax")}
     if params["from"] == "attention":
-        head = s.get("align_head", MEAN)
-        params["head"] = MEAN if head == MEAN else str(head + 1)
+        params["head"] = head_link(s.get("align_head"))
     if params["from"] == "alti":
         del params["layer"]
     return params
@@ -146,8 +137,7 @@ def alignment_view(ctx: Context):
         layer = st.segmented_control("Layer", list(range(cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
                                      key="align_layer", required=True)
         if source == "attention":
-            head = st.segmented_control("Head", [MEAN, *range(cfg.n_heads)], key="align_head", required=True,
-                                        format_func=lambda h: "mean" if h == MEAN else str(h + 1))
+            head = head_picker(st, cfg.n_heads, "align_head")
     try:
         with waiting_notice("Reading the alignment") as waiting:
             maps = alignment_maps(ctx.checkpoint, result.source, tuple(en_tokens), _waiting=waiting)

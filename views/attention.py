@@ -15,8 +15,8 @@ from model.heads import KIND_NAMES, Head, n_layers
 from model.result import Translation
 
 from . import compare
-from .common import (Context, View, chart, head_key, int_param, layer_key, literal, map_table, pick_head, subtitle,
-                     table_labels, weighted_norms)
+from .common import (MEAN, Context, View, chart, choice_param, head_key, head_link, head_param, head_picker, int_param,
+                     layer_key, literal, map_table, pick_head, subtitle, table_labels, weighted_norms)
 from .export import downloads
 from .share import page_view
 
@@ -62,24 +62,20 @@ def read_link(params, cfg, notes: list, kind: str):
         st.session_state[layer_key(kind)] = layer - 1
     if params.get("draw") in ("map", "lines"):
         st.session_state.draw_as = params["draw"]
-    if params.get("values") in VALUES:
-        st.session_state.attn_values = params["values"]
-    elif params.get("values") is not None:
-        notes.append(f"values={params['values'][:40]!r} is not one of {', '.join(VALUES)}")
-    if params.get("head") == "mean":
-        st.session_state[head_key(kind)] = "mean"
-    else:
-        head = int_param(params, "head", 1, cfg.n_heads, notes)
-        if head is not None:
-            st.session_state[head_key(kind)] = head - 1
+    values = choice_param(params, "values", VALUES, notes)
+    if values is not None:
+        st.session_state.attn_values = values
+    head = head_param(params, cfg, notes)
+    if head is not None:
+        st.session_state[head_key(kind)] = head
     compare.read_link(params, cfg, notes)
 
 
 def link_params(cfg, kind: str) -> dict:
     s = st.session_state
-    layer, head = s.get(layer_key(kind)), s.get(head_key(kind), "mean")
+    layer = s.get(layer_key(kind))
     params = {} if layer is None else {"layer": str(layer + 1)}
-    params["head"] = "mean" if head in (None, "mean") else str(head + 1)
+    params["head"] = head_link(s.get(head_key(kind)))
     if s.get("draw_as") == "lines":
         params["draw"] = "lines"
     if s.get("attn_values") == "norms":
@@ -99,9 +95,8 @@ def attention_view(ctx: Context, kind: str):
     st.session_state.setdefault(layer_key(kind), L - 1 if kind == "cross" else 0)
     layer = controls.segmented_control("Layer", list(range(L)), key=layer_key(kind), required=True,
                                        format_func=lambda i: str(i + 1), width="content")
-    st.session_state.setdefault(head_key(kind), "mean")
-    head = controls.segmented_control("Head", ["mean", *range(H)], key=head_key(kind), required=True,
-                                      format_func=lambda h: "mean" if h == "mean" else str(h + 1), width="content")
+    st.session_state.setdefault(head_key(kind), MEAN)
+    head = head_picker(controls, H, head_key(kind), width="content")
     st.session_state.setdefault("draw_as", "map")
     style = controls.segmented_control("Draw as", ["map", "lines"], key="draw_as", required=True, width="content",
                                        help="Lines: each token of one side joined to the tokens it attends to, as "
@@ -124,7 +119,7 @@ def attention_view(ctx: Context, kind: str):
         st.session_state.vs = "none"
     controls.segmented_control("Compare with", compare.options(ctx), key="vs", required=True, width="content",
                                format_func=compare.OPTIONS.get)
-    head = None if head == "mean" else head
+    head = None if head == MEAN else head
     shown = Shown(kind, layer, head, stretch, style, norms)
     norm_maps = weighted_norms(ctx.checkpoint, ctx.result.source, tuple(s.token for s in ctx.result.steps)
                                ).norms[kind] if norms else None  # (L, H, Tq, Tk) like the maps

@@ -124,6 +124,38 @@ def int_param(params: Mapping, key: str, low: int, high: int, notes: list) -> in
     return None
 
 
+def choice_param(params: Mapping, key: str, options, notes: list) -> str | None:
+    """A value from the link that must be one of `options`, or None (with a note) when it is not; None when missing."""
+    raw = params.get(key)
+    if raw is None or raw in options:
+        return raw
+    notes.append(f"{key}={raw[:40]!r} is not one of {', '.join(options)}")
+    return None
+
+
+MEAN = "mean"  # the head pickers' choice of the mean of a layer's heads, on the page and in the link
+
+
+def head_param(params: Mapping, cfg, notes: list) -> int | str | None:
+    """head= from the link: MEAN, or a head counted from 1 given back from 0; None (with a note) when it does not
+    fit this model, or is missing."""
+    if params.get("head") == MEAN:
+        return MEAN
+    head = int_param(params, "head", 1, cfg.n_heads, notes)
+    return None if head is None else head - 1
+
+
+def head_link(head) -> str:
+    """A picked head as the link writes it: "mean", or counted from 1."""
+    return MEAN if head in (None, MEAN) else str(head + 1)
+
+
+def head_picker(where, n_heads: int, key: str, **kwargs):
+    """The "Head" switch of a view: the mean of the layer's heads, then each head counted from 1."""
+    return where.segmented_control("Head", [MEAN, *range(n_heads)], key=key, required=True,
+                                   format_func=lambda h: "mean" if h == MEAN else str(h + 1), **kwargs)
+
+
 def heads_param(params: Mapping, cfg, notes: list) -> HeadSet | None:
     """off=: heads from the link, counted from 1 (cross.3 is the whole layer); None (with a note) when it names
     no head of this model, or is missing."""

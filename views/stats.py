@@ -15,7 +15,7 @@ from model.export import table_csv
 from model.head_stats import APPLIES, DEFINITIONS, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
 
-from .common import Context, chart, checkpoint_json, literal, map_table, open_head
+from .common import Context, chart, checkpoint_json, choice_param, literal, map_table, open_head
 from .export import downloads
 from .share import page_view
 
@@ -27,11 +27,9 @@ NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "m
 
 def read_link(params, cfg, notes: list):
     """stat: the statistic shown."""
-    if params.get("stat") is not None:
-        if params["stat"] in STATS:
-            st.session_state.stats_stat = params["stat"]
-        else:
-            notes.append(f"stat={params['stat'][:40]!r} is not one of {', '.join(STATS)}")
+    stat = choice_param(params, "stat", STATS, notes)
+    if stat is not None:
+        st.session_state.stats_stat = stat
 
 
 def link_params(cfg) -> dict:

@@ -16,14 +16,14 @@ from model.head_stats import APPLIES, STATS
 from model.heads import KIND_NAMES
 from model.replay import dequantize
 
-from .common import Context, chart, int_param, literal, map_table, table_labels, token_chips
+from .common import (MEAN, Context, chart, choice_param, head_link, head_param, head_picker, int_param, literal,
+                     map_table, table_labels, token_chips)
 from .export import downloads
 from .share import page_view
 from .stats import NAMES
 
 REPLAY = DEFAULT_CHECKPOINT / "replay"
 AER = "cross_aer"  # the alignment error of each cross head, beside the head statistics
-MEAN = "mean"
 
 
 @st.cache_data(max_entries=2, show_spinner=False)
@@ -53,34 +53,24 @@ def read_link(params, cfg, notes: list):
             st.session_state.training_at = int(at)
         else:
             notes.append(f"at={at[:40]!r} is not a snapshot of the replay (steps {', '.join(map(str, steps))})")
-    kind = params.get("kind")
+    kind = choice_param(params, "kind", KIND_NAMES, notes)
     if kind is not None:
-        if kind in KIND_NAMES:
-            st.session_state.training_kind = kind
-        else:
-            notes.append(f"kind={kind[:40]!r} is not one of {', '.join(KIND_NAMES)}")
+        st.session_state.training_kind = kind
     layer = int_param(params, "layer", 1, max(cfg.n_enc_layers, cfg.n_dec_layers), notes)
     if layer is not None:
         st.session_state.training_layer = layer - 1
-    head = params.get("head")
-    if head == MEAN:
-        st.session_state.training_head = MEAN
-    elif head is not None:
-        h = int_param(params, "head", 1, cfg.n_heads, notes)
-        if h is not None:
-            st.session_state.training_head = h - 1
-    stat = params.get("stat")
+    head = head_param(params, cfg, notes)
+    if head is not None:
+        st.session_state.training_head = head
+    stat = choice_param(params, "stat", (AER, *STATS), notes)
     if stat is not None:
-        if stat in (AER, *STATS):
-            st.session_state.training_stat = stat
-        else:
-            notes.append(f"stat={stat[:40]!r} is not one of {', '.join((AER, *STATS))}")
+        st.session_state.training_stat = stat
 
 
 def link_params(cfg) -> dict:
     s = st.session_state
     params = {"kind": s.get("training_kind", "cross"), "layer": str(s.get("training_layer", 1) + 1),
-              "head": MEAN if s.get("training_head", MEAN) == MEAN else str(s.training_head + 1),
+              "head": head_link(s.get("training_head")),
               "stat": s.get("training_stat", AER)}
     if "training_at" in s:
         params = {"at": str(s.training_at), **params}
@@ -153,8 +143,7 @@ def training_view(ctx: Context):
     maps = point_maps(point["file"], example)[kind]
     layer = st.segmented_control("Layer", list(range(maps.shape[0])), format_func=lambda l: str(l + 1),
                                  key="training_layer", required=True)
-    head = st.segmented_control("Head", [MEAN, *range(maps.shape[1])], key="training_head", required=True,
-                                format_func=lambda h: "mean" if h == MEAN else str(h + 1))
+    head = head_picker(st, maps.shape[1], "training_head")
     stretch = st.toggle("Stretch the colours to this map's largest weight", key="training_stretch",
                         help="More contrast in a flat map; off, colours compare across snapshots (0 to 1)")
     weights = viz.select_head(maps, layer, None if head == MEAN else head)
