@@ -191,7 +191,28 @@ def app(monkeypatch):
 
 
 def charts(app):
-    return [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    """The page's figures in order: Streamlit's charts, then what each maps component (views/maps.js) draws first,
+    before any pick in the browser: each panel's figure for the server's pick (the line figure of its layer in the
+    line view, every head in it), the difference, then the all-heads grid."""
+    found = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    for data in maps_data(app):
+        panels = data["panels"] + ([data["difference"]] if data["difference"] else [])
+        for p in panels:
+            lines = data["pick"]["draw"] == "lines" and p["lines"]
+            found.append(json.loads(p["lines"][data["pick"]["layer"]] if lines else p["figure"]))
+        found.append(json.loads(data["grid"]))
+    return found
+
+
+def headers(app) -> str:
+    """The maps components' panel headings (which run, and its translation), as the browser shows them."""
+    return "\n".join(f"{p['header'][0]}: {p['header'][1]}" for data in maps_data(app)
+                     for p in data["panels"] if p["header"])
+
+
+def maps_data(app) -> list[dict]:
+    """The data each maps component on the page was sent (views/attention.py builds it)."""
+    return [json.loads(c.proto.json) for c in app.get("bidi_component")]
 
 
 def markdown(app):

@@ -4,12 +4,15 @@ whole page script, often several times)."""
 import json
 import shlex
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, from_url, markdown
+from conftest import APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, from_url, headers, maps_data, markdown
 from model.checkpoint import save_checkpoint
+from model.heads import KIND_NAMES
 from model.vocab import Vocab
+from views.instant import unpacked
 
 pytestmark = pytest.mark.slow
 
@@ -46,18 +49,26 @@ def test_sentence_gives_translation_and_views(app):
         assert charts(app), view
 
 
-def test_layer_and_head_change_what_is_shown(app):
+def test_every_layer_and_head_reaches_the_browser_with_its_title_and_colours(app, translator):
+    """What the browser redraws from when a layer or head is picked (views/maps.js): every map of the view and each
+    layer's mean, to the 4 decimals the page shows, with the title and colour range of each pick."""
     typed(app, "Zwei Hunde spielen im Schnee.")
-    app.segmented_control(key="view").set_value("Cross-attention").run()
-    before = charts(app)[0]
-    app.segmented_control(key="cross_layer").set_value(0).run()
-    after_layer = charts(app)[0]
-    app.segmented_control(key="cross_head").set_value(5).run()
-    after_head = charts(app)[0]
+    want = translator.translate("Zwei Hunde spielen im Schnee.")
+    for kind, field in (("cross", "cross_attentions"), ("enc", "encoder_attentions"), ("dec", "decoder_attentions")):
+        view(app, KIND_NAMES[kind])
+        data = maps_data(app)[0]
+        maps, L, H = getattr(want, field), data["layers"], data["heads"]
+        got = unpacked(data["panels"][0]["maps"])
+        assert got.shape == (L, H + 1) + maps.shape[2:] and (L, H) == maps.shape[:2]
+        np.testing.assert_allclose(got[:, :H], maps, atol=5.01e-5)
+        np.testing.assert_allclose(got[:, H], maps.mean(axis=1), atol=5.01e-5)
+        titles = data["panels"][0]["titles"]
+        assert titles[0][5] == f"{KIND_NAMES[kind]}, layer 1, head 6" and titles[L - 1][H].endswith("mean of the 8 heads")
+        scales = data["panels"][0]["scales"]
+        assert scales[0][5][0] == [0.0, 1.0, "weight"]  # the fixed scale, and stretched to the map's largest
+        mask = np.triu(np.ones(maps.shape[2:], bool), 1) if kind == "dec" else np.zeros(maps.shape[2:], bool)
+        assert scales[0][5][1] == [0.0, pytest.approx(float(maps[0, 5][~mask].max())), "weight (stretched)"]
     assert not app.exception
-    z = [c["data"][0]["z"] for c in (before, after_layer, after_head)]
-    assert z[0] != z[1] != z[2]
-    assert after_head["layout"]["title"]["text"] == "Cross-attention, layer 1, head 6"
 
 
 def test_decoding_trace_steps(app):
@@ -264,8 +275,8 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
     at = AppTest.from_file(APP, default_timeout=60).run()
     typed(at, "ein hund läuft .")
     assert "2+2 layers, 4 heads" in "\n".join(c.value for c in at.caption)
-    assert at.segmented_control(key="cross_layer").options == ["1", "2"]
-    assert at.segmented_control(key="cross_head").options == ["mean", "1", "2", "3", "4"]
+    data = maps_data(at)[0]
+    assert (data["layers"], data["heads"]) == (2, 4)  # the browser's layer and head switches
     for name in ["Encoder self-attention", "Decoder self-attention", "Decoding trace", "Positional encodings",
                  "Ablate heads", "Beam search"]:
         view(at, name)
@@ -281,9 +292,9 @@ def test_a_link_restores_view_layer_and_head(monkeypatch):
     assert not at.exception and not at.warning
     assert at.session_state.view == "Encoder self-attention"
     assert charts(at)[0]["layout"]["title"]["text"] == "Encoder self-attention, layer 2, head 5"
-    at.segmented_control(key="enc_head").set_value(6).run()  # and the page writes its state back
+    assert maps_data(at)[0]["pick"] == {"layer": 1, "head": 4, "draw": "map", "stretch": False}
     assert dict(at.query_params) == {"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "enc",
-                                     "layer": "2", "head": "7"}
+                                     "layer": "2", "head": "5"}  # picks made in the browser: tests/test_browser.py
 
 
 def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
@@ -330,7 +341,8 @@ def test_a_forced_word_the_step_does_not_offer_is_named(monkeypatch, translator,
     assert dict(at.query_params).get("whatif") != "woman"
     at = from_url(monkeypatch, s=s, step="3", whatif=offered[1], **params)  # a word the step offers is kept
     assert not at.exception and not at.warning
-    assert f"forced to “{offered[1]}”" in markdown(at) and dict(at.query_params)["whatif"] == offered[1]
+    shown = headers(at) if params["view"] == "cross" else markdown(at)  # the comparison's heading, or the trace
+    assert f"forced to “{offered[1]}”" in shown and dict(at.query_params)["whatif"] == offered[1]
 
 
 def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatch):
@@ -406,15 +418,17 @@ def test_a_failing_view_is_the_pages_own_message(app, monkeypatch):
 
 def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
     typed(app, "Zwei Hunde spielen im Schnee.")
-    config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
-    assert config == {"format": "png", "scale": 2, "filename": "cross-layer3-mean"}
+    data = maps_data(app)[0]  # the browser names the camera's file after the pick (views/maps.js)
+    assert data["image_format"] == "png" and data["names"][2][8] == "cross-layer3-mean"
+    assert data["names"][2][2] == "cross-layer3-head3"
     title = charts(app)[0]["layout"]["title"]
     assert title["text"] == "Cross-attention, layer 3, mean of the 8 heads"
     assert title["subtitle"]["text"] == "Zwei Hunde spielen im Schnee."  # a saved picture names its sentence
     app.segmented_control(key="image_format").set_value("SVG").run()
-    app.segmented_control(key="cross_head").set_value(2).run()
+    assert maps_data(app)[0]["image_format"] == "svg"
+    view(app, "Decoding trace")
     config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
-    assert config == {"format": "svg", "scale": 2, "filename": "cross-layer3-head3"}
+    assert config == {"format": "svg", "scale": 2, "filename": "trace_top"}
 
 
 HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\u200b\u0007"
@@ -450,4 +464,4 @@ def test_odd_input_gets_through_every_view(app, name):
         app.segmented_control(key="view").set_value(view).run()
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
         if "attention" in view:  # something unknown is still a token: the maps are drawn
-            assert app.get("plotly_chart"), view
+            assert charts(app), view

@@ -363,7 +363,7 @@ def test_downloads_match_the_cli_and_round_trip(page, tmp_path):
     S, T = len(want["src_tokens"]), len(want["tgt_tokens"])
     assert len(csv) == T * S and list(csv.columns) == ["query_pos", "query_token", "key_pos", "key_token", "weight"]
     grid = csv.pivot(index="query_pos", columns="key_pos", values="weight").to_numpy()
-    np.testing.assert_allclose(grid, np.array(want["cross_attentions"])[2, 1], atol=1e-6)  # layer 3, head 2
+    np.testing.assert_allclose(grid, np.array(want["cross_attentions"])[2, 1], atol=5.01e-5)  # layer 3, head 2, 4 decimals
 
     maps = load_maps_npz(download(page, "All maps (.npz)", tmp_path))
     np.testing.assert_allclose(maps["cross_attentions"], np.array(want["cross_attentions"]), atol=1e-6)

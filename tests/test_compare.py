@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import viz
-from conftest import CHECKPOINT, array, charts, from_url, markdown
+from conftest import CHECKPOINT, array, charts, from_url, headers, markdown
 from model.head_importance import head_importance_for_sentence
 
 SIN = CHECKPOINT / "sinusoidal"
@@ -101,7 +101,7 @@ def test_heads_off_are_compared_on_the_original_output(monkeypatch, translator):
     assert np.allclose(first, original.cross_attentions[2, 0], atol=1e-6)
     assert np.allclose(second, ablated.cross_attentions[2, 0], atol=1e-6)
     assert np.allclose(diff, second - first, atol=1e-9)
-    assert "Cross&#45;attention layer 2, head 8" in markdown(at)
+    assert "without Cross-attention layer 2, head 8" in headers(at)
     assert dict(at.query_params)["off"] == "cross.2.8"
 
 
@@ -113,7 +113,7 @@ def test_a_forced_word_is_compared_and_kept_in_the_link(monkeypatch, translator)
     assert word != translator.translate(PAIR[0]).steps[0].token
     assert dict(at.query_params)["whatif"] == word and dict(at.query_params)["step"] == "1"
     forced = translator.translate(PAIR[0], force={0: word})
-    assert f"forced to “{word}”" in markdown(at) and forced.text.split()[0] == word
+    assert f"forced to “{word}”" in headers(at) and forced.text.split()[0] == word
 
 
 @pytest.mark.slow

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import CHECKPOINT, array, charts, from_url, markdown
+from conftest import CHECKPOINT, array, charts, from_url, maps_data, markdown
+from views.instant import unpacked
 from viz.contributions import LOW_COLOR
 
 pytestmark = pytest.mark.slow
@@ -103,12 +104,14 @@ def test_the_norms_switch_draws_the_translators_norms_and_stays_in_the_link(monk
     grid = charts(at)[1]  # every layer and head, norms too, one colour range
     np.testing.assert_allclose(np.sort(array(grid["data"][0]["marker"]["color"])), np.sort(norms.ravel()), rtol=1e-5)
     assert dict(at.query_params)["values"] == "norms"
-    at.segmented_control(key="cross_head").set_value(2).run()  # another head: still norms, still in the link
-    np.testing.assert_allclose(array(charts(at)[0]["data"][0]["z"]), norms[1, 2], rtol=1e-5)
-    assert dict(at.query_params) == {"s": s, "view": "cross", "layer": "2", "head": "3", "values": "norms"}
+    data = maps_data(at)[0]["panels"][0]  # another head, in the browser: norms too, each with its own range
+    np.testing.assert_allclose(unpacked(data["maps"])[1, 2], norms[1, 2], atol=data["maps"]["step"] / 2 + 1e-7)
+    assert data["scales"][1][2][0] == [0.0, pytest.approx(norms[1, 2].max()), "‖α·f(x)‖"]
+    assert data["titles"][1][2] == "Cross-attention, layer 2, head 3, norms ‖α·f(x)‖"
+    assert dict(at.query_params) == {"s": s, "view": "cross", "layer": "2", "head": "5", "values": "norms"}
     at.segmented_control(key="attn_values").set_value("weights").run()
     assert "values" not in dict(at.query_params)
-    assert charts(at)[0]["layout"]["title"]["text"] == "Cross-attention, layer 2, head 3"
+    assert charts(at)[0]["layout"]["title"]["text"] == "Cross-attention, layer 2, head 5"
     assert charts(at)[0]["layout"]["coloraxis"]["cmax"] == 1
 
 

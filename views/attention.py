@@ -5,19 +5,20 @@ Each draws the attention weights alpha_ij, or (values=norms in the link) norm-ba
 far key j actually moved query i (model/contributions.py, docs/contract.md "Attention norms").
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import streamlit as st
 
 import viz
 from model.export import _csv
-from model.heads import KIND_NAMES, Head, n_layers
+from model.heads import KIND_NAMES, n_layers
 from model.result import Translation
 
 from . import compare
-from .common import (MEAN, Context, View, chart, choice_param, head_key, head_link, head_param, head_picker, int_param,
-                     layer_key, literal, map_table, pick_head, subtitle, table_labels, weighted_norms)
+from .common import (MEAN, Context, View, choice_param, head_key, head_link, head_param, int_param, layer_key, literal,
+                     pick_seq_key, subtitle, table_labels, weighted_norms)
 from .export import downloads
+from .instant import WEIGHT_STEP, figure_json, packed, show_maps, with_means
 from .share import page_view
 
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
@@ -38,15 +39,6 @@ def labels(r: Translation, side: str):
 
 def sides(kind: str) -> tuple[str, str]:
     return {"enc": ("src", "src"), "dec": ("tgt", "tgt"), "cross": ("tgt", "src")}[kind]
-
-
-def open_tile(kind: str):
-    """A click on a model-view tile opens that layer and head in the big map."""
-    event = st.session_state.get(f"{kind}_grid")
-    points = event.selection.points if event else []
-    tile = viz.tile_of(points[0]) if points else None
-    if tile is not None:
-        pick_head(Head(kind, *tile))
 
 
 def view_entry(kind: str) -> View:
@@ -91,18 +83,9 @@ def attention_view(ctx: Context, kind: str):
     steps = [s.token for s in ctx.result.steps]
     st.caption(viz.map_caption(kind, steps, literal) +
                " Hover a cell for the exact weight.")
+    # What needs the model (norms, a second run) is picked here and reruns the view; what only redraws (layer,
+    # head, map or lines, colour stretch, a tile, a token's lines) is picked in the browser (views/maps.js).
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")  # wraps on narrow screens
-    st.session_state.setdefault(layer_key(kind), L - 1 if kind == "cross" else 0)
-    layer = controls.segmented_control("Layer", list(range(L)), key=layer_key(kind), required=True,
-                                       format_func=lambda i: str(i + 1), width="content")
-    st.session_state.setdefault(head_key(kind), MEAN)
-    head = head_picker(controls, H, head_key(kind), width="content")
-    st.session_state.setdefault("draw_as", "map")
-    style = controls.segmented_control("Draw as", ["map", "lines"], key="draw_as", required=True, width="content",
-                                       help="Lines: each token of one side joined to the tokens it attends to, as "
-                                            "thick as the weight, a colour per head (what BertViz calls the head "
-                                            "view). Click a head in the legend to hide or show it, a token to keep "
-                                            "only its lines.")
     st.session_state.setdefault("attn_values", "weights")
     values = controls.segmented_control(
         "Values", list(VALUES), key="attn_values", required=True, width="content", format_func=VALUES.get,
@@ -111,58 +94,99 @@ def attention_view(ctx: Context, kind: str):
              "(f(x) = (x·W_V + b_V)·W_O of the head): a large weight on a short vector moves little. Norms are "
              "lengths, not shares, so each map has its own colour range.")
     norms = values == "norms"
-    stretch = controls.toggle("Stretch colours", key=f"{kind}_stretch", width="content", disabled=norms,
-                              help="Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: "
-                                   "more contrast, but colours no longer compare between maps. (Norms always "
-                                   "have their own range.)")
     if st.session_state.get("vs") not in compare.options(ctx):  # e.g. vs=model from a link, one model here
         st.session_state.vs = "none"
     controls.segmented_control("Compare with", compare.options(ctx), key="vs", required=True, width="content",
                                format_func=compare.OPTIONS.get)
-    head = None if head == MEAN else head
-    shown = Shown(kind, layer, head, stretch, style, norms)
     norm_maps = weighted_norms(ctx.checkpoint, ctx.result.source, tuple(s.token for s in ctx.result.steps)
                                ).norms[kind] if norms else None  # (L, H, Tq, Tk) like the maps
     second = compare.second_run(ctx) if st.session_state.vs != "none" else None
+    if second is not None and norms:  # a second run may have heads switched off, which the norms cannot follow
+        st.caption("The comparison draws attention weights on both sides: weighted norms are drawn for this "
+                   "page's own run alone (pick “nothing” to compare with).")
+        norms, norm_maps = False, None
+    shown = Shown(kind, *first_pick(kind, L), norms=norms)
     if second is None:
-        draw(ctx.result, shown, "one", maps=norm_maps)
+        panels, diff = [panel(ctx.result, shown, maps if norm_maps is None else norm_maps)], None
     else:
-        if norms:  # a second run may have heads switched off, which the norms cannot follow: weights, both sides
-            st.caption("The comparison draws attention weights on both sides: weighted norms are drawn for this "
-                       "page's own run alone (pick “nothing” to compare with).")
-            shown = replace(shown, norms=False)
         first_name, second_name, other = second
-        for col, (name, result, key, which) in zip(st.columns(2), ((first_name, ctx.result, "a", "first"),
-                                                                   (second_name, other, "b", "second"))):
-            with col:
-                st.markdown(compare.header(name, result))
-                draw(result, shown, key, width="stretch", table_label=f"Show the {which} map as a table")
-        difference(ctx.result, other, shown, second_name)
+        panels = [panel(ctx.result, shown, maps, header=(first_name, ctx.result.text), which="first"),
+                  panel(other, shown, getattr(other, FIELDS[kind]), header=(second_name, other.text),
+                        which="second")]
+        diff = difference(ctx.result, other, shown, second_name)
     if norms:
         st.caption("Weighted norms ‖α·f(x)‖ (Kobayashi et al., EMNLP 2020): each cell is the weight times the length "
                    "of the key's value after this head's part of W_O (b_V in, b_O out), so it says how much the key "
-                   "actually moved the query, not only how much it was weighed. Not a 0–1 scale: " +
-                   ("each line is as thick as its norm over the layer's largest." if style == "lines" else
-                    "the colour bar runs from 0 to the largest norm shown."))
-    if head is None:
-        st.caption(f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
-                   "head has its own map, and the layer concatenates their outputs. Pick a head to see one.")
+                   "actually moved the query, not only how much it was weighed. Not a 0–1 scale: the colour bar "
+                   "runs from 0 to the largest norm shown; a line is as thick as its norm over the layer's largest.")
     (q_tokens, q_unk), (k_tokens, k_unk) = (labels(ctx.result, s) for s in sides(kind))
     grid_values = "weighted norms, one colour range for every tile" if norms else "weights"
-    st.markdown(f"**All {L} layers × {H} heads** ({grid_values}) — click a tile to open it above.")
-    chart(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens, causal=kind == "dec",
-                         query_unknown=q_unk, key_unknown=k_unk, norms=norms),
-          key=f"{kind}_grid", name=f"{kind}-all-heads", width="content", on_select=lambda: open_tile(kind),
-          selection_mode="points")
-    raw = {"src": ctx.result.src_tokens, "tgt": ctx.result.tgt_tokens}  # the CSV keeps the model's own tokens
-    q_side, k_side = sides(kind)
-    name = f"{kind}-layer{layer + 1}-{shown.head_name()}"
-    if norm_maps is None:
-        downloads(ctx, shown_map=(name, viz.select_head(maps, layer, head), raw[q_side], raw[k_side]))
-    else:
-        picked = one_map(norm_maps, layer, head)
-        downloads(ctx, extra=[("This map's norms (CSV)", f"{name}-norms.csv", "text/csv",
-                               lambda: norms_csv(picked, raw[q_side], raw[k_side]))])
+    show_maps({
+        "slug": kind, "seq": st.session_state.get(pick_seq_key(kind), 0), "layers": L, "heads": H,
+        "pick": {"layer": shown.layer, "head": H if shown.head is None else shown.head, "draw": shown.style,
+                 "stretch": shown.stretch},
+        "norms": norms, "panels": panels, "difference": diff,
+        "names": [[f"{kind}-layer{i + 1}-{'mean' if h == H else f'head{h + 1}'}" + ("-norms" if norms else "")
+                   for h in range(H + 1)] for i in range(L)],
+        "mean_note": f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
+                     "head has its own map, and the layer concatenates their outputs. Pick a head to see one.",
+        "grid_title": f"All {L} layers × {H} heads ({grid_values}) — click a tile to open it above.",
+        "grid": figure_json(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
+                                           causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk,
+                                           norms=norms)),
+    }, key=f"{kind}_maps")
+    downloads(ctx)
+
+
+def first_pick(kind: str, L: int) -> tuple:
+    """The layer, head (None: the mean), stretch and drawing the server knows of: the link's, or the defaults.
+    The browser starts from these and keeps its own picks after."""
+    s = st.session_state
+    layer = s.get(layer_key(kind), L - 1 if kind == "cross" else 0)
+    head = s.get(head_key(kind), MEAN)
+    return min(layer, L - 1), None if head == MEAN else head, bool(s.get(f"{kind}_stretch")), s.get("draw_as", "map")
+
+
+def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "") -> dict:
+    """One run's maps for the component: every layer's heads and their mean, packed; the figure viz builds for
+    the first pick; the colour range and title of every pick; each layer's line figure; its table and CSV."""
+    L, H = maps.shape[:2]
+    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
+    full = with_means(maps)
+    causal = shown.kind == "dec"
+    masked = viz.causal_mask(*full.shape[2:]) if causal else None
+    picks = [[Shown(shown.kind, i, None if h == H else h, norms=shown.norms) for h in range(H + 1)] for i in range(L)]
+    raw = {"src": result.src_tokens, "tgt": result.tgt_tokens}  # the CSV keeps the model's own tokens
+    q_side, k_side = sides(shown.kind)
+    return {
+        "header": header,
+        "maps": packed(full) if shown.norms else packed(full, step=WEIGHT_STEP),
+        "causal": causal,
+        "titles": [[p.title(H) for p in row] for row in picks],
+        "scales": [[[viz.heat_scale(full[i, h], masked, stretch=s, norms=shown.norms) for s in (False, True)]
+                    for h in range(H + 1)] for i in range(L)],
+        "figure": figure_json(viz.attention_heatmap(
+            one_map(maps, shown.layer, shown.head, shown.norms), q_tokens, k_tokens, causal=causal,
+            query_unknown=q_unk, key_unknown=k_unk, title=shown.title(H), stretch=shown.stretch, norms=shown.norms,
+            subtitle=subtitle(result.source))),
+        "lines": [figure_json(viz.attention_lines(maps[i], q_tokens, k_tokens, title=picks[i][H].title(H),
+                                                  query_unknown=q_unk, key_unknown=k_unk, norms=shown.norms))
+                  for i in range(L)],
+        "table": {"label": f"Show the {which} map as a table" if which else "Show as a table",
+                  "rows": table_labels(q_tokens, q_unk), "cols": table_labels(k_tokens, k_unk),
+                  "axes": f"{'' if shown.norms else ', weights'}; rows: {TABLE_AXES[shown.kind]}"},
+        "csv": csv_parts(f"This {which + ' ' if which else ''}map" + ("'s norms" if shown.norms else "") + " (CSV)",
+                         raw[q_side], raw[k_side], "norm" if shown.norms else "weight"),
+    }
+
+
+def csv_parts(label: str, query_tokens: list, key_tokens: list, value: str) -> dict:
+    """What the browser needs to write a map's CSV as model.export.map_csv does (the same columns and quoting;
+    the values with the 4 decimals the page holds): the header and each token's cells, quoted here."""
+    def cells(tokens):
+        return [_csv([], [[i, t]]).strip() for i, t in enumerate(tokens)]
+    return {"label": label, "header": _csv(["query_pos", "query_token", "key_pos", "key_token", value], []).strip(),
+            "rows": cells(query_tokens), "cols": cells(key_tokens)}
 
 
 def one_map(maps, layer: int, head: int | None, norms: bool = True):
@@ -172,13 +196,6 @@ def one_map(maps, layer: int, head: int | None, norms: bool = True):
     return maps[layer].mean(axis=0) if head is None else maps[layer, head]
 
 
-def norms_csv(norms, query_tokens: list, key_tokens: list) -> str:
-    """One map of norms (Q, K) as CSV, a row per cell as model.export.map_csv writes weights:
-    `query_pos,query_token,key_pos,key_token,norm`."""
-    rows = ((q, qt, k, kt, float(norms[q, k])) for q, qt in enumerate(query_tokens) for k, kt in enumerate(key_tokens))
-    return _csv(["query_pos", "query_token", "key_pos", "key_token", "norm"], rows)
-
-
 @dataclass(frozen=True)
 class Shown:
     """What the view's controls picked: the map to draw, and how."""
@@ -186,86 +203,49 @@ class Shown:
     kind: str
     layer: int
     head: int | None  # None: the mean of the layer's heads
-    stretch: bool
-    style: str  # "map" or "lines"
+    stretch: bool = False
+    style: str = "map"  # or "lines"
     norms: bool = False  # draw norm-based attention ||alpha f(x)|| instead of the weights
-
-    def head_name(self) -> str:
-        return "mean" if self.head is None else f"head{self.head + 1}"
 
     def title(self, n_heads: int) -> str:
         name = f"mean of the {n_heads} heads" if self.head is None else f"head {self.head + 1}"
         return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {name}" + (", norms ‖α·f(x)‖" if self.norms else "")
 
 
-def draw(result: Translation, shown: Shown, key: str, width="content", maps=None, table_label="Show as a table"):
-    """The chosen map of one run, as a heatmap or as lines, and its numbers as a table; maps: the norms to draw
-    instead of the weights."""
-    maps = getattr(result, FIELDS[shown.kind]) if maps is None else maps
-    picture(result, shown, key, width, maps)
-    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
-    picked = one_map(maps, shown.layer, shown.head, shown.norms)  # the numbers, however they are drawn
-    map_table(picked, table_labels(q_tokens, q_unk), table_labels(k_tokens, k_unk),
-              f"{shown.title(maps.shape[1])}{'' if shown.norms else ', weights'}; rows: {TABLE_AXES[shown.kind]}",
-              key=f"{shown.kind}_{key}_table", corner="query \\ key", label=table_label,
-              masked=viz.causal_mask(*picked.shape) if shown.kind == "dec" else None)
-
-
-def picture(result: Translation, shown: Shown, key: str, width, maps):
-    """The map as a heatmap, or its layer as lines."""
-    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
-    name = f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}" + ("-norms" if shown.norms else "")
-    title = shown.title(maps.shape[1])
-    if shown.style == "lines":
-        focus_key = f"{shown.kind}_{key}_focus"
-        chart(viz.attention_lines(maps[shown.layer], q_tokens, k_tokens,
-                                  heads=None if shown.head is None else [shown.head],
-                                  focus=st.session_state.get(focus_key), title=title, query_unknown=q_unk,
-                                  key_unknown=k_unk, norms=shown.norms),
-              key=f"{shown.kind}_{key}_lines", name=f"{name}-lines", width=width, selection_mode="points",
-              on_select=lambda: focus_token(f"{shown.kind}_{key}_lines", focus_key))
-        if st.session_state.get(focus_key) is not None:
-            side, pos = st.session_state[focus_key]
-            st.button(f"Show every token's lines (now only {side} {pos})", key=f"{focus_key}_clear",
-                      on_click=st.session_state.pop, args=(focus_key, None))
-        return
-    chart(viz.attention_heatmap(one_map(maps, shown.layer, shown.head, shown.norms), q_tokens, k_tokens,
-                                causal=shown.kind == "dec", query_unknown=q_unk, key_unknown=k_unk, title=title,
-                                stretch=shown.stretch, norms=shown.norms, subtitle=subtitle(result.source)),
-          key=f"{shown.kind}_{key}", name=name, width=width)
-
-
-def focus_token(chart_key: str, focus_key: str):
-    """A click on a token of the line view keeps only its lines; a second click on it shows all again."""
-    event = st.session_state.get(chart_key)
-    points = event.selection.points if event else []
-    picked = viz.token_of(points[0]) if points else None
-    st.session_state[focus_key] = None if picked == st.session_state.get(focus_key) else picked
-
-
-def difference(first: Translation, second: Translation, shown: Shown, second_name: str):
-    """Second minus first, when both maps have the same shape; otherwise say why there is none."""
-    a, b = (viz.select_head(getattr(r, FIELDS[shown.kind]), shown.layer, shown.head) for r in (first, second))
+def difference(first: Translation, second: Translation, shown: "Shown", second_name: str) -> dict | None:
+    """Second minus first as a panel of the component, when both runs' maps have the same shape; otherwise None,
+    and a caption says why there is none."""
+    a, b = (getattr(r, FIELDS[shown.kind]) for r in (first, second))
     if a.shape != b.shape:
-        st.caption(f"No difference map: the two maps have different shapes ({a.shape[0]}×{a.shape[1]} and "
-                   f"{b.shape[0]}×{b.shape[1]} tokens). Same-length sentences, or outputs of the same length, "
+        st.caption(f"No difference map: the two maps have different shapes ({a.shape[2]}×{a.shape[3]} and "
+                   f"{b.shape[2]}×{b.shape[3]} tokens). Same-length sentences, or outputs of the same length, "
                    "give one.")
-        return
+        return None
+    L, H = a.shape[:2]
     q_side, k_side = sides(shown.kind)
     (qa, _), (ka, _) = labels(first, q_side), labels(first, k_side)
     (qb, _), (kb, _) = labels(second, q_side), labels(second, k_side)
     both = lambda x, y: [s if s == t else f"{s} | {t}" for s, t in zip(x, y)]  # noqa: E731
-    st.markdown(f"**Difference**: {literal(second_name)} minus the first. Red: more weight in the second "
-                "run; blue: less; white: the same. The colours span ± the largest difference.")
+    causal = shown.kind == "dec"
+    masked = viz.causal_mask(*a.shape[2:]) if causal else None
+    d = with_means(b) - with_means(a)
     # Differences are small next to weights: the colours always span +-the largest one (the bar says how large).
-    chart(viz.attention_heatmap(b - a, both(qa, qb), both(ka, kb), causal=shown.kind == "dec", signed=True,
-                                stretch=True,
-                                title="Difference: " + shown.title(getattr(first, FIELDS[shown.kind]).shape[1]),
-                                subtitle=subtitle(first.source if first.source == second.source else
-                                                  f"{first.source} | {second.source}")),
-          key=f"{shown.kind}_diff", name=f"{shown.kind}-layer{shown.layer + 1}-{shown.head_name()}-difference",
-          width="content")
-    map_table(b - a, table_labels(both(qa, qb)), table_labels(both(ka, kb)),
-              f"Difference, {second_name} minus the first: {shown.title(getattr(first, FIELDS[shown.kind]).shape[1])}; "
-              f"rows: {TABLE_AXES[shown.kind]}", key=f"{shown.kind}_diff_table", corner="query \\ key",
-              masked=viz.causal_mask(*a.shape) if shown.kind == "dec" else None, label="Show the difference as a table")
+    scales = [[[viz.heat_scale(d[i, h], masked, stretch=True, signed=True)] * 2 for h in range(H + 1)]
+              for i in range(L)]
+    titles = [["Difference: " + Shown(shown.kind, i, None if h == H else h).title(H) for h in range(H + 1)]
+              for i in range(L)]
+    return {
+        "header": ["Difference", f"{second_name} minus the first. Red: more weight in the second run; blue: less; "
+                                 "white: the same. The colours span ± the largest difference."],
+        "maps": packed(d, offset=-1.0, step=WEIGHT_STEP), "causal": causal, "titles": titles, "scales": scales,
+        "figure": figure_json(viz.attention_heatmap(
+            viz.select_head(b, shown.layer, shown.head) - viz.select_head(a, shown.layer, shown.head),
+            both(qa, qb), both(ka, kb), causal=causal, signed=True, stretch=True,
+            title=titles[shown.layer][H if shown.head is None else shown.head],
+            subtitle=subtitle(first.source if first.source == second.source else f"{first.source} | {second.source}"))),
+        "lines": None,
+        "table": {"label": "Show the difference as a table", "rows": table_labels(both(qa, qb)),
+                  "cols": table_labels(both(ka, kb)), "axes": f", {second_name} minus the first; rows: "
+                                                              f"{TABLE_AXES[shown.kind]}"},
+        "csv": None,
+    }

@@ -79,9 +79,16 @@ def ablate_key(kind: str, layer: int) -> str:
     return f"ablate_{kind}_{layer}"
 
 
+def pick_seq_key(kind: str) -> str:
+    """How many times the server has picked the layer and head of this kind's attention view (a head opened from
+    another view): the browser, which keeps its own picks (views/maps.js), takes the server's when it changes."""
+    return f"{kind}_pick_seq"
+
+
 def pick_head(head: Head):
     """Set the attention view of the head's kind to its layer and head."""
     st.session_state[layer_key(head.kind)], st.session_state[head_key(head.kind)] = head.layer, head.head
+    st.session_state[pick_seq_key(head.kind)] = st.session_state.get(pick_seq_key(head.kind), 0) + 1
 
 
 def open_head(head: Head):

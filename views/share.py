@@ -24,10 +24,13 @@ the step does not offer) is dropped with a message, and the page shows its defau
 """
 
 import functools
+import os
 
 import streamlit as st
 
 from .common import View, log, models, text_param
+
+COUNT_RUNS = "EXPLORER_COUNT_RUNS"  # set (tests, benches): each view run shows the number of view runs so far
 
 
 def read_model(available: dict) -> list[str]:
@@ -102,4 +105,7 @@ def page_view(view):
             st.error(f"This view could not be drawn ({type(e).__name__}). Try another sentence or view.")
         finally:
             write_url(ctx.cfg, ctx.view)
+            if os.environ.get(COUNT_RUNS):  # tests: how often views ran (a pick drawn in the browser runs none)
+                st.session_state.view_runs = st.session_state.get("view_runs", 0) + 1
+                st.html(f"<span class='view-runs' hidden>{st.session_state.view_runs}</span>")
     return run

@@ -95,6 +95,21 @@ def _masked_trace(x, y, masked, hover, customdata):
                       name="masked", xgap=0, ygap=0)
 
 
+def heat_scale(weights, masked=None, *, stretch=False, norms=False, signed=False) -> tuple[float, float, str]:
+    """The colour range and colour-bar title of one map: (cmin, cmax, title).
+
+    Weights run on the fixed 0-1 scale, or 0..their largest when stretched; norms always 0..their largest;
+    a difference (signed) +-its largest |value| when stretched, +-1 otherwise. masked: cells left out (the future).
+    """
+    w = np.asarray(weights, dtype=float)
+    shown = w if masked is None else w[~np.asarray(masked, bool)]
+    shown = np.abs(shown) if signed else shown
+    cmax = max(float(shown.max()) if (stretch or norms) and shown.size else 1.0, 1e-6)
+    if signed:
+        return -cmax, cmax, "difference"
+    return 0.0, cmax, NORM_LABEL if norms else "weight (stretched)" if stretch else "weight"
+
+
 def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title="",
                       query_unknown=None, key_unknown=None, stretch=False, subtitle="", signed=False, norms=False,
                       query_axis="query: the token that is looking", key_axis="key: the token looked at"):
@@ -139,12 +154,10 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     upright = cell >= 28  # wide cells: labels at -45 degrees read best; narrow ones need vertical labels
     left = CHAR_PX * max((len(t) for t in y_text), default=4) + 40
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
-    shown = np.abs(w[~masked]) if signed else w[~masked]
-    cmax = max(float(shown.max()) if (stretch or norms) and shown.size else 1.0, 1e-6)
-    scale = NORM_LABEL if norms else "weight (stretched)" if stretch else "weight"
+    cmin, cmax, scale = heat_scale(w, masked, stretch=stretch, norms=norms, signed=signed)
     axis = _coloraxis(scale, cmax) if not signed else dict(
-        cmin=-cmax, cmax=cmax, colorscale=DIVERGING, colorbar=dict(title=dict(text="difference"), thickness=10,
-                                                                   len=0.9, xpad=6))
+        cmin=cmin, cmax=cmax, colorscale=DIVERGING, colorbar=dict(title=dict(text=scale), thickness=10,
+                                                                  len=0.9, xpad=6))
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=axis,
         width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25) + (20 if subtitle else 0),
@@ -210,10 +223,10 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
         hovermode="closest",
         xaxis=dict(tickmode="array", tickvals=[h * (K + GAP) + (K - 1) / 2 for h in range(H)],
                    ticktext=[f"head {h + 1}" for h in range(H)], showgrid=False, zeroline=False,
-                   range=[-0.5, cols - 0.5], constrain="domain", side="top"),
+                   range=[-0.5, cols - 0.5], constrain="domain", side="top", automargin=True),
         yaxis=dict(tickmode="array", tickvals=[i * (Q + GAP) + (Q - 1) / 2 for i in range(L)],
                    ticktext=[f"layer {i + 1}" for i in range(L)], range=[rows - 0.5, -0.5], showgrid=False,
-                   zeroline=False, scaleanchor="x", constrain="domain"),
+                   zeroline=False, scaleanchor="x", constrain="domain", automargin=True),
     )
     return fig
 

@@ -1,0 +1,96 @@
+"""Maps drawn in the browser: every layer and head of a view reaches the page once, and the browser redraws.
+
+A change of layer, head, mean of heads, drawing (map or lines), colour stretch, a token's lines or a tile of
+the all-heads grid is the interaction people repeat most; it used to rerun the whole script and redraw figures
+built in Python (0.3 s a click). The maps component (views/maps.js, a Streamlit components v2 component: inline
+JavaScript, no iframe, no build step) receives every map of the current view once, packed (`packed`), with the
+figures viz/ built for the first pick, and swaps only the data, the title and the colour scale with Plotly.react.
+viz/ stays the one place that says how a map looks: the component only applies titles, colour ranges and
+figures computed here.
+
+plotly.js comes from the installed plotly package, served by the app itself (`serve_plotly`: no CDN, the app
+works offline).
+"""
+
+import base64
+import shutil
+from pathlib import Path
+
+import numpy as np
+import plotly
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parents[1]
+STATIC = ROOT / "static"  # served at app/static/ ([server] enableStaticServing in .streamlit/config.toml)
+WEIGHT_STEP = 1e-4  # weights travel as multiples of 1e-4: the 4 decimals the hover, the table and the CSV show
+MAX_CODE = 65535  # packed values are uint16
+
+
+def serve_plotly() -> str:
+    """Copy plotly.js from the installed package into static/ (once per version) and return its address.
+
+    Copied rather than committed: 4.6 MB that follows whatever plotly is installed."""
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    target = STATIC / f"plotly-{plotly.__version__}.min.js"
+    if not target.is_file() or target.stat().st_size != source.stat().st_size:
+        STATIC.mkdir(exist_ok=True)
+        partial = target.with_suffix(".part")
+        shutil.copyfile(source, partial)
+        partial.replace(target)  # a server starting beside this one never serves half a file
+    return f"app/static/{target.name}"
+
+
+def packed(values, offset: float = 0.0, step: float | None = None) -> dict:
+    """An array as uint16 codes (little-endian, base64): value = offset + code * step.
+
+    step: WEIGHT_STEP by default (weights and their differences keep 4 exact decimals); for values with no
+    upper bound (norms) the smallest step that fits the largest value. NaN (a masked cell) travels as 0: the
+    component masks by the view's own rule.
+    """
+    v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=offset)
+    if step is None:
+        top = float(v.max() - offset) if v.size else 0.0
+        step = max(WEIGHT_STEP, top / MAX_CODE)
+    codes = np.rint((v - offset) / step)
+    if codes.size and (codes.min() < 0 or codes.max() > MAX_CODE):
+        raise ValueError(f"values in [{v.min():.4g}, {v.max():.4g}] do not fit offset {offset} and step {step}")
+    raw = codes.astype("<u2").tobytes()
+    return {"b64": base64.b64encode(raw).decode("ascii"), "shape": list(v.shape), "offset": offset, "step": step}
+
+
+def unpacked(p: dict) -> np.ndarray:
+    """packed's inverse, as the component reads it (tests and benches)."""
+    codes = np.frombuffer(base64.b64decode(p["b64"]), dtype="<u2").astype(np.float64)
+    return (p["offset"] + codes * p["step"]).reshape(p["shape"])
+
+
+def with_means(maps: np.ndarray) -> np.ndarray:
+    """(L, H, Q, K) -> (L, H + 1, Q, K): each layer's heads, then their mean (the page's "mean" pick)."""
+    m = np.asarray(maps, dtype=np.float64)
+    return np.concatenate([m, m.mean(axis=1, keepdims=True)], axis=1)
+
+
+def figure_json(fig) -> str:
+    """A figure as plotly's JSON (numpy arrays as typed arrays), without the default template: the component
+    draws on the page's own background and text colour, in either theme."""
+    fig.update_layout(template=None)
+    return fig.to_json()
+
+
+_maps = None
+
+
+def maps_component():
+    """The registered component (once per process; its JavaScript is views/maps.js)."""
+    global _maps
+    if _maps is None:
+        js = (Path(__file__).with_name("maps.js")).read_text(encoding="utf-8")
+        # In the page's own DOM, not a shadow root: plotly.js puts its hover and toolbar styles in the document.
+        _maps = st.components.v2.component("explorer_maps", js=js, isolate_styles=False)
+    return _maps
+
+
+def show_maps(data: dict, key: str):
+    """Mount the maps component with `data` (see views/maps.js for its fields)."""
+    image = "svg" if st.session_state.get("image_format") == "SVG" else "png"  # the export section's choice
+    return maps_component()(data={"plotly": serve_plotly(), "image_format": image, **data}, key=key)

@@ -1,0 +1,326 @@
+// The attention views' maps, redrawn in the browser (a Streamlit components v2 component, views/instant.py).
+//
+// Python sends, once per sentence (and per choice of values or comparison), every map of one kind: each layer's
+// heads and their mean, packed as uint16 codes (value = offset + code * step), with the figures viz/ built for the
+// first pick, the title and colour range of every pick, and each layer's line figure. A change of layer, head,
+// drawing (map or lines), colour stretch, a tile of the all-heads grid or a token's lines is drawn here with
+// Plotly.react: no script run, no round trip to the server. The address bar follows every pick (see `follow`).
+
+// The controls look like Streamlit's segmented controls in either theme: the theme's text colour, translucent
+// greys, the picked one tinted and bordered in the primary colour (its text stays the text colour, for contrast).
+const CSS = `
+.explorer-maps .controls {display:flex; flex-wrap:wrap; gap:0.6rem 1.2rem; align-items:flex-end; margin:0.3rem 0}
+.explorer-maps .group {display:flex; flex-wrap:wrap; align-items:center; gap:0}
+.explorer-maps .group .label {width:100%; font-size:0.875rem; margin-bottom:0.25rem}
+.explorer-maps button {font:inherit; font-size:0.875rem; color:inherit; background:transparent; cursor:pointer;
+  border:1px solid rgba(128,128,128,0.45); padding:0.25rem 0.7rem; min-height:2.2rem; margin:0 -1px 0 0}
+.explorer-maps .group button:first-of-type {border-radius:0.5rem 0 0 0.5rem}
+.explorer-maps .group button:last-of-type {border-radius:0 0.5rem 0.5rem 0}
+.explorer-maps button[aria-checked="true"] {background:rgba(255,75,75,0.12); border-color:rgb(255,75,75);
+  position:relative; font-weight:600}
+.explorer-maps button:hover {border-color:currentColor}
+.explorer-maps button:focus-visible {outline:2px solid currentColor; outline-offset:2px}
+.explorer-maps .tools button, .explorer-maps .clear {border-radius:0.5rem; margin:0.2rem 0}
+.explorer-maps label {font-size:0.875rem; display:inline-flex; gap:0.35rem; align-items:center; margin-right:1rem}
+.explorer-maps .note, .explorer-maps .grid-title, .explorer-maps .header {margin:0.4rem 0}
+.explorer-maps .note {font-size:0.875rem; opacity:0.8}
+.explorer-maps .panels {display:flex; flex-wrap:wrap; gap:1rem}
+.explorer-maps .panel {max-width:100%; overflow-x:auto}
+.explorer-maps .table {max-height:560px; overflow:auto; max-width:100%}
+.explorer-maps table {border-collapse:collapse; font-size:0.8rem}
+.explorer-maps caption {text-align:left; font-size:0.8rem; opacity:0.8; padding:0.2rem 0}
+.explorer-maps th, .explorer-maps td {border:1px solid rgba(128,128,128,0.35); padding:0.15rem 0.4rem;
+  white-space:nowrap; text-align:right}
+.explorer-maps th {font-weight:600}
+.explorer-maps .grid {max-width:100%; overflow-x:auto}
+`;
+
+const picks = {};       // view slug -> this page's picks {seq, layer, head, draw, stretch, focus}; they outlive reruns
+const linkParams = {};  // view slug -> the link parameters those picks decide ({name: value, or null: left out})
+let plotlyLoaded = null;
+
+function loadPlotly(src) {
+  // plotly.js, served by the app from the installed plotly package (no CDN): one script tag per page.
+  if (!plotlyLoaded) {
+    plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : new Promise((resolve, reject) => {
+      const tag = document.createElement("script");
+      tag.src = src;
+      tag.onload = () => resolve(window.Plotly);
+      tag.onerror = () => { plotlyLoaded = null; reject(new Error(`plotly.js did not load from ${src}`)); };
+      document.head.appendChild(tag);
+    });
+  }
+  return plotlyLoaded;
+}
+
+// --- The address bar -----------------------------------------------------------------------------------------
+// Streamlit writes the link the server knows after a script run (views/share.py write_url), and the server never
+// hears of a pick made here. So each address Streamlit writes gets this page's picks for its view merged back in,
+// and a pick made here rewrites the address at once: a copied link always opens what is on screen.
+
+function withPicks(url) {
+  const u = new URL(url, window.location.href);
+  const own = linkParams[u.searchParams.get("view")];
+  for (const [name, value] of Object.entries(own || {})) {
+    if (value === null) u.searchParams.delete(name); else u.searchParams.set(name, value);
+  }
+  return u.toString();
+}
+
+if (!window.history.explorerPicks) {  // once per page, however often the module is evaluated
+  for (const method of ["pushState", "replaceState"]) {
+    const original = window.history[method].bind(window.history);
+    window.history[method] = (state, unused, url) => original(state, unused, url == null ? url : withPicks(url));
+  }
+  window.history.explorerPicks = true;
+}
+
+function follow(slug, params) {
+  linkParams[slug] = params;
+  const next = withPicks(window.location.href);
+  if (next !== window.location.href) window.history.replaceState(window.history.state, "", next);
+}
+
+// --- The numbers ---------------------------------------------------------------------------------------------
+
+function unpack(p) {
+  // {b64, shape, offset, step} -> {codes: Uint16Array, shape, offset, step}
+  const bin = atob(p.b64);
+  const codes = new Uint16Array(bin.length / 2);
+  for (let i = 0; i < codes.length; i++) codes[i] = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
+  return {...p, codes};
+}
+
+function matrix(m, layer, head, causal) {
+  // One map (Q rows of K values) of the (L, H + 1, Q, K) array; null where a decoder query may not look.
+  const [, H1, Q, K] = m.shape;
+  const base = (layer * H1 + head) * Q * K;
+  const rows = [];
+  for (let q = 0; q < Q; q++) {
+    const row = new Array(K);
+    for (let k = 0; k < K; k++) row[k] = causal && k > q ? null : m.offset + m.codes[base + q * K + k] * m.step;
+    rows.push(row);
+  }
+  return rows;
+}
+
+const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for weights
+
+// --- Drawing ---------------------------------------------------------------------------------------------------
+
+function themed(layout, host) {
+  // Transparent paper and the page's own text colour and font: readable in the light and the dark theme.
+  const style = getComputedStyle(host);
+  return {...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+          font: {...(layout.font || {}), color: style.color, family: style.fontFamily}};
+}
+
+function heatmap(panel, pick) {
+  // The panel's heatmap figure with the picked map's values, title and colour range swapped in.
+  const fig = panel.fig;
+  const [cmin, cmax, scale] = panel.scales[pick.layer][pick.head][pick.stretch ? 1 : 0];
+  const axis = fig.layout.coloraxis;
+  const data = [{...fig.data[0], z: matrix(panel.m, pick.layer, pick.head, panel.causal)}, ...fig.data.slice(1)];
+  const layout = {...fig.layout, title: {...fig.layout.title, text: panel.titles[pick.layer][pick.head]},
+                  coloraxis: {...axis, cmin, cmax, colorbar: {...axis.colorbar, title: {text: scale}}}};
+  return {data, layout};
+}
+
+function lines(panel, pick, H) {
+  // The layer's line figure (built by viz.attention_lines): the picked head shown, the others a legend click
+  // away (all for the mean); with a focused token, only its lines.
+  panel.lineFigs[pick.layer] ||= JSON.parse(panel.lines[pick.layer]);
+  const fig = panel.lineFigs[pick.layer];
+  const [side, pos] = pick.focus || [];
+  const data = fig.data.map((trace) => {
+    if (trace.mode === "lines") {
+      const head = Number(trace.legendgroup.slice(4));  // "head3"
+      const out = {...trace, visible: pick.head === H || pick.head === head ? true : "legendonly"};
+      if (pick.focus) {  // segments are [query, key, gap] triples at y = [i, j, null]
+        const x = [], y = [];
+        for (let i = 0; i < trace.y.length; i += 3) {
+          if (trace.y[i + (side === "query" ? 0 : 1)] === pos) { x.push(0, 1, null); y.push(trace.y[i], trace.y[i + 1], null); }
+        }
+        Object.assign(out, {x, y});
+      }
+      return out;
+    }
+    const mine = trace.name === `${side} tokens`;  // a column of token markers: the focused one ringed
+    const n = trace.y.length;
+    const focused = (i) => mine && i === pos;
+    return {...trace, marker: {...trace.marker, size: Array.from({length: n}, (_, i) => (focused(i) ? 13 : 9)),
+                               line: {...trace.marker.line, width: Array.from({length: n}, (_, i) => (focused(i) ? 2 : 0))}}};
+  });
+  return {data, layout: {...fig.layout, title: {...fig.layout.title, text: panel.titles[pick.layer][pick.head]}}};
+}
+
+function table(panel, pick) {
+  // The picked map as an HTML table (screen readers walk it cell by cell), with the values the chart holds.
+  const t = document.createElement("table");
+  const caption = t.createCaption();
+  caption.textContent = panel.titles[pick.layer][pick.head] + panel.table.axes;
+  const head = t.createTHead().insertRow();
+  const corner = document.createElement("th");
+  corner.textContent = "query \\ key";
+  head.appendChild(corner);
+  for (const c of panel.table.cols) { const th = document.createElement("th"); th.scope = "col"; th.textContent = c; head.appendChild(th); }
+  const body = t.createTBody();
+  const z = matrix(panel.m, pick.layer, pick.head, panel.causal);
+  const digits = decimals(panel.m);
+  z.forEach((row, q) => {
+    const tr = body.insertRow();
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = panel.table.rows[q];
+    tr.appendChild(th);
+    for (const v of row) tr.insertCell().textContent = v === null ? "masked" : v.toFixed(digits);
+  });
+  return t;
+}
+
+function csv(panel, pick) {
+  // The picked map as model.export.map_csv writes it (cells quoted in Python), a row per query and key.
+  const z = matrix(panel.m, pick.layer, pick.head, false);
+  const digits = decimals(panel.m);
+  const out = [panel.csv.header];
+  z.forEach((row, q) => row.forEach((v, k) => out.push(`${panel.csv.rows[q]},${panel.csv.cols[k]},${v.toFixed(digits)}`)));
+  return out.join("\n") + "\n";
+}
+
+function save(text, name) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+function el(tag, props = {}, ...children) {
+  const e = Object.assign(document.createElement(tag), props);
+  e.append(...children);
+  return e;
+}
+
+function radios(name, options, current, onPick) {
+  // A labelled group of toggle buttons (role radio), as Streamlit's segmented control is for assistive tech.
+  const group = el("div", {className: "group", role: "radiogroup"});
+  group.setAttribute("role", "radiogroup");
+  group.setAttribute("aria-label", name);
+  group.append(el("span", {className: "label", textContent: name}));
+  for (const [value, text] of options) {
+    const b = el("button", {type: "button", textContent: text});
+    b.setAttribute("role", "radio");
+    b.setAttribute("aria-checked", String(value === current));
+    b.addEventListener("click", () => onPick(value));
+    group.append(b);
+  }
+  return group;
+}
+
+export default function ({data, parentElement}) {
+  const root = parentElement;
+  const token = {};
+  root.explorerRender = token;
+  const L = data.layers, H = data.heads;
+  let pick = picks[data.slug];
+  if (!pick || pick.seq !== data.seq) pick = picks[data.slug] = {seq: data.seq, focus: null, ...data.pick};
+  pick.layer = Math.min(pick.layer, L - 1);
+  pick.head = Math.min(pick.head, H);
+  if (data.norms) pick.stretch = false;  // norms have their own range always
+
+  const panels = [...data.panels, ...(data.difference ? [data.difference] : [])].map((p, i) => ({
+    ...p, fig: JSON.parse(p.figure), m: unpack(p.maps), lineFigs: [], index: i, isDifference: i >= data.panels.length,
+  }));
+  const host = root.host || root;
+  const controls = el("div", {className: "controls"});
+  const note = el("p", {className: "note", textContent: data.mean_note});
+  const boxes = panels.map((p) => {
+    const chart = el("div", {className: "chart"});
+    const clear = el("button", {type: "button", className: "clear"});
+    const tableBox = el("div", {className: "table"});
+    const showTable = el("input", {type: "checkbox"});
+    const tools = el("div", {className: "tools"}, el("label", {}, showTable, " " + p.table.label));
+    let csvButton = null;
+    if (p.csv) {
+      csvButton = el("button", {type: "button", textContent: p.csv.label});
+      tools.append(csvButton);
+    }
+    const header = p.header ? el("p", {className: "header"}, el("b", {textContent: p.header[0]}), ": " + p.header[1]) : "";
+    const box = el("div", {className: p.isDifference ? "panel difference" : "panel"}, header, chart, clear, tools, tableBox);
+    return {p, box, chart, clear, showTable, tableBox, csvButton};
+  });
+  const gridChart = el("div", {className: "grid"});
+  root.replaceChildren(el("style", {textContent: CSS}), el("div", {className: "explorer-maps"}, controls, note,
+                          el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box)),
+                          ...boxes.filter((b) => b.p.isDifference).map((b) => b.box),
+                          el("p", {className: "grid-title", textContent: data.grid_title}), gridChart));
+
+  const name = (p, suffix = "") => data.names[pick.layer][pick.head] + (p.isDifference ? "-difference" : p.index ? "-second" : "") + suffix;
+  const config = (file) => ({displaylogo: false, responsive: false,
+                             toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
+
+  function drawControls() {
+    controls.replaceChildren(
+      radios("Layer", Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer, (v) => set({layer: v})),
+      radios("Head", [[H, "mean"], ...Array.from({length: H}, (_, h) => [h, String(h + 1)])], pick.head, (v) => set({head: v})),
+      radios("Draw as", [["map", "map"], ["lines", "lines"]], pick.draw, (v) => set({draw: v})));
+    const stretch = el("input", {type: "checkbox", checked: pick.stretch, disabled: data.norms || pick.draw === "lines"});
+    stretch.addEventListener("change", () => set({stretch: stretch.checked}));
+    controls.append(el("label", {className: "stretch", title: "Colour from 0 to this map's largest weight instead of "
+      + "the fixed 0–1 scale: more contrast, but colours no longer compare between maps. (Norms always have their "
+      + "own range.)"}, stretch, " Stretch colours"));
+  }
+
+  async function draw() {
+    const Plotly = await loadPlotly(data.plotly);
+    if (root.explorerRender !== token) return;  // a newer render took over
+    drawControls();
+    note.hidden = pick.head !== H;
+    for (const b of boxes) {
+      const asLines = pick.draw === "lines" && !b.p.isDifference;
+      const fig = asLines ? lines(b.p, pick, H) : heatmap(b.p, pick);
+      await Plotly.react(b.chart, fig.data, themed(fig.layout, host), config(name(b.p, asLines ? "-lines" : "")));
+      b.clear.hidden = !(asLines && pick.focus);
+      if (pick.focus) b.clear.textContent = `Show every token's lines (now only ${pick.focus[0]} ${pick.focus[1]})`;
+      b.tableBox.replaceChildren(...(b.showTable.checked ? [table(b.p, pick)] : []));
+    }
+    follow(data.slug, {layer: String(pick.layer + 1), head: pick.head === H ? "mean" : String(pick.head + 1),
+                       draw: pick.draw === "lines" ? "lines" : null});
+  }
+
+  function set(change) {
+    Object.assign(pick, change);
+    draw();
+  }
+
+  for (const b of boxes) {
+    b.showTable.addEventListener("change", draw);
+    b.clear.addEventListener("click", () => set({focus: null}));
+    if (b.csvButton) b.csvButton.addEventListener("click", () => save(csv(b.p, pick), name(b.p, ".csv")));
+  }
+
+  draw().then(async () => {
+    const Plotly = await loadPlotly(data.plotly);
+    if (root.explorerRender !== token) return;
+    const grid = JSON.parse(data.grid);
+    await Plotly.react(gridChart, grid.data, themed(grid.layout, host), config(`${data.slug}-all-heads`));
+    gridChart.on("plotly_click", (event) => {  // a tile: customdata [layer, head, ...], counted from 1
+      const cd = event.points[0] && event.points[0].customdata;
+      if (!cd) return;
+      set({layer: Number(cd[0]) - 1, head: Number(cd[1]) - 1});
+      boxes[0].box.scrollIntoView({block: "nearest"});
+    });
+    for (const b of boxes) {
+      b.chart.on("plotly_click", (event) => {  // a token of the line view: only its lines; again: all
+        const cd = event.points[0] && event.points[0].customdata;
+        if (pick.draw !== "lines" || !cd || (cd[0] !== "query" && cd[0] !== "key")) return;
+        const same = pick.focus && pick.focus[0] === cd[0] && pick.focus[1] === Number(cd[1]);
+        set({focus: same ? null : [cd[0], Number(cd[1])]});
+      });
+    }
+  });
+
+  return () => {  // unmounted: free the charts' WebGL and listeners
+    if (window.Plotly) for (const c of [...boxes.map((b) => b.chart), gridChart]) window.Plotly.purge(c);
+  };
+}
