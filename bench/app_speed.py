@@ -2,10 +2,12 @@
 
     python bench/app_speed.py [--sentences 100]
 
-Prints, each with its bar and next to the bare model call measured in the same run:
-Enter -> translation and heatmaps drawn (bar 2 s); a change of head, layer or step
-(bar 0.5 s); in "Inside a head", a change of head or query token (bar 0.5 s);
-the server's resident memory after N different sentences (bar 700 MB).
+Prints, each next to a reference measured in the same run: Enter -> translation and the first view drawn, over
+the bare model call (bar 20x); a change of head or layer in an attention view, drawn in the browser
+(views/maps.js), timed in the page from the click to the new title in the chart, over a bare `Plotly.react` of
+the same figure in the same page (bars: median 5x, max 10x); a change of decoding step, and of head or query in
+"Inside a head" (still a script run each); the server's resident memory after N different sentences (bar 700
+MB); and what the maps of a 100-token sentence weigh on the wire.
 """
 
 import argparse
@@ -50,6 +52,64 @@ def bare_model_seconds(translator) -> float:
     return statistics.median(timed(lambda s=s: translator.translate(s), lambda: None) for s in FIFTEEN)
 
 
+# In the page: the time from a click on a pick of the maps component to its new title in the chart.
+PICK_JS = """async ([group, name, title]) => {
+    const button = document.querySelector(`.explorer-maps [aria-label="${group}"]`).querySelectorAll('button');
+    const target = [...button].find(b => b.textContent === name);
+    const chart = document.querySelector('.explorer-maps .chart');
+    const t0 = performance.now();
+    target.click();
+    while (!(chart.layout && chart.layout.title.text === title)) await new Promise(r => setTimeout(r, 0));
+    return performance.now() - t0; }"""
+
+# The reference: Plotly.react of the same figure on a bare div of the same page, swapping in another head's map
+# (the two maps the component drew last), to the new title; median of 39.
+REACT_JS = """async () => {
+    const gd = document.querySelector('.explorer-maps .chart');
+    const div = document.createElement('div');
+    document.body.appendChild(div);
+    const z = [gd.data[0].z, gd.data[0].z.map(row => row.map(v => v === null ? null : 1 - v))];
+    const times = [];
+    for (let i = 0; i < 39; i++) {
+        const t0 = performance.now();
+        await Plotly.react(div, [{...gd.data[0], z: z[i % 2]}, ...gd.data.slice(1)],
+                           {...gd.layout, title: {...gd.layout.title, text: 'bare ' + i}});
+        times.push(performance.now() - t0);
+    }
+    Plotly.purge(div); div.remove();
+    times.sort((a, b) => a - b);
+    return times[19]; }"""
+
+
+def pick_ms(page, group: str, name: str, title: str) -> float:
+    return page.evaluate(PICK_JS, [group, name, title])
+
+
+def bare_react_ms(page) -> float:
+    return page.evaluate(REACT_JS)
+
+
+def payload_bytes(translator, sentence: str) -> tuple[int, int, int]:
+    """What the three attention views send the browser for one sentence (the component's data, as JSON), the
+    packed maps' share of it, and the sentence's token count."""
+    import json
+
+    import viz
+    from views.attention import FIELDS, Shown, labels, panel, sides
+    from views.instant import figure_json
+
+    r = translator.translate(sentence)
+    total = maps = 0
+    for kind in FIELDS:
+        p = panel(r, Shown(kind, 0, None), getattr(r, FIELDS[kind]))
+        (q, qu), (k, ku) = (labels(r, s) for s in sides(kind))
+        grid = figure_json(viz.model_view(getattr(r, FIELDS[kind]), q, k, causal=kind == "dec", query_unknown=qu,
+                                          key_unknown=ku))
+        total += len(json.dumps(p)) + len(json.dumps(grid))
+        maps += len(p["maps"]["b64"])
+    return total, maps, len(r.src_tokens)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=100, help="different sentences before reading memory")
@@ -58,7 +118,10 @@ def main():
 
     from model.translator import Translator
 
-    model_s = bare_model_seconds(Translator.load(device="cpu"))
+    translator = Translator.load(device="cpu")
+    model_s = bare_model_seconds(translator)
+    long_sentence = " ".join(FIFTEEN * 7)  # past the 100 positions: cut to the 98 the model reads
+    payload, maps_only, long_tokens = payload_bytes(translator, long_sentence)
 
     port = free_port()
     proc = start_app(port)
@@ -74,16 +137,10 @@ def main():
             def radio(group, name):
                 return page.get_by_role("radiogroup", name=group).get_by_role("radio", name=name, exact=True)
 
-            heads = []  # the first view: cross-attention, layer 3
-            for h in (2, 5, 8, 1):
-                heads.append(timed(lambda h=h: radio("Head", str(h)).click(),
-                                   lambda h=h: (page.get_by_text(f"Cross-attention, layer 3, head {h}").first.wait_for(),
-                                                wait_idle(page))))
-            layers = []
-            for layer in (2, 1):
-                layers.append(timed(lambda layer=layer: radio("Layer", str(layer)).click(),
-                                    lambda layer=layer: (page.get_by_text(f"Cross-attention, layer {layer}, head 1")
-                                                         .first.wait_for(), wait_idle(page))))
+            react = bare_react_ms(page)
+            heads = [pick_ms(page, "Head", str(h), f"Cross-attention, layer 3, head {h}") for h in (2, 5, 8, 1, 4, 7)]
+            layers = [pick_ms(page, "Layer", str(layer), f"Cross-attention, layer {layer}, head 7")
+                      for layer in (2, 1, 3, 1)]
             page.get_by_role("radio", name="Inside a head").click()
             page.get_by_text("1. The query's input vector x").wait_for()
             wait_idle(page)
@@ -121,15 +178,21 @@ def main():
         stop_app(proc)
 
     e, h, ly, st, ins = (statistics.median(x) for x in (enter, heads, layers, steps, inside))
-    print(f"Enter -> translation + heatmaps: median {e:.2f} s over {len(enter)} 15-token sentences "
-          f"(bar 2 s; bare model call {model_s * 1000:.0f} ms, page/model {e / model_s:.1f}x)")
-    print(f"change of head {h:.2f} s, layer {ly:.2f} s, step {st:.2f} s (bar 0.5 s)")
+    print(f"Enter -> translation + first view: median {e:.2f} s over {len(enter)} 15-token sentences "
+          f"(bare model call {model_s * 1000:.0f} ms, page/model {e / model_s:.1f}x; bar 20x)")
+    print(f"bare Plotly.react of the cross-attention map in this page: median {react:.1f} ms")
+    for name, ms in (("head", heads), ("layer", layers)):
+        print(f"change of {name} (in the browser): median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms = "
+              f"{statistics.median(ms) / react:.1f}x / {max(ms) / react:.1f}x a bare Plotly.react (bars 5x / 10x)")
+    print(f"change of step {st:.2f} s (a script run)")
     print(f"inside a head: change of head or query {ins:.2f} s (median of {len(inside)}; max {max(inside):.2f} s; "
           f"bar 0.5 s)")
     print(f"server memory after {args.sentences} different sentences: {mem:.0f} MB (bar 700 MB); "
           f"{many / args.sentences:.2f} s per sentence")
-    print(f"summary: enter {e:.2f}s head {h:.2f}s layer {ly:.2f}s step {st:.2f}s inside {ins:.2f}s memory {mem:.0f}MB "
-          f"model {model_s * 1000:.0f}ms")
+    print(f"maps on the wire, a {long_tokens}-token sentence: {payload / 1e6:.2f} MB for the three attention views "
+          f"(each view's maps, lines and grid; {maps_only / 1e6:.2f} MB of it packed maps)")
+    print(f"summary: enter {e:.2f}s head {h / 1000:.3f}s layer {ly / 1000:.3f}s step {st:.2f}s inside {ins:.2f}s "
+          f"memory {mem:.0f}MB model {model_s * 1000:.0f}ms react {react:.1f}ms")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from model.data import default_data_dir
 from model.transformer import Transformer
 from model.translator import Translator
 from model.vocab import Vocab
+from views.share import COUNT_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "checkpoints"
@@ -236,7 +237,7 @@ def server():
     if not (CHECKPOINT / "model.safetensors").is_file():
         pytest.skip("no shipped checkpoint")
     port = free_port()
-    proc = start_app(port)
+    proc = start_app(port, env={COUNT_RUNS: "1"})  # each view run shows the count: tests/test_instant.py
     yield f"http://127.0.0.1:{port}"
     stop_app(proc)
 

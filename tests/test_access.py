@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from bench.appserver import wait_idle
-from conftest import fresh_page, from_url
+import viz
+from conftest import fresh_page, from_url, maps_data
 from views.common import map_frame, table_labels
+from views.instant import unpacked
 
 SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
 LINK = "/?s=Zwei%20M%C3%A4nner%20spielen%20Fu%C3%9Fball%20auf%20einer%20Wiese."
@@ -49,23 +51,25 @@ def test_map_frame_rounds_names_rows_and_columns_and_blanks_masked_cells():
 
 
 @pytest.mark.slow
-def test_the_map_table_holds_the_map_and_shows_hostile_tokens_as_text(monkeypatch, translator):
+def test_the_map_table_holds_the_map_and_names_hostile_tokens_as_typed(monkeypatch, translator):
+    """The attention views' tables are made in the browser (views/maps.js, as text nodes: no markup) from the
+    values and names the page sends: every map to 4 decimals, the names with positions, as the model reads them."""
     hostile = "Zwei **Männer** <b>spielen</b> $x$ Fußball."
     at = from_url(monkeypatch, s=hostile, view="dec", layer="2", head="3")
-    assert not at.table  # off until asked: nothing is built or sent
-    at.toggle(key="dec_one_table").set_value(True).run()
-    assert not at.exception and len(at.table) == 1
-    shown = at.table[0].value
-    weights = translator.translate(hostile).decoder_attentions[1, 2]  # layer 2, head 3
-    T = weights.shape[0]
-    assert shown.shape == (T, T)
-    for q in range(T):
-        for k in range(T):
-            cell = shown.iloc[q, k]
-            assert cell == "masked" if k > q else abs(float(cell) - weights[q, k]) <= 5e-5, (q, k, cell)
-    # Every name is Markdown-inert: its characters as references, which st.table shows as the characters.
-    assert all("<" not in name and "*" not in name for name in [*shown.index, *shown.columns])
-    assert "0: &lt;sos&gt;" in shown.columns[0]
+    assert not at.table and not at.exception
+    panel = maps_data(at)[0]["panels"][0]
+    r = translator.translate(hostile)
+    weights = r.decoder_attentions[1, 2]  # layer 2, head 3
+    np.testing.assert_allclose(unpacked(panel["maps"])[1, 2], weights, atol=5.01e-5)
+    assert panel["causal"]  # the browser writes "masked" above the diagonal, as the chart greys it
+    steps = table_labels(viz.predicting(r.tgt_tokens, [s.token for s in r.steps]))
+    assert panel["table"]["rows"] == panel["table"]["cols"] == steps
+    at.segmented_control(key="view").set_value("Encoder self-attention").run()  # the source's names as typed: the browser sets them as text, never markup
+    assert maps_data(at)[0]["panels"][0]["table"]["cols"] == table_labels(r.src_tokens, r.src_unknown)
+    assert any("<" in name or "*" in name for name in table_labels(r.src_tokens))
+    assert panel["titles"][1][2] + panel["table"]["axes"] == (
+        "Decoder self-attention, layer 2, head 3, weights; rows: English steps (the token read → the token chosen), "
+        "columns: English tokens so far (keys)")
 
 
 # --- in the browser (slow) ----------------------------------------------------------------------------
@@ -94,6 +98,9 @@ def axe_violations(page) -> list[dict]:
     return page.evaluate(AXE_RUN, SKIPPED)
 
 
+TABLES = "[data-testid=stTable], .explorer-maps table"  # Streamlit's tables, and those the maps draw in the browser
+
+
 def show_tables(page, expected: int) -> int:
     """Turn on every "… as a table" switch of the view by keyboard, one at a time (each redraws the view); the
     number of tables then on the page. expected: how many the view has at least (it may draw them late)."""
@@ -112,11 +119,11 @@ def show_tables(page, expected: int) -> int:
         switches.nth(checked.index(False)).focus()
         page.keyboard.press("Space")  # as a keyboard or screen-reader user would
         try:
-            page.wait_for_function("n => document.querySelectorAll('[data-testid=stTable]').length >= n",
+            page.wait_for_function(f"n => document.querySelectorAll('{TABLES}').length >= n",
                                    arg=sum(checked) + 1, timeout=30_000)
         except PlaywrightTimeout:  # on a loaded machine a redraw can take the focus before the key lands: again
             continue
-    return page.locator("[data-testid='stTable']").count()
+    return page.locator(TABLES).count()
 
 
 @pytest.mark.slow

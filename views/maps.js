@@ -239,6 +239,7 @@ export default function ({data, parentElement}) {
     const clear = el("button", {type: "button", className: "clear"});
     const tableBox = el("div", {className: "table"});
     const showTable = el("input", {type: "checkbox"});
+    showTable.setAttribute("role", "switch");  // as Streamlit's toggles are: "Show as a table" switches
     const tools = el("div", {className: "tools"}, el("label", {}, showTable, " " + p.table.label));
     let csvButton = null;
     if (p.csv) {

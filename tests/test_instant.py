@@ -1,0 +1,146 @@
+"""Picks drawn in the browser (views/maps.js): a change of layer, head, mean, drawing, colour stretch, a grid tile or
+a token's lines runs no script, draws the translator's own numbers, and the address bar follows it (slow tier:
+the real app in headless Chromium)."""
+
+import urllib.parse
+
+import numpy as np
+import pytest
+
+from bench.appserver import translate_in_page, wait_idle
+
+pytestmark = pytest.mark.slow
+
+SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
+
+
+@pytest.fixture(scope="module")
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
+    pg = ctx.new_page()
+    pg.goto(server)
+    translate_in_page(pg, SENTENCE)
+    yield pg
+    ctx.close()
+
+
+def runs(page) -> int:
+    """How many times a view ran in this session (the page shows it for tests: EXPLORER_COUNT_RUNS)."""
+    return int(page.locator(".view-runs").last.text_content())
+
+
+def radio(page, group: str, name: str):
+    return page.locator(".explorer-maps").get_by_role("radiogroup", name=group).get_by_role("radio", name=name,
+                                                                                            exact=True)
+
+
+def drawn(page, n: int = 0) -> dict:
+    """Title, values (None where masked), colour range and visible traces of the n-th chart of the maps."""
+    return page.evaluate("""n => { const gd = document.querySelectorAll('.explorer-maps .chart')[n];
+        return {title: gd.layout.title.text, z: gd.data[0].z, cmax: gd.layout.coloraxis && gd.layout.coloraxis.cmax,
+                visible: gd.data.map(t => t.visible === undefined ? true : t.visible),
+                names: gd.data.map(t => t.name)}; }""", n)
+
+
+def link(page) -> dict:
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query))
+
+
+def test_layer_head_mean_and_stretch_are_drawn_here_with_the_models_numbers(page, translator):
+    want = translator.translate(SENTENCE).cross_attentions  # (L, H, T, S)
+    before = runs(page)
+    for layer, head in [(3, 2), (3, 5), (1, 5), (2, None), (2, 8)]:
+        radio(page, "Layer", str(layer)).click()
+        radio(page, "Head", "mean" if head is None else str(head)).click()
+        name = "mean of the 8 heads" if head is None else f"head {head}"
+        page.wait_for_function("t => document.querySelector('.explorer-maps .chart').layout.title.text === t",
+                               arg=f"Cross-attention, layer {layer}, {name}")
+        got = drawn(page)
+        expect = want[layer - 1].mean(axis=0) if head is None else want[layer - 1, head - 1]
+        np.testing.assert_allclose(np.array(got["z"], float), expect, atol=5.01e-5)
+        assert got["cmax"] == 1
+        assert link(page) == {"s": SENTENCE, "view": "cross", "layer": str(layer),
+                              "head": "mean" if head is None else str(head)}
+    page.locator(".explorer-maps label.stretch input").check()
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.coloraxis.cmax < 1")
+    assert drawn(page)["cmax"] == pytest.approx(want[1, 7].max(), abs=5.01e-5)
+    page.locator(".explorer-maps label.stretch input").uncheck()
+    assert runs(page) == before  # none of it ran the script
+
+
+def test_lines_a_token_and_a_grid_tile_run_no_script(page):
+    before = runs(page)
+    radio(page, "Layer", "2").click()
+    radio(page, "Head", "3").click()
+    radio(page, "Draw as", "lines").click()
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').data[0].mode === 'lines'")
+    got = drawn(page)
+    heads = {n: v for n, v in zip(got["names"], got["visible"]) if n.startswith("head")}
+    assert heads["head 3"] is True and heads["head 1"] == "legendonly"  # one head, the others a click away
+    assert link(page)["draw"] == "lines"
+    page.get_by_text("Show every token's lines").wait_for(state="hidden")
+    page.evaluate("""() => { const gd = document.querySelector('.explorer-maps .chart');
+        const q = gd.data.findIndex(t => t.name === 'query tokens');
+        gd.emit('plotly_click', {points: [{customdata: gd.data[q].customdata[1]}]}); }""")  # query token 1
+    page.get_by_text("Show every token's lines (now only query 1)").wait_for()
+    ys = page.evaluate("""() => document.querySelector('.explorer-maps .chart').data
+        .filter(t => t.mode === 'lines').flatMap(t => t.y.filter((_, i) => i % 3 === 0))""")
+    assert ys and set(ys) == {1}  # only the lines of query 1
+    page.get_by_text("Show every token's lines (now only query 1)").click()
+    radio(page, "Draw as", "map").click()
+    assert "draw" not in link(page)
+    # A real click on a tile of the all-heads grid: layer 1, head 7, at its first cell.
+    box = page.evaluate("""() => { const gd = document.querySelector('.explorer-maps .grid');
+        const pt = gd._fullData[0]; const i = pt.customdata.findIndex(c => c[0] === '1' && c[1] === '7');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+        return {x: r.left + xa._offset + xa.l2p(pt.x[i]), y: r.top + ya._offset + ya.l2p(pt.y[i])}; }""")
+    page.mouse.click(box["x"], box["y"])
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text === "
+                           "'Cross-attention, layer 1, head 7'")
+    assert link(page)["layer"] == "1" and link(page)["head"] == "7"
+    assert runs(page) == before
+
+
+def test_a_copied_link_opens_the_browsers_pick_and_a_rerun_keeps_it(page, browser):
+    radio(page, "Layer", "2").click()
+    radio(page, "Head", "6").click()
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text === "
+                           "'Cross-attention, layer 2, head 6'")
+    copied = page.url
+    # A server choice reruns the view, and Streamlit writes its own idea of the link: the pick stays, in both.
+    page.get_by_role("radiogroup", name="Values").get_by_role("radio", name="weighted norms ‖α·f(x)‖").click()
+    wait_idle(page)
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text === "
+                           "'Cross-attention, layer 2, head 6, norms ‖α·f(x)‖'")
+    assert link(page)["values"] == "norms" and link(page)["head"] == "6" and link(page)["layer"] == "2"
+    page.get_by_role("radiogroup", name="Values").get_by_role("radio", name="weights α").click()
+    wait_idle(page)
+    other = browser.new_page(viewport={"width": 1200, "height": 1600})
+    other.goto(copied)
+    other.wait_for_function("() => { const c = document.querySelector('.explorer-maps .chart');"
+                            "return c && c.layout && c.layout.title.text === 'Cross-attention, layer 2, head 6'; }",
+                            timeout=60_000)
+    assert link(other) == link(page) | {"layer": "2", "head": "6"}
+    other.close()
+
+
+def test_the_maps_csv_is_the_picked_map(page, translator, tmp_path):
+    import pandas as pd
+
+    radio(page, "Layer", "1").click()
+    radio(page, "Head", "4").click()
+    with page.expect_download() as info:
+        page.get_by_role("button", name="This map (CSV)").click()
+    assert info.value.suggested_filename == "cross-layer1-head4.csv"
+    path = tmp_path / "map.csv"
+    info.value.save_as(path)
+    csv = pd.read_csv(path, keep_default_na=False, dtype={"query_token": str, "key_token": str})
+    r = translator.translate(SENTENCE)
+    assert list(csv.columns) == ["query_pos", "query_token", "key_pos", "key_token", "weight"]
+    assert list(csv.key_token[:len(r.src_tokens)]) == r.src_tokens
+    grid = csv.pivot(index="query_pos", columns="key_pos", values="weight").to_numpy()
+    np.testing.assert_allclose(grid, r.cross_attentions[0, 3], atol=5.01e-5)
+    page.locator(".explorer-maps .tools input[type=checkbox]").first.check()  # and as a table: the same numbers
+    cells = page.locator(".explorer-maps table tbody tr").first.locator("td").all_text_contents()
+    np.testing.assert_allclose([float(c) for c in cells], r.cross_attentions[0, 3, 0], atol=5.01e-5)
+    page.locator(".explorer-maps .tools input[type=checkbox]").first.uncheck()
