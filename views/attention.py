@@ -18,7 +18,7 @@ from . import compare
 from .common import (MEAN, Context, View, choice_param, head_key, head_link, head_param, int_param, layer_key, literal,
                      pick_seq_key, subtitle, table_labels, weighted_norms)
 from .export import downloads
-from .instant import WEIGHT_STEP, figure_json, packed, show_maps, with_means
+from .instant import WEIGHT_STEP, figure_json, packed, show, with_means
 from .share import page_view
 
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
@@ -121,7 +121,7 @@ def attention_view(ctx: Context, kind: str):
                    "runs from 0 to the largest norm shown; a line is as thick as its norm over the layer's largest.")
     (q_tokens, q_unk), (k_tokens, k_unk) = (labels(ctx.result, s) for s in sides(kind))
     grid_values = "weighted norms, one colour range for every tile" if norms else "weights"
-    show_maps({
+    show("maps", {
         "slug": kind, "seq": st.session_state.get(pick_seq_key(kind), 0), "layers": L, "heads": H,
         "pick": {"layer": shown.layer, "head": H if shown.head is None else shown.head, "draw": shown.style,
                  "stretch": shown.stretch},

@@ -77,20 +77,20 @@ def figure_json(fig) -> str:
     return fig.to_json()
 
 
-_maps = None
+_components = {}
 
 
-def maps_component():
-    """The registered component (once per process; its JavaScript is views/maps.js)."""
-    global _maps
-    if _maps is None:
-        js = (Path(__file__).with_name("maps.js")).read_text(encoding="utf-8")
+def component(name: str):
+    """The registered component `name` (views/<name>.js after the shared views/explorer.js), once per process."""
+    if name not in _components:
+        here = Path(__file__).parent
+        js = (here / "explorer.js").read_text(encoding="utf-8") + "\n" + (here / f"{name}.js").read_text(encoding="utf-8")
         # In the page's own DOM, not a shadow root: plotly.js puts its hover and toolbar styles in the document.
-        _maps = st.components.v2.component("explorer_maps", js=js, isolate_styles=False)
-    return _maps
+        _components[name] = st.components.v2.component(f"explorer_{name}", js=js, isolate_styles=False)
+    return _components[name]
 
 
-def show_maps(data: dict, key: str):
-    """Mount the maps component with `data` (see views/maps.js for its fields)."""
+def show(name: str, data: dict, key: str, **callbacks):
+    """Mount the component `name` (maps, trace) with `data` (its JavaScript says what it reads)."""
     image = "svg" if st.session_state.get("image_format") == "SVG" else "png"  # the export section's choice
-    return maps_component()(data={"plotly": serve_plotly(), "image_format": image, **data}, key=key)
+    return component(name)(data={"plotly": serve_plotly(), "image_format": image, **data}, key=key, **callbacks)

@@ -4,92 +4,9 @@
 // heads and their mean, packed as uint16 codes (value = offset + code * step), with the figures viz/ built for the
 // first pick, the title and colour range of every pick, and each layer's line figure. A change of layer, head,
 // drawing (map or lines), colour stretch, a tile of the all-heads grid or a token's lines is drawn here with
-// Plotly.react: no script run, no round trip to the server. The address bar follows every pick (see `follow`).
+// Plotly.react: no script run, no round trip to the server. The address bar follows every pick (explorer.js `follow`).
 
-// The controls look like Streamlit's segmented controls in either theme: the theme's text colour, translucent
-// greys, the picked one tinted and bordered in the primary colour (its text stays the text colour, for contrast).
-const CSS = `
-.explorer-maps .controls {display:flex; flex-wrap:wrap; gap:0.6rem 1.2rem; align-items:flex-end; margin:0.3rem 0}
-.explorer-maps .group {display:flex; flex-wrap:wrap; align-items:center; gap:0}
-.explorer-maps .group .label {width:100%; font-size:0.875rem; margin-bottom:0.25rem}
-.explorer-maps button {font:inherit; font-size:0.875rem; color:inherit; background:transparent; cursor:pointer;
-  border:1px solid rgba(128,128,128,0.45); padding:0.25rem 0.7rem; min-height:2.2rem; margin:0 -1px 0 0}
-.explorer-maps .group button:first-of-type {border-radius:0.5rem 0 0 0.5rem}
-.explorer-maps .group button:last-of-type {border-radius:0 0.5rem 0.5rem 0}
-.explorer-maps button[aria-checked="true"] {background:rgba(255,75,75,0.12); border-color:rgb(255,75,75);
-  position:relative; font-weight:600}
-.explorer-maps button:hover {border-color:currentColor}
-.explorer-maps button:focus-visible {outline:2px solid currentColor; outline-offset:2px}
-.explorer-maps .tools button, .explorer-maps .clear {border-radius:0.5rem; margin:0.2rem 0}
-.explorer-maps label {font-size:0.875rem; display:inline-flex; gap:0.35rem; align-items:center; margin-right:1rem}
-.explorer-maps .note, .explorer-maps .grid-title, .explorer-maps .header {margin:0.4rem 0}
-.explorer-maps .note {font-size:0.875rem; opacity:0.8}
-.explorer-maps .panels {display:flex; flex-wrap:wrap; gap:1rem}
-.explorer-maps .panel {max-width:100%; overflow-x:auto}
-.explorer-maps .table {max-height:560px; overflow:auto; max-width:100%}
-.explorer-maps table {border-collapse:collapse; font-size:0.8rem}
-.explorer-maps caption {text-align:left; font-size:0.8rem; opacity:0.8; padding:0.2rem 0}
-.explorer-maps th, .explorer-maps td {border:1px solid rgba(128,128,128,0.35); padding:0.15rem 0.4rem;
-  white-space:nowrap; text-align:right}
-.explorer-maps th {font-weight:600}
-.explorer-maps .grid {max-width:100%; overflow-x:auto}
-`;
-
-const picks = {};       // view slug -> this page's picks {seq, layer, head, draw, stretch, focus}; they outlive reruns
-const linkParams = {};  // view slug -> the link parameters those picks decide ({name: value, or null: left out})
-let plotlyLoaded = null;
-
-function loadPlotly(src) {
-  // plotly.js, served by the app from the installed plotly package (no CDN): one script tag per page.
-  if (!plotlyLoaded) {
-    plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : new Promise((resolve, reject) => {
-      const tag = document.createElement("script");
-      tag.src = src;
-      tag.onload = () => resolve(window.Plotly);
-      tag.onerror = () => { plotlyLoaded = null; reject(new Error(`plotly.js did not load from ${src}`)); };
-      document.head.appendChild(tag);
-    });
-  }
-  return plotlyLoaded;
-}
-
-// --- The address bar -----------------------------------------------------------------------------------------
-// Streamlit writes the link the server knows after a script run (views/share.py write_url), and the server never
-// hears of a pick made here. So each address Streamlit writes gets this page's picks for its view merged back in,
-// and a pick made here rewrites the address at once: a copied link always opens what is on screen.
-
-function withPicks(url) {
-  const u = new URL(url, window.location.href);
-  const own = linkParams[u.searchParams.get("view")];
-  for (const [name, value] of Object.entries(own || {})) {
-    if (value === null) u.searchParams.delete(name); else u.searchParams.set(name, value);
-  }
-  return u.toString();
-}
-
-if (!window.history.explorerPicks) {  // once per page, however often the module is evaluated
-  for (const method of ["pushState", "replaceState"]) {
-    const original = window.history[method].bind(window.history);
-    window.history[method] = (state, unused, url) => original(state, unused, url == null ? url : withPicks(url));
-  }
-  window.history.explorerPicks = true;
-}
-
-function follow(slug, params) {
-  linkParams[slug] = params;
-  const next = withPicks(window.location.href);
-  if (next !== window.location.href) window.history.replaceState(window.history.state, "", next);
-}
-
-// --- The numbers ---------------------------------------------------------------------------------------------
-
-function unpack(p) {
-  // {b64, shape, offset, step} -> {codes: Uint16Array, shape, offset, step}
-  const bin = atob(p.b64);
-  const codes = new Uint16Array(bin.length / 2);
-  for (let i = 0; i < codes.length; i++) codes[i] = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
-  return {...p, codes};
-}
+const picks = {};  // view slug -> this page's picks {seq, layer, head, draw, stretch, focus}; they outlive reruns
 
 function matrix(m, layer, head, causal) {
   // One map (Q rows of K values) of the (L, H + 1, Q, K) array; null where a decoder query may not look.
@@ -104,16 +21,7 @@ function matrix(m, layer, head, causal) {
   return rows;
 }
 
-const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for weights
-
 // --- Drawing ---------------------------------------------------------------------------------------------------
-
-function themed(layout, host) {
-  // Transparent paper and the page's own text colour and font: readable in the light and the dark theme.
-  const style = getComputedStyle(host);
-  return {...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-          font: {...(layout.font || {}), color: style.color, family: style.fontFamily}};
-}
 
 function heatmap(panel, pick) {
   // The panel's heatmap figure with the picked map's values, title and colour range swapped in.
@@ -155,27 +63,12 @@ function lines(panel, pick, H) {
 }
 
 function table(panel, pick) {
-  // The picked map as an HTML table (screen readers walk it cell by cell), with the values the chart holds.
-  const t = document.createElement("table");
-  const caption = t.createCaption();
-  caption.textContent = panel.titles[pick.layer][pick.head] + panel.table.axes;
-  const head = t.createTHead().insertRow();
-  const corner = document.createElement("th");
-  corner.textContent = "query \\ key";
-  head.appendChild(corner);
-  for (const c of panel.table.cols) { const th = document.createElement("th"); th.scope = "col"; th.textContent = c; head.appendChild(th); }
-  const body = t.createTBody();
-  const z = matrix(panel.m, pick.layer, pick.head, panel.causal);
+  // The picked map as a table, with the values the chart holds.
   const digits = decimals(panel.m);
-  z.forEach((row, q) => {
-    const tr = body.insertRow();
-    const th = document.createElement("th");
-    th.scope = "row";
-    th.textContent = panel.table.rows[q];
-    tr.appendChild(th);
-    for (const v of row) tr.insertCell().textContent = v === null ? "masked" : v.toFixed(digits);
-  });
-  return t;
+  const cells = matrix(panel.m, pick.layer, pick.head, panel.causal).map((row) =>
+    row.map((v) => (v === null ? "masked" : v.toFixed(digits))));
+  return htmlTable(panel.titles[pick.layer][pick.head] + panel.table.axes, "query \\ key", panel.table.cols,
+                   panel.table.rows, cells);
 }
 
 function csv(panel, pick) {
@@ -185,36 +78,6 @@ function csv(panel, pick) {
   const out = [panel.csv.header];
   z.forEach((row, q) => row.forEach((v, k) => out.push(`${panel.csv.rows[q]},${panel.csv.cols[k]},${v.toFixed(digits)}`)));
   return out.join("\n") + "\n";
-}
-
-function save(text, name) {
-  const a = document.createElement("a");
-  a.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-}
-
-function el(tag, props = {}, ...children) {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...children);
-  return e;
-}
-
-function radios(name, options, current, onPick) {
-  // A labelled group of toggle buttons (role radio), as Streamlit's segmented control is for assistive tech.
-  const group = el("div", {className: "group", role: "radiogroup"});
-  group.setAttribute("role", "radiogroup");
-  group.setAttribute("aria-label", name);
-  group.append(el("span", {className: "label", textContent: name}));
-  for (const [value, text] of options) {
-    const b = el("button", {type: "button", textContent: text});
-    b.setAttribute("role", "radio");
-    b.setAttribute("aria-checked", String(value === current));
-    b.addEventListener("click", () => onPick(value));
-    group.append(b);
-  }
-  return group;
 }
 
 export default function ({data, parentElement}) {
@@ -251,7 +114,7 @@ export default function ({data, parentElement}) {
     return {p, box, chart, clear, showTable, tableBox, csvButton};
   });
   const gridChart = el("div", {className: "grid"});
-  root.replaceChildren(el("style", {textContent: CSS}), el("div", {className: "explorer-maps"}, controls, note,
+  root.replaceChildren(el("style", {textContent: CSS}), el("div", {className: "explorer explorer-maps"}, controls, note,
                           el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box)),
                           ...boxes.filter((b) => b.p.isDifference).map((b) => b.box),
                           el("p", {className: "grid-title", textContent: data.grid_title}), gridChart));

@@ -1,0 +1,145 @@
+// What the page's browser-drawn views share (views/instant.py puts this file before each component's own):
+// plotly.js from the app itself, the address bar that follows picks made here, packed numbers, small DOM helpers.
+
+// The controls look like Streamlit's segmented controls in either theme: the theme's text colour, translucent
+// greys, the picked one tinted and bordered in the primary colour (its text stays the text colour, for contrast).
+const CSS = `
+.explorer .controls {display:flex; flex-wrap:wrap; gap:0.6rem 1.2rem; align-items:flex-end; margin:0.3rem 0}
+.explorer .group {display:flex; flex-wrap:wrap; align-items:center; gap:0}
+.explorer .group .label {width:100%; font-size:0.875rem; margin-bottom:0.25rem}
+.explorer button {font:inherit; font-size:0.875rem; color:inherit; background:transparent; cursor:pointer;
+  border:1px solid rgba(128,128,128,0.45); padding:0.25rem 0.7rem; min-height:2.2rem; margin:0 -1px 0 0}
+.explorer .group button:first-of-type {border-radius:0.5rem 0 0 0.5rem}
+.explorer .group button:last-of-type {border-radius:0 0.5rem 0.5rem 0}
+.explorer button[aria-checked="true"] {background:rgba(255,75,75,0.12); border-color:rgb(255,75,75);
+  position:relative; font-weight:600}
+.explorer button:hover {border-color:currentColor}
+.explorer button:focus-visible {outline:2px solid currentColor; outline-offset:2px}
+.explorer .tools button, .explorer .clear {border-radius:0.5rem; margin:0.2rem 0}
+.explorer label {font-size:0.875rem; display:inline-flex; gap:0.35rem; align-items:center; margin-right:1rem}
+.explorer .note, .explorer .grid-title, .explorer .header {margin:0.4rem 0}
+.explorer .note {font-size:0.875rem; opacity:0.8}
+.explorer .panels {display:flex; flex-wrap:wrap; gap:1rem}
+.explorer .panel {max-width:100%; overflow-x:auto}
+.explorer .table {max-height:560px; overflow:auto; max-width:100%}
+.explorer table {border-collapse:collapse; font-size:0.8rem}
+.explorer caption {text-align:left; font-size:0.8rem; opacity:0.8; padding:0.2rem 0}
+.explorer th, .explorer td {border:1px solid rgba(128,128,128,0.35); padding:0.15rem 0.4rem;
+  white-space:nowrap; text-align:right}
+.explorer th {font-weight:600}
+.explorer .grid {max-width:100%; overflow-x:auto}
+`;
+
+let plotlyLoaded = null;
+
+function loadPlotly(src) {
+  // plotly.js, served by the app from the installed plotly package (no CDN): one script tag per page.
+  if (!plotlyLoaded) {
+    plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : new Promise((resolve, reject) => {
+      const tag = document.createElement("script");
+      tag.src = src;
+      tag.onload = () => resolve(window.Plotly);
+      tag.onerror = () => { plotlyLoaded = null; reject(new Error(`plotly.js did not load from ${src}`)); };
+      document.head.appendChild(tag);
+    });
+  }
+  return plotlyLoaded;
+}
+
+// --- The address bar -----------------------------------------------------------------------------------------
+// Streamlit writes the link the server knows after a script run (views/share.py write_url), and the server never
+// hears of a pick made here. So each address Streamlit writes gets this page's picks for its view merged back in,
+// and a pick made here rewrites the address at once: a copied link always opens what is on screen.
+
+window.explorerLinks ||= {};  // view slug -> the link parameters this page's picks decide ({name: value, or null})
+
+function withPicks(url) {
+  const u = new URL(url, window.location.href);
+  const own = window.explorerLinks[u.searchParams.get("view")];
+  for (const [name, value] of Object.entries(own || {})) {
+    if (value === null) u.searchParams.delete(name); else u.searchParams.set(name, value);
+  }
+  return u.toString();
+}
+
+if (!window.history.explorerPicks) {  // once per page, however often the module is evaluated
+  for (const method of ["pushState", "replaceState"]) {
+    const original = window.history[method].bind(window.history);
+    window.history[method] = (state, unused, url) => original(state, unused, url == null ? url : withPicks(url));
+  }
+  window.history.explorerPicks = true;
+}
+
+function follow(slug, params) {
+  window.explorerLinks[slug] = params;
+  const next = withPicks(window.location.href);
+  if (next !== window.location.href) window.history.replaceState(window.history.state, "", next);
+}
+
+// --- The numbers ---------------------------------------------------------------------------------------------
+
+function unpack(p) {
+  // {b64, shape, offset, step} -> {codes: Uint16Array, shape, offset, step}
+  const bin = atob(p.b64);
+  const codes = new Uint16Array(bin.length / 2);
+  for (let i = 0; i < codes.length; i++) codes[i] = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
+  return {...p, codes};
+}
+
+const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for weights
+
+
+// --- Drawing ---------------------------------------------------------------------------------------------------
+
+function themed(layout, host) {
+  // Transparent paper and the page's own text colour and font: readable in the light and the dark theme.
+  const style = getComputedStyle(host);
+  return {...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+          font: {...(layout.font || {}), color: style.color, family: style.fontFamily}};
+}
+
+function save(text, name) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+function htmlTable(caption, corner, cols, rows, cells) {
+  // A table screen readers walk cell by cell (named rows and columns); every name and value set as text.
+  const t = el("table");
+  t.createCaption().textContent = caption;
+  const head = t.createTHead().insertRow();
+  head.append(el("th", {textContent: corner}), ...cols.map((c) => el("th", {scope: "col", textContent: c})));
+  const body = t.createTBody();
+  cells.forEach((row, i) => {
+    const tr = body.insertRow();
+    tr.append(el("th", {scope: "row", textContent: rows[i]}));
+    for (const v of row) tr.insertCell().textContent = v;
+  });
+  return t;
+}
+
+function el(tag, props = {}, ...children) {
+  const e = Object.assign(document.createElement(tag), props);
+  e.append(...children);
+  return e;
+}
+
+function radios(name, options, current, onPick) {
+  // A labelled group of toggle buttons (role radio), as Streamlit's segmented control is for assistive tech.
+  const group = el("div", {className: "group", role: "radiogroup"});
+  group.setAttribute("role", "radiogroup");
+  group.setAttribute("aria-label", name);
+  group.append(el("span", {className: "label", textContent: name}));
+  for (const [value, text] of options) {
+    const b = el("button", {type: "button", textContent: text});
+    b.setAttribute("role", "radio");
+    b.setAttribute("aria-checked", String(value === current));
+    b.addEventListener("click", () => onPick(value));
+    group.append(b);
+  }
+  return group;
+}
+
