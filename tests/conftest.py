@@ -202,6 +202,11 @@ def charts(app):
             lines = data["pick"]["draw"] == "lines" and p["lines"]
             found.append(json.loads(p["lines"][data["pick"]["layer"]] if lines else p["figure"]))
         found.append(json.loads(data["grid"]))
+    for c in app.get("bidi_component"):  # the decoding trace (views/trace.js): its step's three figures
+        if c.proto.component_name == "explorer_trace":
+            data = json.loads(c.proto.json)
+            found += [json.loads(f) for f in (data["bars"][data["step"]], data["self"]["figure"],
+                                              data["cross"]["figure"])]
     return found
 
 
@@ -213,7 +218,7 @@ def headers(app) -> str:
 
 def maps_data(app) -> list[dict]:
     """The data each maps component on the page was sent (views/attention.py builds it)."""
-    return [json.loads(c.proto.json) for c in app.get("bidi_component")]
+    return [json.loads(c.proto.json) for c in app.get("bidi_component") if c.proto.component_name == "explorer_maps"]
 
 
 def markdown(app):

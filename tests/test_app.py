@@ -22,6 +22,11 @@ def typed(app, sentence):
     return app
 
 
+def trace_data(app) -> dict:
+    """What the decoding trace sends the browser (views/trace.py trace_data)."""
+    return next(json.loads(c.proto.json) for c in app.get("bidi_component") if c.proto.component_name == "explorer_trace")
+
+
 def steps_table(app):
     """The trace's table of all steps (the view has other tables too: the logit lens)."""
     tables = [d.value for d in app.dataframe if "runner-up" in d.value.columns]
@@ -71,37 +76,39 @@ def test_every_layer_and_head_reaches_the_browser_with_its_title_and_colours(app
     assert not app.exception
 
 
-def test_decoding_trace_steps(app):
+def test_every_step_of_the_trace_reaches_the_browser(app, translator):
+    """What the browser steps through (views/trace.js): each step's numbers, candidates and logit lens, and where
+    every head looked, to the 4 decimals the page shows."""
     typed(app, "Eine Frau singt auf einer Bühne.")
-    app.segmented_control(key="view").set_value("Decoding trace").run()
-    assert app.session_state.trace_step == 1
-    first = charts(app)
-    app.button[1].click().run()  # Next
-    assert app.session_state.trace_step == 2 and not app.exception
-    second = charts(app)
-    assert first[0]["data"][0]["x"] != second[0]["data"][0]["x"]  # other candidates
-    app.slider(key="step_slider").set_value(4).run()
-    assert app.session_state.trace_step == 4
-    app.button[0].click().run()  # Previous
-    assert app.session_state.trace_step == 3
+    view(app, "Decoding trace")
+    data = trace_data(app)
+    r = translator.translate("Eine Frau singt auf einer Bühne.")
+    assert data["step"] == 0 and data["n"] == len(r.steps) == len(data["steps"]) == len(data["bars"])
+    for t, (got, want) in enumerate(zip(data["steps"], r.steps)):
+        assert (got["read"], got["token"], got["prob"]) == (r.tgt_tokens[t], want.token, want.prob)
+        assert got["others"] == [tok for tok, _ in want.top if tok != want.token]
+        bar = json.loads(data["bars"][t])
+        assert any("◀ chosen" in label and want.token in label for label in bar["layout"]["yaxis"]["ticktext"])
+    np.testing.assert_allclose(unpacked(data["self"]["maps"]), r.decoder_attentions, atol=5.01e-5)
+    np.testing.assert_allclose(unpacked(data["cross"]["maps"]), r.cross_attentions, atol=5.01e-5)
+    assert [a["ticktext"] for a in data["self"]["axes"]][1][-1] == r.tgt_tokens[1]  # step 2 reads two keys
     df = steps_table(app)
     assert len(df) >= 4 and df["token"].iloc[-1] == "<eos>"
     assert list(df.columns)[:3] == ["step", "token", "probability"]
 
 
-def test_step_survives_a_new_sentence_and_is_clamped(app):
+def test_the_servers_step_survives_a_new_sentence_and_is_clamped(app):
     typed(app, "Ein kleines Mädchen in einem rosa Kleid klettert auf einen großen Baum im Park.")
-    app.segmented_control(key="view").set_value("Decoding trace").run()
-    app.slider(key="step_slider").set_value(6).run()
+    view(app, "Decoding trace")
+    app.session_state.trace_step = 6  # as a what-if at step 6 leaves it (the browser's own steps: test_instant)
     typed(app, "Ein Junge springt ins Wasser und lacht laut.")
-    assert app.session_state.trace_step == 6  # did not jump back to the start
+    assert app.session_state.trace_step == 6 and trace_data(app)["step"] == 5  # did not jump back to the start
     n_medium = len(steps_table(app))
-    app.slider(key="step_slider").set_value(n_medium).run()  # the last step
+    app.session_state.trace_step = n_medium
     typed(app, "Hund.")
     n_short = len(steps_table(app))
     assert n_short < n_medium, "a one-word input should give a shorter output than a full sentence"
-    assert app.session_state.trace_step == n_short  # clamped to the shorter output
-    assert app.slider(key="step_slider").value == n_short
+    assert app.session_state.trace_step == n_short and trace_data(app)["step"] == n_short - 1  # clamped
 
 
 def test_short_input_gets_a_hint(app):
@@ -187,13 +194,14 @@ def test_ablation_view_shows_new_translation_and_probability_change(app):
 def test_what_if_decoding(app):
     typed(app, "Ein Mann fährt Fahrrad.")
     view(app, "Decoding trace")
-    app.button[1].click().run()  # step 2
-    alt = app.selectbox(key="what_if").options[1]
-    app.selectbox(key="what_if").set_value(alt).run()
+    alt = trace_data(app)["steps"][1]["others"][0]  # what the browser's box offers at step 2
+    app.session_state.trace_step, app.session_state.what_if = 2, alt  # what picking it there asks the server
+    app.run()
     assert not app.exception
     md = markdown(app)
     assert "What-if translation" in md and f"forced to “{alt}”" in md
     assert f"--force {shlex.quote('1:' + alt)}" in app.code[0].value
+    assert trace_data(app)["whatif"] == alt and trace_data(app)["step"] == 1
 
 
 def test_reference_view(app):
@@ -259,11 +267,11 @@ def test_picking_the_same_example_again_works(app):
 def test_a_what_if_choice_does_not_carry_over_to_a_new_sentence(app):
     typed(app, "Ein Mann fährt Fahrrad.")
     view(app, "Decoding trace")
-    alt = app.selectbox(key="what_if").options[1]
-    app.selectbox(key="what_if").set_value(alt).run()
+    app.session_state.what_if = trace_data(app)["steps"][0]["others"][0]
+    app.run()
     assert "What-if translation" in markdown(app)
     typed(app, "Eine Frau singt auf einer Bühne.")
-    assert app.selectbox(key="what_if").value == "(the model's choice)"
+    assert app.session_state.what_if == "(the model's choice)" and trace_data(app)["whatif"] is None
     assert "What-if translation" not in markdown(app)
 
 
@@ -300,7 +308,7 @@ def test_a_link_restores_view_layer_and_head(monkeypatch):
 def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
     s = "Ein Mann fährt Fahrrad."
     at = from_url(monkeypatch, s=s, view="trace", step="3")
-    assert at.session_state.trace_step == 3 and "Step 3 of" in markdown(at)
+    assert at.session_state.trace_step == 3 and trace_data(at)["step"] == 2
     at = from_url(monkeypatch, s=s, view="ablate", off="cross.3,enc.1.4")
     assert at.pills(key="ablate_cross_2").value == list(range(8)) and at.pills(key="ablate_enc_0").value == [3]
     assert "--mask-heads enc.0.3,cross.2" in at.code[0].value  # the CLI's 0-based spec of the same heads
@@ -356,7 +364,7 @@ def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatc
 def test_a_step_past_the_end_is_clamped(monkeypatch):
     at = from_url(monkeypatch, s="Ein Hund rennt.", view="trace", step="40")
     n = len(steps_table(at))
-    assert at.session_state.trace_step == n and f"Step {n} of {n}" in markdown(at)
+    assert at.session_state.trace_step == n and trace_data(at)["step"] == n - 1
 
 
 @pytest.mark.parametrize("device, says", [("tpu", "unknown device 'tpu'"), ("CPU", "unknown device 'CPU'"),
@@ -376,12 +384,11 @@ def test_a_bad_device_is_the_pages_own_message(monkeypatch, device, says):
 def test_logit_lens_last_layer_is_the_steps_real_choice(app):
     typed(app, "Zwei Männer spielen Fußball auf einer Wiese.")
     view(app, "Decoding trace")
-    app.button[1].click().run()  # step 2
-    lens = next(d.value for d in app.dataframe if "after decoder layer" in d.value.columns)
-    step = steps_table(app).iloc[1]
-    assert list(lens["after decoder layer"]) == [1, 2, 3]
-    assert lens[f"p({step['token']})"].iloc[-1] == pytest.approx(step["probability"], abs=1e-4)
-    assert lens["top 1"].iloc[-1].startswith(step["token"] + " (")
+    data = trace_data(app)
+    lens, step = data["lens"], steps_table(app).iloc[1]  # step 2
+    assert len(lens["chosen"]) == 3  # after decoder layers 1, 2, 3
+    assert lens["chosen"][-1][1] == pytest.approx(step["probability"], abs=1e-4)
+    assert lens["top"][-1][1][0] == step["token"]
 
 
 def test_inside_a_head_and_source_flow_views(app):
@@ -427,8 +434,10 @@ def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
     app.segmented_control(key="image_format").set_value("SVG").run()
     assert maps_data(app)[0]["image_format"] == "svg"
     view(app, "Decoding trace")
+    assert trace_data(app)["image_format"] == "svg"
+    view(app, "Positional encodings")  # a chart Streamlit draws: the same choice
     config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
-    assert config == {"format": "svg", "scale": 2, "filename": "trace_top"}
+    assert config["format"] == "svg" and config["scale"] == 2
 
 
 HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\u200b\u0007"

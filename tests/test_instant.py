@@ -144,3 +144,44 @@ def test_the_maps_csv_is_the_picked_map(page, translator, tmp_path):
     cells = page.locator(".explorer-maps table tbody tr").first.locator("td").all_text_contents()
     np.testing.assert_allclose([float(c) for c in cells], r.cross_attentions[0, 3, 0], atol=5.01e-5)
     page.locator(".explorer-maps .tools input[type=checkbox]").first.uncheck()
+
+
+def test_the_trace_steps_here_and_asks_the_server_only_for_a_what_if(page, translator):
+    r = translator.translate(SENTENCE)
+    L, H = r.cross_attentions.shape[:2]
+    page.get_by_role("radio", name="Decoding trace").click()
+    page.get_by_text("Step 1 of").wait_for(timeout=20_000)
+    wait_idle(page)
+    before = runs(page)
+
+    def at_step(t: int):  # 1-based; the charts of the trace: candidates, self-attention, cross-attention
+        page.get_by_text(f"Step {t} of {len(r.steps)}.").wait_for()
+        page.wait_for_function("t => location.search.includes('step=' + t)", arg=t)
+        charts = page.locator(".explorer-trace .chart")
+        cross = charts.nth(2).evaluate("g => g.data[0].z")
+        np.testing.assert_allclose(np.array(cross), r.cross_attentions[:, :, t - 1].reshape(L * H, -1), atol=5.01e-5)
+        own = charts.nth(1).evaluate("g => g.data[0].z")
+        np.testing.assert_allclose(np.array(own), r.decoder_attentions[:, :, t - 1, :t].reshape(L * H, t),
+                                   atol=5.01e-5)
+        bar = charts.nth(0).evaluate("g => g.layout.yaxis.ticktext")
+        assert any(r.steps[t - 1].token in label and "chosen" in label for label in bar)
+
+    page.get_by_role("button", name="Next ▶").click()
+    at_step(2)
+    page.locator("body").press("ArrowRight")  # the arrow keys step anywhere but in a field
+    at_step(3)
+    page.locator(".explorer-trace input[type=range]").fill("5")
+    at_step(5)
+    page.get_by_role("button", name="◀ Previous").click()
+    at_step(4)
+    assert runs(page) == before  # stepping ran no script
+    word = r.steps[3].top[1][0] if r.steps[3].top[0][0] == r.steps[3].token else r.steps[3].top[0][0]
+    page.locator(".explorer-trace select").select_option(word)  # a what-if needs a decoding: the server's
+    page.get_by_text("What-if translation").wait_for(timeout=30_000)
+    wait_idle(page)
+    assert runs(page) == before + 1 and link(page)["whatif"] == word and link(page)["step"] == "4"
+    page.get_by_role("button", name="Next ▶").click()  # leaving its step drops it
+    page.get_by_text("What-if translation").wait_for(state="detached", timeout=30_000)
+    wait_idle(page)
+    at_step(5)
+    assert "whatif" not in link(page) and runs(page) == before + 2

@@ -28,6 +28,14 @@ const CSS = `
   white-space:nowrap; text-align:right}
 .explorer th {font-weight:600}
 .explorer .grid {max-width:100%; overflow-x:auto}
+.explorer .columns {display:grid; grid-template-columns:2fr 3fr; gap:1rem}
+@media (max-width: 800px) {.explorer .columns {grid-template-columns:1fr}}
+.explorer .column {min-width:0}
+.explorer input[type=range] {flex:1 1 12rem; min-width:8rem; accent-color:rgb(255,75,75)}
+.explorer select {font:inherit; color:inherit; background:transparent; border:1px solid rgba(128,128,128,0.45);
+  border-radius:0.5rem; padding:0.25rem 0.5rem; margin-left:0.4rem}
+.explorer select option {color:initial}
+.explorer-trace .controls button {border-radius:0.5rem; margin:0}
 `;
 
 let plotlyLoaded = null;
@@ -92,9 +100,12 @@ const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for 
 // --- Drawing ---------------------------------------------------------------------------------------------------
 
 function themed(layout, host) {
-  // Transparent paper and the page's own text colour and font: readable in the light and the dark theme.
+  // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
+  // make room for their labels (as Streamlit's own chart theme does).
   const style = getComputedStyle(host);
-  return {...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+  const axes = {};
+  for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
+  return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
           font: {...(layout.font || {}), color: style.color, family: style.fontFamily}};
 }
 

@@ -5,10 +5,12 @@ import html
 import streamlit as st
 
 import viz
+from viz.labels import positioned
 
 from .common import (MODEL_CHOICE, Context, alternatives, chart, cli_hint, diff_chips, int_param, load_translator,
-                     map_table, offers, table_labels, token_chips, translate)
+                     map_table, offers, table_labels, translate)
 from .export import downloads
+from .instant import WEIGHT_STEP, figure_json, packed, show
 from .share import page_view
 
 MAX_STEP = 10_000  # a step from the link beyond the output is clamped to its last step
@@ -38,13 +40,28 @@ def link_params(cfg) -> dict:
     return params
 
 
-def set_step(step: int, n_steps: int):
-    st.session_state.trace_step = min(max(step, 1), n_steps)
-    st.session_state.what_if = MODEL_CHOICE  # the alternatives belong to one step
+def seq_key() -> str:
+    """How many times the server has set the step (a what-if picked, a what-if left): the browser keeps its own
+    step (views/trace.js) until this number changes."""
+    return "trace_pick_seq"
 
 
-def slider_moved(n_steps: int):
-    set_step(st.session_state.step_slider, n_steps)
+def server_step(step: int, word: str = MODEL_CHOICE):
+    """The server takes a step from the browser (a forced word needs a decoding; leaving one drops it)."""
+    st.session_state.trace_step, st.session_state.what_if = step, word
+    st.session_state[seq_key()] = st.session_state.get(seq_key(), 0) + 1
+
+
+def whatif_picked():
+    event = st.session_state.trace_steps["whatif"] or {}
+    if event.get("step"):
+        server_step(int(event["step"]), event.get("word") or MODEL_CHOICE)
+
+
+def whatif_left():
+    step = st.session_state.trace_steps["step"]
+    if step:
+        server_step(int(step))
 
 
 @st.fragment
@@ -52,52 +69,17 @@ def slider_moved(n_steps: int):
 def trace_view(ctx: Context):
     result = ctx.result
     n = len(result.steps)
-    # The step lives in its own key, not the slider's: it survives view changes, and a new sentence
-    # keeps it (clamped when the new output is shorter) instead of jumping back to the start.
+    # The step lives in its own key: it survives view changes, and a new sentence keeps it (clamped when the new
+    # output is shorter) instead of jumping back to the start. The browser steps on its own (views/trace.js).
     st.session_state.trace_step = min(st.session_state.get("trace_step", 1), n)
     st.caption("Greedy decoding picks the most likely token at every step. Step through it: what the model "
                "considered, how sure it was, and where each head looked while choosing.")
-    b1, b2, b3 = st.columns([1, 1, 5], vertical_alignment="center")
-    step_now = st.session_state.trace_step
-    # The arrow keys press these buttons anywhere on the page but in a text box, a list or the slider (which steps
-    # with them itself): Streamlit leaves those keys to the field that has them.
-    b1.button("◀ Previous", on_click=set_step, args=(step_now - 1, n), disabled=step_now <= 1, width="stretch",
-              shortcut="left", key="trace_previous")
-    b2.button("Next ▶", on_click=set_step, args=(step_now + 1, n), disabled=step_now >= n, width="stretch",
-              shortcut="right", key="trace_next")
-    if n > 1:
-        st.session_state.step_slider = step_now
-        b3.slider("Step", 1, n, key="step_slider", on_change=slider_moved, args=(n,), label_visibility="collapsed")
-    st.caption("Keyboard: the ← and → keys step back and forward (Tab to the slider and they move it instead).")
-    t = step_now - 1
-    step = result.steps[t]
-    st.markdown(f"**Step {t + 1} of {n}.** Output so far: " +
-                token_chips([s.token for s in result.steps[:t + 1]], current=t), unsafe_allow_html=True)
-    st.markdown(f"Reading <span class='chip'>{html.escape(result.tgt_tokens[t])}</span>, the model chose "
-                f"<span class='chip now'>{html.escape(step.token)}</span> with probability **{step.prob:.3f}**; "
-                f"entropy {step.entropy:.2f} nats; runner-up <span class='chip'>{html.escape(step.runner_up[0])}"
-                f"</span> ({step.runner_up[1]:.3f}).", unsafe_allow_html=True)
-    c1, c2 = st.columns([2, 3])
-    with c1:
-        chart(viz.candidates_bar(list(step.top), step.token, title="Top candidates for this step"),
-              key="trace_top")
-        map_table([[p] for _, p in step.top], table_labels([tok for tok, _ in step.top]), ["probability"],
-                  f"Top candidates for step {t + 1} and their probabilities", key="trace_top_table",
-                  corner="candidate")
-        chart(viz.heads_at_step(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1],
-                                title="Decoder self-attention at this step"), key="trace_self")
-        heads_table(result.decoder_attentions[:, :, t, :t + 1], result.tgt_tokens[:t + 1], None,
-                    f"Decoder self-attention at step {t + 1}; rows: layer and head, columns: the English tokens so "
-                    "far", key="trace_self_table")
-    with c2:
-        chart(viz.heads_at_step(result.cross_attentions[:, :, t, :], result.src_tokens,
-                                key_unknown=result.src_unknown,
-                                title="Cross-attention at this step: where each head read the source"),
-              key="trace_cross")
-        heads_table(result.cross_attentions[:, :, t, :], result.src_tokens, result.src_unknown,
-                    f"Cross-attention at step {t + 1}; rows: layer and head, columns: the German tokens",
-                    key="trace_cross_table")
-    logit_lens(ctx, t)
+    t = st.session_state.trace_step - 1
+    st.session_state.setdefault("what_if", MODEL_CHOICE)
+    if st.session_state.what_if not in alternatives(result, t):
+        st.session_state.what_if = MODEL_CHOICE
+    show("trace", trace_data(ctx, t), key="trace_steps", on_whatif_change=whatif_picked,
+         on_step_change=whatif_left)
     alt = what_if(ctx, t)
     st.markdown("**All steps**")
     st.dataframe(viz.steps_table(result.steps), hide_index=True)
@@ -105,6 +87,42 @@ def trace_view(ctx: Context):
         downloads(ctx)
     else:  # the what-if translation, recorded with its forced step
         downloads(ctx, result=alt, force={t: st.session_state.what_if})
+
+
+def trace_data(ctx: Context, t: int) -> dict:
+    """Everything the browser draws a step from (views/trace.js), for every step: the step's numbers, its
+    candidates' figure, where every head looked (packed maps and the figures viz builds for step t), the logit
+    lens, and the words a what-if could force."""
+    r = ctx.result
+    n, L, H = len(r.steps), *r.cross_attentions.shape[:2]
+    ll = lens(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
+    heads = [f"layer {i + 1}, head {h + 1}" for i in range(L) for h in range(H)]
+    return {
+        "slug": "trace", "seq": st.session_state.get(seq_key(), 0), "step": t, "n": n,
+        "whatif": None if st.session_state.what_if == MODEL_CHOICE else st.session_state.what_if,
+        "choice": MODEL_CHOICE,
+        "steps": [{"read": r.tgt_tokens[i], "token": s.token, "prob": s.prob, "entropy": s.entropy,
+                   "runner": list(s.runner_up), "top": [[tok, p] for tok, p in s.top],
+                   "top_labels": table_labels([tok for tok, _ in s.top]),
+                   "others": alternatives(r, i)} for i, s in enumerate(r.steps)],
+        "bars": [figure_json(viz.candidates_bar(list(s.top), s.token, title="Top candidates for this step"))
+                 for s in r.steps],
+        "self": {"figure": figure_json(viz.heads_at_step(r.decoder_attentions[:, :, t, :t + 1], r.tgt_tokens[:t + 1],
+                                                         title="Decoder self-attention at this step")),
+                 "maps": packed(r.decoder_attentions, step=WEIGHT_STEP), "labels": positioned(r.tgt_tokens),
+                 "axes": [viz.step_keys_axis(r.tgt_tokens[:i + 1]) for i in range(n)],
+                 "table": {"cols": table_labels(r.tgt_tokens), "caption": "Decoder self-attention at step {step}; rows: "
+                           "layer and head, columns: the English tokens so far"}},
+        "cross": {"figure": figure_json(viz.heads_at_step(r.cross_attentions[:, :, t, :], r.src_tokens,
+                                                          key_unknown=r.src_unknown, title="Cross-attention at this "
+                                                          "step: where each head read the source")),
+                  "maps": packed(r.cross_attentions, step=WEIGHT_STEP),
+                  "table": {"cols": table_labels(r.src_tokens, r.src_unknown), "caption": "Cross-attention at step "
+                            "{step}; rows: layer and head, columns: the German tokens"}},
+        "heads": heads, "heads_short": [f"L{i + 1} H{h + 1}" for i in range(L) for h in range(H)],
+        "lens": {"chosen": ll.chosen_prob.round(4).tolist(), "top": ll.top_tokens.tolist(),
+                 "probs": ll.top_probs.round(3).tolist()},
+    }
 
 
 def heads_table(rows, key_tokens: list, key_unknown, caption: str, key: str, label: str = "Show as a table"):
@@ -119,30 +137,11 @@ def lens(checkpoint: str | None, sentence: str, output_tokens: tuple):
     return load_translator(checkpoint).logit_lens(sentence, list(output_tokens))
 
 
-def logit_lens(ctx: Context, t: int):
-    """What each decoder layer would predict at this step, read through the output layer (the logit lens)."""
-    result = ctx.result
-    ll = lens(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))
-    chosen = result.steps[t].token
-    rows = [{"after decoder layer": layer + 1, f"p({chosen})": round(float(ll.chosen_prob[layer, t]), 4),
-             **{f"top {i + 1}": f"{tok} ({p:.3f})" for i, (tok, p) in
-                enumerate(zip(ll.top_tokens[layer, t], ll.top_probs[layer, t]))}}
-            for layer in range(ll.chosen_prob.shape[0])]
-    st.markdown("**What each decoder layer would say** (the logit lens)")
-    st.caption("The output layer applied to the state after each decoder layer (post-LN, so each is already "
-               "normalised). The last row is the model's real choice; earlier rows show how the guess forms.")
-    st.dataframe(rows, hide_index=True)
-
-
 def what_if(ctx: Context, t: int):
-    """Pick another candidate at this step and let greedy decoding go on from it."""
+    """The word picked for step t in the browser's "What if" box: greedy decoding goes on from it."""
     result = ctx.result
-    others = alternatives(result, t)
-    st.session_state.setdefault("what_if", MODEL_CHOICE)
-    if st.session_state.what_if not in others:
-        st.session_state.what_if = MODEL_CHOICE
-    choice = st.selectbox(f"What if step {t + 1} had said…", [MODEL_CHOICE, *others], key="what_if")
-    if choice not in others:
+    choice = st.session_state.what_if
+    if choice not in alternatives(result, t):
         return None
     alt = translate(ctx.checkpoint, result.source, "", t, choice)
     st.markdown(f"**What-if translation** (step {t + 1} forced to “{html.escape(choice)}”, greedy after): " +

@@ -2,7 +2,7 @@
 
 from .alignment import aer_grid, alignment_map, link_classes
 from .attention import (COLORSCALE, MASKED_COLOR, NORM_LABEL, attention_heatmap, causal_mask, cell_px, check_norms,
-                        heads_at_step, heat_scale, label_step, model_view, select_head, tile_of)
+                        heads_at_step, heat_scale, label_step, model_view, select_head, step_keys_axis, tile_of)
 from .contributions import contribution_map, low_steps, source_share_bars, weights_and_norms
 from .decoding import (beam_table, candidates_bar, head_grid, importance_heatmap, probability_change, steps_table,
                        token_diff)
@@ -18,4 +18,4 @@ __all__ = ["aer_grid", "alignment_map", "heads_over_time", "link_classes", "trai
            "coverage_bars", "dimension_curves", "head_grid", "heads_at_step", "heat_scale", "importance_heatmap", "label_step",
            "low_steps", "map_caption", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",
            "probability_change", "score_chain", "select_head", "similarity_heatmap", "sinusoidal", "source_share_bars",
-           "steps_table", "tile_of", "token_diff", "token_of", "vector_strips", "weights_and_norms"]
+           "step_keys_axis", "steps_table", "tile_of", "token_diff", "token_of", "vector_strips", "weights_and_norms"]

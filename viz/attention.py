@@ -239,6 +239,13 @@ def tile_of(point: dict) -> tuple[int, int] | None:
     return int(data[0]) - 1, int(data[1]) - 1
 
 
+def step_keys_axis(key_tokens, key_unknown=None) -> dict:
+    """The key axis of heads_at_step: tick positions and labels (thinned where cells are narrow) and their angle.
+    Apart so that a page redrawing another step (views/trace.js) sets the same axis for that step's keys."""
+    x_vals, x_text = _ticks(key_tokens, key_unknown, max(cell_px(len(key_tokens)), 14))
+    return dict(tickmode="array", tickvals=x_vals, ticktext=x_text, tickangle=-90 if len(key_tokens) > 12 else -45)
+
+
 def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis="key: the token looked at"):
     """Where every layer and head looked at one decoding step: (L, H, K) -> heatmap of L*H rows x K."""
     r = check_weights(rows, 3, "rows (layers, heads, keys)")
@@ -257,13 +264,10 @@ def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis="key
                                              "weight %{z:.4f}<extra></extra>", ygap=0, name="attention"))
     for layer in range(1, L):  # a line between layers
         fig.add_hline(y=layer * H - 0.5, line=dict(color="white", width=3))
-    cell = max(cell_px(K), 14)
-    x_vals, x_text = _ticks(key_tokens, key_unknown, cell)
     fig.update_layout(
         title=dict(text=title), coloraxis=_coloraxis(), height=max(300, 14 * L * H + 150),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-        xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x_vals, ticktext=x_text,
-                   tickangle=-90 if K > 12 else -45, automargin=True),
+        xaxis=dict(title=dict(text=key_axis), automargin=True, **step_keys_axis(key_tokens, key_unknown)),
         yaxis=dict(title=dict(text="layer and head"), tickmode="array", tickvals=y, ticktext=labels,
                    autorange="reversed", automargin=True),
     )
