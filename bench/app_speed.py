@@ -3,11 +3,11 @@
     python bench/app_speed.py [--sentences 100]
 
 Prints, each next to a reference measured in the same run: Enter -> translation and the first view drawn, over
-the bare model call (bar 20x); a change of head or layer in an attention view, drawn in the browser
-(views/maps.js), timed in the page from the click to the new title in the chart, over a bare `Plotly.react` of
-the same figure in the same page (bars: median 5x, max 10x); a change of decoding step, and of head or query in
-"Inside a head" (still a script run each); the server's resident memory after N different sentences (bar 700
-MB); and what the maps of a 100-token sentence weigh on the wire.
+the bare model call (bar 20x); a change of head or layer in an attention view, of decoding step, and of head or
+query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the page from
+the click to the end of the view's redraw, over a bare `Plotly.react` of the cross-attention map in the same page
+(bars: median 5x, max 10x); the server's resident memory after N different sentences (bar 700 MB); and what the
+maps of a 100-token sentence weigh on the wire. The last line is the summary (seconds, MB, ms).
 """
 
 import argparse
@@ -52,14 +52,21 @@ def bare_model_seconds(translator) -> float:
     return statistics.median(timed(lambda s=s: translator.translate(s), lambda: None) for s in FIFTEEN)
 
 
-# In the page: the time from a click on a pick of the maps component to its new title in the chart.
-PICK_JS = """async ([group, name, title]) => {
-    const button = document.querySelector(`.explorer-maps [aria-label="${group}"]`).querySelectorAll('button');
-    const target = [...button].find(b => b.textContent === name);
-    const chart = document.querySelector('.explorer-maps .chart');
+# In the page: from a pick (a radio of a group, a button, a slider value) to the end of the view's redraw (its
+# box's data-drawn count goes up: views/explorer.js `drawn`).
+PICK_JS = """async ([box, how, a, b]) => {
+    const root = document.querySelector(box);
+    const before = Number(root.dataset.drawn || 0);
+    const buttons = [...root.querySelectorAll(how === 'radio' ? `[aria-label="${a}"] button` : 'button')];
     const t0 = performance.now();
-    target.click();
-    while (!(chart.layout && chart.layout.title.text === title)) await new Promise(r => setTimeout(r, 0));
+    if (how === 'range') {
+        const s = root.querySelector('input[type=range]');
+        s.value = a;
+        s.dispatchEvent(new Event('input', {bubbles: true}));
+    } else {
+        buttons.find(e => e.textContent === (how === 'radio' ? b : a)).click();
+    }
+    while (Number(root.dataset.drawn || 0) === before) await new Promise(r => setTimeout(r, 0));
     return performance.now() - t0; }"""
 
 # The reference: Plotly.react of the same figure on a bare div of the same page, swapping in another head's map
@@ -81,8 +88,8 @@ REACT_JS = """async () => {
     return times[19]; }"""
 
 
-def pick_ms(page, group: str, name: str, title: str) -> float:
-    return page.evaluate(PICK_JS, [group, name, title])
+def pick_ms(page, box: str, how: str, a: str, b: str = "") -> float:
+    return page.evaluate(PICK_JS, [box, how, a, b])
 
 
 def bare_react_ms(page) -> float:
@@ -138,30 +145,17 @@ def main():
                 return page.get_by_role("radiogroup", name=group).get_by_role("radio", name=name, exact=True)
 
             react = bare_react_ms(page)
-            heads = [pick_ms(page, "Head", str(h), f"Cross-attention, layer 3, head {h}") for h in (2, 5, 8, 1, 4, 7)]
-            layers = [pick_ms(page, "Layer", str(layer), f"Cross-attention, layer {layer}, head 7")
-                      for layer in (2, 1, 3, 1)]
+            heads = [pick_ms(page, ".explorer-maps", "radio", "Head", str(h)) for h in (2, 5, 8, 1, 4, 7)]
+            layers = [pick_ms(page, ".explorer-maps", "radio", "Layer", str(layer)) for layer in (2, 1, 3, 1)]
             page.get_by_role("radio", name="Inside a head").click()
             page.get_by_text("1. The query's input vector x").wait_for()
             wait_idle(page)
-            inside = []
-            for h in (3, 6):
-                inside.append(timed(lambda h=h: radio("Head", str(h)).click(),
-                                    lambda h=h: (page.get_by_text(f"layer 1, head {h}, query 0").first.wait_for(),
-                                                 wait_idle(page))))
-            for q in (1, 2):
-                def next_query():
-                    page.get_by_role("slider").first.focus()
-                    page.keyboard.press("ArrowRight")
-                inside.append(timed(next_query, lambda q=q: (page.get_by_text(f"head 6, query {q}").first.wait_for(),
-                                                             wait_idle(page))))
+            inside = [pick_ms(page, ".explorer-inside", "radio", "Head", str(h)) for h in (3, 6)]
+            inside += [pick_ms(page, ".explorer-inside", "range", str(q)) for q in (1, 2)]
             page.get_by_role("radio", name="Decoding trace").click()
             page.get_by_text("Step 1 of").wait_for()
             wait_idle(page)
-            steps = []
-            for k in (2, 3, 4, 5):
-                steps.append(timed(lambda: page.get_by_role("button", name="Next ▶").click(),
-                                   lambda k=k: (page.get_by_text(f"Step {k} of").wait_for(), wait_idle(page))))
+            steps = [pick_ms(page, ".explorer-trace", "button", "Next ▶") for _ in range(4)]
             page.get_by_role("radio", name="Encoder self-attention").click()
             wait_idle(page)
 
@@ -177,21 +171,20 @@ def main():
     finally:
         stop_app(proc)
 
-    e, h, ly, st, ins = (statistics.median(x) for x in (enter, heads, layers, steps, inside))
+    e = statistics.median(enter)
+    h, ly, st, ins = (statistics.median(x) for x in (heads, layers, steps, inside))
     print(f"Enter -> translation + first view: median {e:.2f} s over {len(enter)} 15-token sentences "
           f"(bare model call {model_s * 1000:.0f} ms, page/model {e / model_s:.1f}x; bar 20x)")
     print(f"bare Plotly.react of the cross-attention map in this page: median {react:.1f} ms")
-    for name, ms in (("head", heads), ("layer", layers)):
-        print(f"change of {name} (in the browser): median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms = "
-              f"{statistics.median(ms) / react:.1f}x / {max(ms) / react:.1f}x a bare Plotly.react (bars 5x / 10x)")
-    print(f"change of step {st:.2f} s (a script run)")
-    print(f"inside a head: change of head or query {ins:.2f} s (median of {len(inside)}; max {max(inside):.2f} s; "
-          f"bar 0.5 s)")
+    for name, ms in (("head", heads), ("layer", layers), ("step", steps), ("inside a head: head or query", inside)):
+        print(f"change of {name}, drawn in the browser: median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms "
+              f"= {statistics.median(ms) / react:.1f}x / {max(ms) / react:.1f}x a bare Plotly.react (bars 5x / 10x)")
     print(f"server memory after {args.sentences} different sentences: {mem:.0f} MB (bar 700 MB); "
           f"{many / args.sentences:.2f} s per sentence")
     print(f"maps on the wire, a {long_tokens}-token sentence: {payload / 1e6:.2f} MB for the three attention views "
           f"(each view's maps, lines and grid; {maps_only / 1e6:.2f} MB of it packed maps)")
-    print(f"summary: enter {e:.2f}s head {h / 1000:.3f}s layer {ly / 1000:.3f}s step {st:.2f}s inside {ins:.2f}s "
+    print(f"summary: enter {e:.2f}s head {h / 1000:.3f}s layer {ly / 1000:.3f}s step {st / 1000:.3f}s "
+          f"inside {ins / 1000:.3f}s "
           f"memory {mem:.0f}MB model {model_s * 1000:.0f}ms react {react:.1f}ms")
 
 

@@ -203,11 +203,18 @@ def charts(app):
             found.append(json.loads(p["lines"][data["pick"]["layer"]] if lines else p["figure"]))
         found.append(json.loads(data["grid"]))
     for c in app.get("bidi_component"):  # the decoding trace (views/trace.js): its step's three figures
+        data = json.loads(c.proto.json)
         if c.proto.component_name == "explorer_trace":
-            data = json.loads(c.proto.json)
             found += [json.loads(f) for f in (data["bars"][data["step"]], data["self"]["figure"],
                                               data["cross"]["figure"])]
+        elif c.proto.component_name == "explorer_inside":  # inside a head (views/inside.js): its figures
+            found += [json.loads(f) for f in data["figures"].values()]
     return found
+
+
+def component_data(app, name: str) -> dict:
+    """What the page's component `name` (trace, inside) was sent."""
+    return next(json.loads(c.proto.json) for c in app.get("bidi_component") if c.proto.component_name == f"explorer_{name}")
 
 
 def headers(app) -> str:

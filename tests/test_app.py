@@ -1,6 +1,7 @@
 """The real app.py under streamlit.testing.v1.AppTest, with the shipped checkpoint (slow tier: each test runs the
 whole page script, often several times)."""
 
+import base64
 import json
 import shlex
 
@@ -8,11 +9,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, from_url, headers, maps_data, markdown
+from conftest import APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, from_url, headers, maps_data, markdown
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
 from model.vocab import Vocab
 from views.instant import unpacked
+from viz import plain
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +26,12 @@ def typed(app, sentence):
 
 def trace_data(app) -> dict:
     """What the decoding trace sends the browser (views/trace.py trace_data)."""
-    return next(json.loads(c.proto.json) for c in app.get("bidi_component") if c.proto.component_name == "explorer_trace")
+    return component_data(app, "trace")
+
+
+def unpacked32(p: dict) -> np.ndarray:
+    """views/inside.py f32's inverse."""
+    return np.frombuffer(base64.b64decode(p["b64"]), dtype="<f4").reshape(p["shape"])
 
 
 def steps_table(app):
@@ -85,10 +92,11 @@ def test_every_step_of_the_trace_reaches_the_browser(app, translator):
     r = translator.translate("Eine Frau singt auf einer Bühne.")
     assert data["step"] == 0 and data["n"] == len(r.steps) == len(data["steps"]) == len(data["bars"])
     for t, (got, want) in enumerate(zip(data["steps"], r.steps)):
-        assert (got["read"], got["token"], got["prob"]) == (r.tgt_tokens[t], want.token, want.prob)
+        assert (got["read"], got["token"]) == (r.tgt_tokens[t], want.token)
+        assert got["prob"] == pytest.approx(want.prob, abs=1e-6)  # the page's batched path: float32 rounding
         assert got["others"] == [tok for tok, _ in want.top if tok != want.token]
         bar = json.loads(data["bars"][t])
-        assert any("◀ chosen" in label and want.token in label for label in bar["layout"]["yaxis"]["ticktext"])
+        assert plain(want.token) + "  ◀ chosen" in bar["layout"]["yaxis"]["ticktext"]
     np.testing.assert_allclose(unpacked(data["self"]["maps"]), r.decoder_attentions, atol=5.01e-5)
     np.testing.assert_allclose(unpacked(data["cross"]["maps"]), r.cross_attentions, atol=5.01e-5)
     assert [a["ticktext"] for a in data["self"]["axes"]][1][-1] == r.tgt_tokens[1]  # step 2 reads two keys
@@ -356,9 +364,10 @@ def test_a_forced_word_the_step_does_not_offer_is_named(monkeypatch, translator,
 def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatch):
     at = from_url(monkeypatch, s="Ein Hund rennt.", view="inside", kind="enc", layer="2", head="3", query="99")
     assert not at.exception and not at.warning
-    n = len(at.select_slider(key="inside_query").options)
-    assert at.select_slider(key="inside_query").value == n - 1  # the last source token
-    assert f"Encoder self-attention, layer 2, head 3, query {n - 1}" in markdown(at)
+    data = component_data(at, "inside")
+    n = len(data["queries"])
+    assert (data["kind"], data["layer"], data["pick"]) == ("enc", 1, {"head": 2, "query": n - 1})  # the last token
+    assert dict(at.query_params)["query"] == str(n - 1)
 
 
 def test_a_step_past_the_end_is_clamped(monkeypatch):
@@ -391,17 +400,17 @@ def test_logit_lens_last_layer_is_the_steps_real_choice(app):
     assert lens["top"][-1][1][0] == step["token"]
 
 
-def test_inside_a_head_and_source_flow_views(app):
+def test_inside_a_head_and_source_flow_views(app, translator):
     typed(app, "Zwei Männer spielen Fußball auf einer Wiese.")
     view(app, "Inside a head")
-    md = markdown(app)
-    for heading in ("1. The query's input vector x", "3. Scores, scaled scores, softmax",
-                    "5. All heads together, then W_O"):
-        assert heading in md
     app.segmented_control(key="inside_kind").set_value("dec").run()
-    app.select_slider(key="inside_query").set_value(3).run()
+    app.session_state.inside_query = 3  # as a link sets it (the browser's own picks: test_instant)
+    app.run()
     assert not app.exception
-    assert "future position(s) are masked" in "\n".join(c.value for c in app.caption)
+    data = component_data(app, "inside")
+    inside = translator.inside("Zwei Männer spielen Fußball auf einer Wiese.").sublayers["dec"]
+    for name in ("x", "q", "k", "v", "scores", "weights", "heads", "layer_output"):  # every head and query, float32
+        np.testing.assert_allclose(unpacked32(data["arrays"][name]), inside[name][0], rtol=1e-5, atol=1e-5)
     scores = next(c for c in charts(app) if "softmax" in json.dumps(c["layout"].get("annotations", "")))
     text = scores["data"][2]["text"]  # the weights' labels: query 3 may see keys 0-3, the rest is the future
     assert "masked" not in text[:4] and text[4:] == ["masked"] * (len(text) - 4)

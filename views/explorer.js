@@ -31,6 +31,8 @@ const CSS = `
 .explorer .columns {display:grid; grid-template-columns:2fr 3fr; gap:1rem}
 @media (max-width: 800px) {.explorer .columns {grid-template-columns:1fr}}
 .explorer .column {min-width:0}
+.explorer .columns.even {grid-template-columns:1fr 1fr}
+@media (max-width: 800px) {.explorer .columns.even {grid-template-columns:1fr}}
 .explorer input[type=range] {flex:1 1 12rem; min-width:8rem; accent-color:rgb(255,75,75)}
 .explorer select {font:inherit; color:inherit; background:transparent; border:1px solid rgba(128,128,128,0.45);
   border-radius:0.5rem; padding:0.25rem 0.5rem; margin-left:0.4rem}
@@ -130,6 +132,11 @@ function htmlTable(caption, corner, cols, rows, cells) {
     for (const v of row) tr.insertCell().textContent = v;
   });
   return t;
+}
+
+function drawn(box) {
+  // Count finished redraws on the view's box (data-drawn): benches and tests wait for the next one.
+  box.dataset.drawn = String(Number(box.dataset.drawn || 0) + 1);
 }
 
 function el(tag, props = {}, ...children) {

@@ -4,15 +4,20 @@ Every number is the model's own, captured in the same forward pass that draws th
 (`Translator.inside`), never recomputed here.
 """
 
+import base64
+import html
+
 import numpy as np
 import streamlit as st
 
 import viz
 from model.heads import KIND_NAMES, n_layers
+from viz.labels import positioned
 
 from .attention import labels
-from .common import Context, chart, int_param, load_translator, map_table, table_labels, weighted_norms
+from .common import Context, int_param, load_translator, table_labels, weighted_norms
 from .export import downloads
+from .instant import figure_json, show
 from .share import page_view
 
 KIND_ORDER = ["cross", "enc", "dec"]
@@ -48,9 +53,10 @@ def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
     return load_translator(checkpoint).inside(sentence, list(output_tokens))
 
 
-def step(title: str, text: str):
-    st.markdown(f"**{title}**")
-    st.caption(text)
+def f32(values) -> dict:
+    """An array as little-endian float32 (base64): the vectors are unbounded, and the hover shows 4 decimals."""
+    a = np.ascontiguousarray(np.asarray(values, dtype="<f4"))
+    return {"b64": base64.b64encode(a.tobytes()).decode("ascii"), "shape": list(a.shape)}
 
 
 @st.fragment
@@ -60,87 +66,68 @@ def inside_view(ctx: Context):
     st.caption("Pick one attention head and one query token, and follow the computation with this sentence's real "
                "numbers: the query's vector, its query q, every key's k and value v, the scores, the softmax, the "
                "weighted sum, and what the layer does with the result.")
+    # The kind and layer choose which numbers the page holds (a script run); the head and the query token are
+    # picked in the browser (views/inside.js), which holds every head and query of that layer.
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
     st.session_state.setdefault("inside_kind", "cross")
     kind = controls.segmented_control("Attention", KIND_ORDER, key="inside_kind", required=True,
                                       format_func=lambda k: KIND_NAMES[k], width="content")
     L = n_layers(cfg, kind)
     st.session_state.setdefault("inside_layer", 0)
-    st.session_state.setdefault("inside_head", 0)
     st.session_state.inside_layer = min(st.session_state.inside_layer, L - 1)
     layer = controls.segmented_control("Layer", list(range(L)), key="inside_layer", required=True,
                                        format_func=lambda i: str(i + 1), width="content")
-    head = controls.segmented_control("Head", list(range(cfg.n_heads)), key="inside_head", required=True,
-                                      format_func=lambda h: str(h + 1), width="content")
     q_side = "src" if kind == "enc" else "tgt"
-    q_labels, _ = labels(ctx.result, q_side)
-    st.session_state.setdefault("inside_query", 0)
-    st.session_state.inside_query = min(st.session_state.inside_query, len(q_labels) - 1)
-    query = st.select_slider("Query token (the row that is looking)", list(range(len(q_labels))), key="inside_query",
-                             format_func=lambda i: f"{i}: {q_labels[i]}")
-    tr = inside(ctx.checkpoint, result.source, tuple(s.token for s in result.steps)).head(kind, layer, head, query)
-    hs, D = len(tr.q), len(tr.x)
+    q_labels, _ = labels(result, q_side)
+    query = st.session_state.inside_query = min(st.session_state.get("inside_query", 0), len(q_labels) - 1)
+    head = st.session_state.get("inside_head", 0)
+    inside_all = inside(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))
+    tr = inside_all.head(kind, layer, head, query)
+    a = inside_all.sublayers[kind]
+    norms = weighted_norms(ctx.checkpoint, result.source, tuple(s.token for s in result.steps)).norms[kind]
+    queries = inside_all.src_tokens if kind == "enc" else inside_all.tgt_tokens
+    hs, D, H = len(tr.q), len(tr.x), cfg.n_heads
     where = {"enc": "the encoder layer's input: the embedding plus position for layer 1, the previous layer's "
                     "output after that",
              "dec": "the decoder layer's input: the embedded English so far for layer 1, the previous layer's "
                     "output after that",
              "cross": "the decoder state after this layer's self-attention sublayer; the keys and values come "
                       "from the encoder's final output (the German)"}[kind]
-    name = f"{KIND_NAMES[kind]}, layer {layer + 1}, head {head + 1}, query {query}: “{q_labels[query]}”"
-    st.markdown(f"#### {viz.plain(name)}")
-
-    step("1. The query's input vector x", f"What this sublayer received for “{tr.query_token}”: {where}. "
-         f"{D} numbers.")
-    chart(viz.vector_strips(tr.x[None], [tr.query_token], value="x"), key="inside_x", name="x")
-    step("2. Query, keys and values of this head",
-         f"q = x·W_Q, k = x·W_K, v = x·W_V, each cut to this head's {hs} dimensions. One q for the query; one k "
-         "and one v for every key token.")
-    c1, c2 = st.columns(2)
-    with c1:
-        chart(viz.vector_strips(np.vstack([tr.q[None], tr.k]), [f"q: {tr.query_token}"]
-                                + [f"k: {t}" for t in tr.key_tokens], value="q, k"), key="inside_qk", name="q-k")
-    with c2:
-        chart(viz.vector_strips(tr.v, [f"v: {t}" for t in tr.key_tokens], value="v"), key="inside_v", name="v")
-    masked = int((~np.asarray(tr.mask, bool)).sum())
-    mask_text = (f"{masked} future position(s) are masked: the decoder may not look ahead, so their scaled score is "
-                 "set to a very large negative number and their weight is exactly 0." if masked else
-                 "Nothing is masked here. With a batch of sentences, padding keys would be masked the same way "
-                 "(weight exactly 0); one sentence has no padding.")
-    step("3. Scores, scaled scores, softmax",
-         f"The score of each key is q·k (how well it answers the query); divided by √{hs} = {np.sqrt(hs):.2f} so "
-         f"that the softmax does not saturate; then softmax turns them into weights that sum to 1. {mask_text}")
-    chart(viz.score_chain(tr.key_tokens, tr.scores, tr.scaled, tr.weights, tr.mask), key="inside_scores",
-          name="scores")
-    step("4. The weighted sum of the values: this head's output",
-         f"Each v is scaled by its weight; their sum is the head's output for this query ({hs} numbers). "
-         f"The weights sum to {float(np.sum(tr.weights)):.6f}.")
-    c1, c2 = st.columns(2)
-    with c1:
-        chart(viz.vector_strips(tr.weighted_v, [f"{w:.3f} × v: {t}" for w, t in zip(tr.weights, tr.key_tokens)],
-                                value="weight × v"), key="inside_wv", name="weighted-v")
-    with c2:
-        chart(viz.vector_strips(tr.head_output[None], [f"head {head + 1}"], value="output"), key="inside_out",
-              name="head-output")
-    norms = weighted_norms(ctx.checkpoint, result.source, tuple(s.token for s in result.steps)).norms[kind]
-    step("Weight or norm? What each key adds",
-         "A weight says how much a key is weighed; what it adds to the output is the weight times its value, and "
-         "values differ in length. Right: ‖α·f(x)‖, the length of the weighted value after this head's part of "
-         "W_O (f(x) = (x·W_V + b_V)·W_O of the head; Kobayashi et al., EMNLP 2020). A large weight on a short "
-         "vector moves the query little; hover a bar for ‖f(x)‖ itself.")
-    chart(viz.weights_and_norms(tr.key_tokens, tr.weights, norms[layer, head, query], tr.mask), key="inside_norms",
-          name="weights-and-norms")
-    hidden = ~np.asarray(tr.mask, bool)  # (K,): keys the query may not see
-    map_table(np.stack([tr.scores, tr.scaled, tr.weights, norms[layer, head, query]], axis=1),
-              table_labels(tr.key_tokens), ["score q·k", f"scaled q·k / √{hs}", "weight α", "‖α·f(x)‖"],
-              f"{name}: for every key, its score, scaled score, weight and weighted norm",
-              key="inside_keys_table", corner="key", masked=np.repeat(hidden[:, None], 4, axis=1))
-    step("5. All heads together, then W_O, the residual and LayerNorm",
-         f"The {cfg.n_heads} heads' outputs are concatenated ({cfg.n_heads} × {hs} = {D}) and projected by W_O; "
-         "the result is added to x (the residual connection) and normalised (LayerNorm, post-LN as in the "
-         "paper). After the feed-forward sublayer this becomes the layer's output for the token.")
-    chart(viz.vector_strips(tr.all_heads, [f"head {h + 1}" for h in range(cfg.n_heads)], highlight=head,
-                            value="output"), key="inside_heads", name="all-heads")
-    chart(viz.vector_strips(np.vstack([tr.attn_out, tr.residual, tr.normed, tr.layer_output]),
-                            ["after W_O", "x + after W_O", "LayerNorm", "layer output"], value="value"),
-          key="inside_after", name="after-w-o")
+    esc = [html.escape(t, quote=False) for t in tr.key_tokens]
+    show("inside", {
+        "slug": "inside", "seq": st.session_state.get(SEQ, 0), "heads": H, "pick": {"head": head, "query": query},
+        "kind": kind, "layer": layer, "name": KIND_NAMES[kind], "hs": hs, "D": D, "where": where,
+        "queries": q_labels, "query_tokens": queries, "keys": tr.key_tokens, "keys_plain": [viz.plain(t) for t in
+                                                                                          tr.key_tokens],
+        "labels": {"x": [viz.plain(t) for t in queries], "q": [viz.plain(f"q: {t}") for t in queries],
+                   "k": [viz.plain(f"k: {t}") for t in tr.key_tokens], "v": [viz.plain(f"v: {t}") for t in tr.key_tokens],
+                   "wv": esc, "keys_table": table_labels(tr.key_tokens), "positioned": positioned(tr.key_tokens)},
+        "bars": {"chain": viz.CHAIN, "norms": viz.WEIGHT_NORM, "masked": viz.MASKED_BAR},
+        "arrays": {"x": f32(a["x"][layer]), "q": f32(a["q"][layer]), "k": f32(a["k"][layer]),
+                   "v": f32(a["v"][layer]), "scores": f32(a["scores"][layer]), "scaled": f32(a["scaled"][layer]),
+                   "weights": f32(a["weights"][layer]), "mask": f32(a["mask"][layer]), "norms": f32(norms[layer]),
+                   "heads": f32(a["heads"][layer]), "attn_out": f32(a["attn_out"][layer]),
+                   "residual": f32(a["residual"][layer]), "normed": f32(a["normed"][layer]),
+                   "layer_output": f32(a["layer_output"][layer])},
+        "figures": {
+            "x": figure_json(viz.vector_strips(tr.x[None], [tr.query_token], value="x")),
+            "qk": figure_json(viz.vector_strips(np.vstack([tr.q[None], tr.k]), [f"q: {tr.query_token}"]
+                                                + [f"k: {t}" for t in tr.key_tokens], value="q, k")),
+            "v": figure_json(viz.vector_strips(tr.v, [f"v: {t}" for t in tr.key_tokens], value="v")),
+            "scores": figure_json(viz.score_chain(tr.key_tokens, tr.scores, tr.scaled, tr.weights, tr.mask)),
+            "wv": figure_json(viz.vector_strips(tr.weighted_v, [f"{w:.3f} × v: {t}" for w, t in
+                                                                zip(tr.weights, tr.key_tokens)], value="weight × v")),
+            "out": figure_json(viz.vector_strips(tr.head_output[None], [f"head {head + 1}"], value="output")),
+            "norms": figure_json(viz.weights_and_norms(tr.key_tokens, tr.weights, norms[layer, head, query],
+                                                       tr.mask)),
+            "heads": figure_json(viz.vector_strips(tr.all_heads, [f"head {h + 1}" for h in range(H)], highlight=head,
+                                                   value="output")),
+            "after": figure_json(viz.vector_strips(np.vstack([tr.attn_out, tr.residual, tr.normed, tr.layer_output]),
+                                                   ["after W_O", "x + after W_O", "LayerNorm", "layer output"],
+                                                   value="value")),
+        },
+    }, key="inside_head_query")
     downloads(ctx)
+
+
+SEQ = "inside_pick_seq"  # bumped when the server picks the head or query (a link read on a page already open)

@@ -114,10 +114,11 @@ export default function ({data, parentElement}) {
     return {p, box, chart, clear, showTable, tableBox, csvButton};
   });
   const gridChart = el("div", {className: "grid"});
-  root.replaceChildren(el("style", {textContent: CSS}), el("div", {className: "explorer explorer-maps"}, controls, note,
-                          el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box)),
-                          ...boxes.filter((b) => b.p.isDifference).map((b) => b.box),
-                          el("p", {className: "grid-title", textContent: data.grid_title}), gridChart));
+  const box = el("div", {className: "explorer explorer-maps"});
+  root.replaceChildren(el("style", {textContent: CSS}), box);
+  box.append(controls, note, el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box)),
+             ...boxes.filter((b) => b.p.isDifference).map((b) => b.box),
+             el("p", {className: "grid-title", textContent: data.grid_title}), gridChart);
 
   const name = (p, suffix = "") => data.names[pick.layer][pick.head] + (p.isDifference ? "-difference" : p.index ? "-second" : "") + suffix;
   const config = (file) => ({displaylogo: false, responsive: false,
@@ -150,6 +151,7 @@ export default function ({data, parentElement}) {
     }
     follow(data.slug, {layer: String(pick.layer + 1), head: pick.head === H ? "mean" : String(pick.head + 1),
                        draw: pick.draw === "lines" ? "lines" : null});
+    drawn(box);
   }
 
   function set(change) {

@@ -55,7 +55,9 @@ export default function ({data, parentElement, setTriggerValue}) {
   const whatIf = el("select");
   const whatIfLabel = el("label", {className: "whatif"});
   const column = (...names) => el("div", {className: "column"}, ...names.flatMap((n) => [charts[n], charts[n].after, tables[n]]));
-  root.replaceChildren(el("style", {textContent: CSS}), el("div", {className: "explorer explorer-trace"},
+  const box = el("div", {className: "explorer explorer-trace"});
+  root.replaceChildren(el("style", {textContent: CSS}), box);
+  box.append(
     el("div", {className: "controls"}, previous, next, slider),
     el("p", {className: "note", textContent: "Keyboard: the ← and → keys step back and forward (Tab to the slider "
                                               + "and they move it instead)."}),
@@ -65,7 +67,7 @@ export default function ({data, parentElement, setTriggerValue}) {
     el("p", {className: "note", textContent: "The output layer applied to the state after each decoder layer "
       + "(post-LN, so each is already normalised). The last row is the model's real choice; earlier rows show how "
       + "the guess forms."}),
-    lens, whatIfLabel));
+    lens, whatIfLabel);
 
   const config = (file) => ({displaylogo: false, toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
 
@@ -121,6 +123,7 @@ export default function ({data, parentElement, setTriggerValue}) {
                                                                              selected: w === (forced || data.choice)})));
     whatIfLabel.replaceChildren(`What if step ${t + 1} had said… `, whatIf);
     follow(data.slug, {step: String(t + 1), ...(forced ? {} : {whatif: null})});
+    drawn(box);
   }
 
   previous.addEventListener("click", () => go(pick.step - 1));

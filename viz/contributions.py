@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention import NORM_LABEL, attention_heatmap
+from .inside import MASKED_BAR
 from .labels import check_tokens, plain, positioned, tick_labels
 
 SHARE_COLOR = "#5b7db1"  # a step's bar
@@ -78,6 +79,9 @@ def source_share_bars(step_tokens, shares, *, median: float | None = None, thres
     return fig
 
 
+WEIGHT_NORM = (("#c03d00", ".3f"), ("#5b7db1", ".2f"))  # weights_and_norms' two bar charts: colour, number format
+
+
 def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = ""):
     """One query of one head: each key's weight alpha beside the norm of what it adds, ||alpha f(x)||.
 
@@ -98,9 +102,9 @@ def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = "")
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05,
                         subplot_titles=("weight α (the map)", f"{NORM_LABEL}: what the key adds"))
     x = list(range(K))
-    for col, (vals, base, fmt) in enumerate(((w, "#c03d00", ".3f"), (n, "#5b7db1", ".2f")), 1):
+    for col, (vals, (base, fmt)) in enumerate(zip((w, n), WEIGHT_NORM), 1):
         fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h",
-                             marker_color=[base if a else "#c8c8c8" for a in allowed],
+                             marker_color=[base if a else MASKED_BAR for a in allowed],
                              text=[f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)],
                              textposition="auto", cliponaxis=False, hovertext=hover, hoverinfo="text",
                              showlegend=False), row=1, col=col)

@@ -10,6 +10,9 @@ from plotly.subplots import make_subplots
 from .labels import check_tokens, plain, positioned
 
 VECTOR_SCALE = "RdBu_r"  # diverging: negative blue, positive red, 0 white
+MASKED_BAR = "#c8c8c8"  # a key the query may not look at
+# score_chain's three bar charts: colour and number format of each (a page redrawing another query uses the same)
+CHAIN = (("#5b7db1", ".2f"), ("#5b7db1", ".2f"), ("#c03d00", ".3f"))
 
 
 def vector_strips(vectors, labels, *, title="", highlight=None, value="value"):
@@ -61,8 +64,8 @@ def score_chain(key_tokens, scores, scaled, weights, mask=None, *, title=""):
     x = list(range(K))
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.04,
                         subplot_titles=("1. score q·k", "2. scaled: ÷ √d_k", "3. softmax: the weights"))
-    colors = lambda base: [base if a else "#c8c8c8" for a in allowed]  # noqa: E731
-    for col, (vals, base, fmt) in enumerate(((s, "#5b7db1", ".2f"), (c, "#5b7db1", ".2f"), (w, "#c03d00", ".3f")), 1):
+    colors = lambda base: [base if a else MASKED_BAR for a in allowed]  # noqa: E731
+    for col, (vals, (base, fmt)) in enumerate(zip((s, c, w), CHAIN), 1):
         text = [f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)]
         fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h", marker_color=colors(base),
                              text=text, textposition=["auto" if a else "outside" for a in allowed],
