@@ -98,7 +98,7 @@ def axe_violations(page) -> list[dict]:
     return page.evaluate(AXE_RUN, SKIPPED)
 
 
-TABLES = "[data-testid=stTable], .explorer-maps table"  # Streamlit's tables, and those the maps draw in the browser
+TABLES = "[data-testid=stTable], .explorer table"  # Streamlit's tables, and those drawn in the browser (views/*.js)
 
 
 def show_tables(page, expected: int) -> int:

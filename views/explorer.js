@@ -22,6 +22,7 @@ const CSS = `
 .explorer .panels {display:flex; flex-wrap:wrap; gap:1rem}
 .explorer .panel {max-width:100%; overflow-x:auto}
 .explorer .table {max-height:560px; overflow:auto; max-width:100%}
+.explorer .table:empty {display:none}
 .explorer table {border-collapse:collapse; font-size:0.8rem}
 .explorer caption {text-align:left; font-size:0.8rem; opacity:0.8; padding:0.2rem 0}
 .explorer th, .explorer td {border:1px solid rgba(128,128,128,0.35); padding:0.15rem 0.4rem;

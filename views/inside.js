@@ -69,7 +69,7 @@ export default function ({data, parentElement}) {
   const section = (title, name) => { text[name] = el("p", {className: "note"}); return [el("p", {}, el("b", {textContent: title})), text[name]]; };
   const tableSwitch = el("input", {type: "checkbox"});
   tableSwitch.setAttribute("role", "switch");
-  const tableBox = el("div", {className: "table"});
+  const tableBox = el("div", {className: "table", tabIndex: 0});
   const pair = (x, y) => el("div", {className: "columns even"}, el("div", {className: "column"}, charts[x]), el("div", {className: "column"}, charts[y]));
   const box = el("div", {className: "explorer explorer-inside"});
   root.replaceChildren(el("style", {textContent: CSS}), box);
@@ -126,7 +126,7 @@ export default function ({data, parentElement}) {
       + "paper). After the feed-forward sublayer this becomes the layer's output for the token.";
     const v = Array.from({length: K}, (_, k) => at(a.v, h, k));
     const L = data.labels;
-    const drawn = {
+    const figures = {
       x: strips(figs.x, [at(a.x, q)], [L.x[q]]),
       qk: strips(figs.qk, [at(a.q, h, q), ...Array.from({length: K}, (_, k) => at(a.k, h, k))], [L.q[q], ...L.k]),
       v: strips(figs.v, v, L.v),
@@ -145,7 +145,7 @@ export default function ({data, parentElement}) {
       after: strips(figs.after, ["attn_out", "residual", "normed", "layer_output"].map((n) => at(a[n], q)),
                     ["after W_O", "x + after W_O", "LayerNorm", "layer output"]),
     };
-    for (const [key, fig] of Object.entries(drawn)) {
+    for (const [key, fig] of Object.entries(figures)) {
       await Plotly.react(charts[key], fig.data, themed(fig.layout, host),
                          config(`${data.kind}-layer${data.layer + 1}-head${h + 1}-query${q}-${key}`));
     }

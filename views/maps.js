@@ -100,7 +100,7 @@ export default function ({data, parentElement}) {
   const boxes = panels.map((p) => {
     const chart = el("div", {className: "chart"});
     const clear = el("button", {type: "button", className: "clear"});
-    const tableBox = el("div", {className: "table"});
+    const tableBox = el("div", {className: "table", tabIndex: 0});
     const showTable = el("input", {type: "checkbox"});
     showTable.setAttribute("role", "switch");  // as Streamlit's toggles are: "Show as a table" switches
     const tools = el("div", {className: "tools"}, el("label", {}, showTable, " " + p.table.label));

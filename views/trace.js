@@ -48,10 +48,10 @@ export default function ({data, parentElement, setTriggerValue}) {
     switches[name] = el("input", {type: "checkbox"});
     switches[name].setAttribute("role", "switch");
     switches[name].addEventListener("change", () => draw());
-    tables[name] = el("div", {className: "table"});
+    tables[name] = el("div", {className: "table", tabIndex: 0});
     charts[name].after = el("div", {className: "tools"}, el("label", {}, switches[name], " " + label));
   }
-  const lens = el("div", {className: "table"});
+  const lens = el("div", {className: "table", tabIndex: 0});
   const whatIf = el("select");
   const whatIfLabel = el("label", {className: "whatif"});
   const column = (...names) => el("div", {className: "column"}, ...names.flatMap((n) => [charts[n], charts[n].after, tables[n]]));
