@@ -5,8 +5,8 @@
 Prints, each next to a reference measured in the same run: Enter -> translation and the first view drawn, over
 the bare model call (bar 20x); a change of head or layer in an attention view, of decoding step, and of head or
 query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the page from
-the click to the end of the view's redraw, over a bare `Plotly.react` of the cross-attention map in the same page
-(bars: median 5x, max 10x); the server's resident memory after N different sentences (bar 700 MB); and what the
+the click to the end of the view's redraw, over a bare `Plotly.react` of the same figures in the same page (the
+map; the trace's 3 charts; Inside a head's 9) (bars: median 5x, max 10x); the server's resident memory after N different sentences (bar 700 MB); and what the
 maps of a 100-token sentence weigh on the wire. The last line is the summary (seconds, MB, ms).
 """
 
@@ -69,38 +69,42 @@ PICK_JS = """async ([box, how, a, b]) => {
     while (Number(root.dataset.drawn || 0) === before) await new Promise(r => setTimeout(r, 0));
     return performance.now() - t0; }"""
 
-# The reference: Plotly.react of the same figure on a bare div of the same page, swapping in another head's map
-# (the two maps the component drew last), to the new title; median of 39.
-REACT_JS = """async () => {
-    const gd = document.querySelector('.explorer-maps .chart');
-    const div = document.createElement('div');
-    document.body.appendChild(div);
-    const z = [gd.data[0].z, gd.data[0].z.map(row => row.map(v => v === null ? null : 1 - v))];
+# The reference: a bare Plotly.react of the same figures, each on a bare div of the same page, as many times as
+# the view has charts (one map for an attention view, three for the trace, nine for Inside a head), each round
+# with a new data revision so that every figure is recomputed and redrawn; median of 21 rounds, in ms.
+REACT_JS = """async box => {
+    const charts = [...document.querySelectorAll(box + ' .chart')];
+    const divs = charts.map(() => document.body.appendChild(document.createElement('div')));
     const times = [];
-    for (let i = 0; i < 39; i++) {
+    for (let i = 0; i < 21; i++) {
         const t0 = performance.now();
-        await Plotly.react(div, [{...gd.data[0], z: z[i % 2]}, ...gd.data.slice(1)],
-                           {...gd.layout, title: {...gd.layout.title, text: 'bare ' + i}});
+        for (let j = 0; j < charts.length; j++) {
+            const gd = charts[j];
+            await Plotly.react(divs[j], gd.data.map(t => ({...t})),
+                               {...gd.layout, datarevision: i, title: {...gd.layout.title, text: 'bare ' + i}});
+        }
         times.push(performance.now() - t0);
     }
-    Plotly.purge(div); div.remove();
+    divs.forEach(d => { Plotly.purge(d); d.remove(); });
     times.sort((a, b) => a - b);
-    return times[19]; }"""
+    return times[10]; }"""
 
 
 def pick_ms(page, box: str, how: str, a: str, b: str = "") -> float:
     return page.evaluate(PICK_JS, [box, how, a, b])
 
 
-def bare_react_ms(page) -> float:
-    return page.evaluate(REACT_JS)
+def bare_react_ms(page, box: str) -> float:
+    return page.evaluate(REACT_JS, box)
 
 
 def payload_bytes(translator, sentence: str) -> tuple[int, int, int]:
     """What the three attention views send the browser for one sentence (the component's data, as JSON), the
     packed maps' share of it, and the sentence's token count."""
     import json
+    import logging
 
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # the views' caches, used here without a server
     import viz
     from views.attention import FIELDS, Shown, labels, panel, sides
     from views.instant import figure_json
@@ -144,17 +148,19 @@ def main():
             def radio(group, name):
                 return page.get_by_role("radiogroup", name=group).get_by_role("radio", name=name, exact=True)
 
-            react = bare_react_ms(page)
+            react = {"map": bare_react_ms(page, ".explorer-maps")}
             heads = [pick_ms(page, ".explorer-maps", "radio", "Head", str(h)) for h in (2, 5, 8, 1, 4, 7)]
             layers = [pick_ms(page, ".explorer-maps", "radio", "Layer", str(layer)) for layer in (2, 1, 3, 1)]
             page.get_by_role("radio", name="Inside a head").click()
             page.get_by_text("1. The query's input vector x").wait_for()
             wait_idle(page)
+            react["inside"] = bare_react_ms(page, ".explorer-inside")
             inside = [pick_ms(page, ".explorer-inside", "radio", "Head", str(h)) for h in (3, 6)]
             inside += [pick_ms(page, ".explorer-inside", "range", str(q)) for q in (1, 2)]
             page.get_by_role("radio", name="Decoding trace").click()
             page.get_by_text("Step 1 of").wait_for()
             wait_idle(page)
+            react["trace"] = bare_react_ms(page, ".explorer-trace")
             steps = [pick_ms(page, ".explorer-trace", "button", "Next ▶") for _ in range(4)]
             page.get_by_role("radio", name="Encoder self-attention").click()
             wait_idle(page)
@@ -175,17 +181,20 @@ def main():
     h, ly, st, ins = (statistics.median(x) for x in (heads, layers, steps, inside))
     print(f"Enter -> translation + first view: median {e:.2f} s over {len(enter)} 15-token sentences "
           f"(bare model call {model_s * 1000:.0f} ms, page/model {e / model_s:.1f}x; bar 20x)")
-    print(f"bare Plotly.react of the cross-attention map in this page: median {react:.1f} ms")
-    for name, ms in (("head", heads), ("layer", layers), ("step", steps), ("inside a head: head or query", inside)):
+    print(f"bare Plotly.react of the same figures in this page, median: the map {react['map']:.1f} ms, the trace's "
+          f"3 charts {react['trace']:.1f} ms, Inside a head's 9 charts {react['inside']:.1f} ms")
+    for name, ms, base in (("head", heads, "map"), ("layer", layers, "map"), ("step", steps, "trace"),
+                           ("inside a head: head or query", inside, "inside")):
         print(f"change of {name}, drawn in the browser: median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms "
-              f"= {statistics.median(ms) / react:.1f}x / {max(ms) / react:.1f}x a bare Plotly.react (bars 5x / 10x)")
+              f"= {statistics.median(ms) / react[base]:.1f}x / {max(ms) / react[base]:.1f}x a bare Plotly.react of "
+              f"the same figures (bars 5x / 10x)")
     print(f"server memory after {args.sentences} different sentences: {mem:.0f} MB (bar 700 MB); "
           f"{many / args.sentences:.2f} s per sentence")
     print(f"maps on the wire, a {long_tokens}-token sentence: {payload / 1e6:.2f} MB for the three attention views "
           f"(each view's maps, lines and grid; {maps_only / 1e6:.2f} MB of it packed maps)")
     print(f"summary: enter {e:.2f}s head {h / 1000:.3f}s layer {ly / 1000:.3f}s step {st / 1000:.3f}s "
           f"inside {ins / 1000:.3f}s "
-          f"memory {mem:.0f}MB model {model_s * 1000:.0f}ms react {react:.1f}ms")
+          f"memory {mem:.0f}MB model {model_s * 1000:.0f}ms react {react['map']:.1f}ms")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from model.data import default_data_dir
 from model.transformer import Transformer
 from model.translator import Translator
 from model.vocab import Vocab
+from views.instant import unpacked
 from views.share import COUNT_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,10 +199,39 @@ def charts(app):
     found = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
     for data in maps_data(app):
         panels = data["panels"] + ([data["difference"]] if data["difference"] else [])
+        layer, head = data["pick"]["layer"], data["pick"]["head"]
         for p in panels:
-            lines = data["pick"]["draw"] == "lines" and p["lines"]
-            found.append(json.loads(p["lines"][data["pick"]["layer"]] if lines else p["figure"]))
-        found.append(json.loads(data["grid"]))
+            if data["pick"]["draw"] == "lines" and p["lines"]:  # the layer's lines and hover, as views/maps.js swaps
+                fig, drawn = json.loads(p["lines"]["figure"]), p["lines"]["layers"][layer]
+                segments = iter(drawn["lines"])
+                for trace in fig["data"]:
+                    if trace["mode"] == "lines":
+                        trace["x"], trace["y"] = next(segments)
+                    else:
+                        trace["hovertemplate"] = drawn["hovers"][trace["name"].split()[0]]
+                found.append(fig)
+                continue
+            fig = json.loads(p["figure"])  # sent without its cells: filled as views/maps.js `heatmap` fills them
+            z = unpacked(p["maps"])[layer, head]
+            future = np.triu(np.ones(z.shape, bool), 1) if p["causal"] else np.zeros(z.shape, bool)
+            for i, trace in enumerate(fig["data"]):
+                trace["z"] = np.where(future, np.nan, z).tolist() if i == 0 else np.where(future, 1.0, np.nan).tolist()
+                trace["customdata"] = [[[q, k] for k in p["labels"]["k"]] for q in p["labels"]["q"]]
+            found.append(fig)
+        grid = json.loads(data["grid"])  # its points as views/maps.js `grid` places them
+        m = unpacked(data["panels"][0]["maps"])[:, :-1]  # (L, H, Q, K) without the means
+        L, H, Q, K = m.shape
+        ll, hh, qq, kk = (a.ravel() for a in np.meshgrid(*map(np.arange, m.shape), indexing="ij"))
+        future = data["panels"][0]["causal"] & (kk > qq)
+        labels = data["panels"][0]["labels"]
+        for i, keep in enumerate([~future, future][:len(grid["data"])]):
+            grid["data"][i].update(x=(hh * (K + data["gap"]) + kk)[keep].tolist(),
+                                   y=(ll * (Q + data["gap"]) + qq)[keep].tolist(),
+                                   customdata=[[str(a + 1), str(b + 1), labels["q"][c], labels["k"][d]]
+                                               for a, b, c, d in zip(ll[keep], hh[keep], qq[keep], kk[keep])])
+            if i == 0:
+                grid["data"][0]["marker"]["color"] = m.ravel()[keep].tolist()
+        found.append(grid)
     for c in app.get("bidi_component"):  # the decoding trace (views/trace.js): its step's three figures
         data = json.loads(c.proto.json)
         if c.proto.component_name == "explorer_trace":

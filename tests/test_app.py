@@ -151,7 +151,10 @@ def test_html_input_is_shown_as_text(app):
     assert "<script" not in md and "</script" not in md and "<img" not in md
     assert "&lt;/script" in md  # spaCy splits the tag; every piece is escaped
     for spec in charts(app):
-        assert "</script" not in json.dumps(spec) and "&lt;/script" in json.dumps(spec)
+        assert "</script" not in json.dumps(spec)
+    # The names the browser hands Plotly for hover text are escaped too (tables and CSV set raw text as text).
+    names = json.dumps([p["labels"] for data in maps_data(app) for p in data["panels"]])
+    assert "</script" not in names and "&lt;/script" in names
 
 
 def test_missing_checkpoint_is_a_clear_error(monkeypatch, tmp_path):

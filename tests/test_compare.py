@@ -84,8 +84,8 @@ def test_another_sentence_side_by_side_with_their_difference(monkeypatch, transl
     assert not at.exception and not at.error
     first, second, diff = one_head_maps(at)
     want = [translator.translate(s).encoder_attentions[0, 1] for s in PAIR]  # the CLI's route, not the page's
-    assert np.allclose(first, want[0], atol=1e-6) and np.allclose(second, want[1], atol=1e-6)
-    assert np.allclose(diff, want[1] - want[0], atol=1e-6)
+    assert np.allclose(first, want[0], atol=5.01e-5) and np.allclose(second, want[1], atol=5.01e-5)
+    assert np.allclose(diff, want[1] - want[0], atol=5.01e-5)
     assert "hund | katze" in json.dumps(charts(at)[2]["layout"]["yaxis"]["ticktext"])
     assert dict(at.query_params)["vs"] == "sentence" and dict(at.query_params)["s2"] == PAIR[1]
 
@@ -98,9 +98,9 @@ def test_heads_off_are_compared_on_the_original_output(monkeypatch, translator):
     original = translator.translate(PAIR[0])
     ids = translator.tgt_vocab.encode([s.token for s in original.steps])
     ablated = translator.analyze(PAIR[0], ids, heads_off="cross.1.7")
-    assert np.allclose(first, original.cross_attentions[2, 0], atol=1e-6)
-    assert np.allclose(second, ablated.cross_attentions[2, 0], atol=1e-6)
-    assert np.allclose(diff, second - first, atol=1e-9)
+    assert np.allclose(first, original.cross_attentions[2, 0], atol=5.01e-5)
+    assert np.allclose(second, ablated.cross_attentions[2, 0], atol=5.01e-5)
+    assert np.allclose(diff, second - first, atol=1.01e-4)  # each side and the difference rounded to 4 decimals
     assert "without Cross-attention layer 2, head 8" in headers(at)
     assert dict(at.query_params)["off"] == "cross.2.8"
 
@@ -154,8 +154,8 @@ def test_the_sinusoidal_model_is_chosen_by_the_link_and_compared_with_the_learne
     assert dict(at.query_params)["model"] == "sinusoidal"
     first, second, diff = one_head_maps(at)  # the source is the same, so encoder maps always compare
     learned = Translator.load(CHECKPOINT, "cpu").translate(PAIR[0])
-    assert np.allclose(first, sin.translate(PAIR[0]).encoder_attentions.mean(axis=1)[0], atol=1e-6)
-    assert np.allclose(second, learned.encoder_attentions.mean(axis=1)[0], atol=1e-6)
+    assert np.allclose(first, sin.translate(PAIR[0]).encoder_attentions.mean(axis=1)[0], atol=5.01e-5)
+    assert np.allclose(second, learned.encoder_attentions.mean(axis=1)[0], atol=5.01e-5)
 
 
 @pytest.mark.slow

@@ -13,12 +13,13 @@ import viz
 from model.export import _csv
 from model.heads import KIND_NAMES, n_layers
 from model.result import Translation
+from viz.labels import positioned
 
 from . import compare
 from .common import (MEAN, Context, View, choice_param, head_key, head_link, head_param, int_param, layer_key, literal,
                      pick_seq_key, subtitle, table_labels, weighted_norms)
 from .export import downloads
-from .instant import WEIGHT_STEP, figure_json, packed, show, with_means
+from .instant import WEIGHT_STEP, figure_json, packed, show, skeleton, with_means
 from .share import page_view
 
 FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
@@ -131,9 +132,12 @@ def attention_view(ctx: Context, kind: str):
         "mean_note": f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
                      "head has its own map, and the layer concatenates their outputs. Pick a head to see one.",
         "grid_title": f"All {L} layers × {H} heads ({grid_values}) — click a tile to open it above.",
-        "grid": figure_json(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
-                                           causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk,
-                                           norms=norms)),
+        # The grid's layout and look; its points (a tile per layer and head, GAP cells apart) are filled in the
+        # browser from the first panel's maps: 12 MB of points for a 100-token sentence never travel.
+        "grid": figure_json(skeleton(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
+                                                    causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk,
+                                                    norms=norms), "x", "y", "customdata", "marker.color")),
+        "gap": viz.GAP,
     }, key=f"{kind}_maps")
     downloads(ctx)
 
@@ -165,13 +169,16 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
         "titles": [[p.title(H) for p in row] for row in picks],
         "scales": [[[viz.heat_scale(full[i, h], masked, stretch=s, norms=shown.norms) for s in (False, True)]
                     for h in range(H + 1)] for i in range(L)],
-        "figure": figure_json(viz.attention_heatmap(
+        "figure": figure_json(skeleton(viz.attention_heatmap(
             one_map(maps, shown.layer, shown.head, shown.norms), q_tokens, k_tokens, causal=causal,
             query_unknown=q_unk, key_unknown=k_unk, title=shown.title(H), stretch=shown.stretch, norms=shown.norms,
-            subtitle=subtitle(result.source))),
-        "lines": [figure_json(viz.attention_lines(maps[i], q_tokens, k_tokens, title=picks[i][H].title(H),
-                                                  query_unknown=q_unk, key_unknown=k_unk, norms=shown.norms))
-                  for i in range(L)],
+            subtitle=subtitle(result.source)), "z", "customdata")),
+        "labels": {"q": positioned(q_tokens, q_unk), "k": positioned(k_tokens, k_unk)},  # the hover's names
+        # The line view: one layer's figure, and what each layer draws in it (its lines and its tokens' hover).
+        "lines": {"figure": figure_json(viz.attention_lines(maps[0], q_tokens, k_tokens, title=picks[0][H].title(H),
+                                                            query_unknown=q_unk, key_unknown=k_unk, norms=shown.norms)),
+                  "layers": [viz.layer_lines(maps[i], q_tokens, k_tokens, query_unknown=q_unk, key_unknown=k_unk,
+                                             norms=shown.norms) for i in range(L)]},
         "table": {"label": f"Show the {which} map as a table" if which else "Show as a table",
                   "rows": table_labels(q_tokens, q_unk), "cols": table_labels(k_tokens, k_unk),
                   "axes": f"{'' if shown.norms else ', weights'}; rows: {TABLE_AXES[shown.kind]}"},
@@ -238,11 +245,13 @@ def difference(first: Translation, second: Translation, shown: "Shown", second_n
         "header": ["Difference", f"{second_name} minus the first. Red: more weight in the second run; blue: less; "
                                  "white: the same. The colours span ± the largest difference."],
         "maps": packed(d, offset=-1.0, step=WEIGHT_STEP), "causal": causal, "titles": titles, "scales": scales,
-        "figure": figure_json(viz.attention_heatmap(
+        "figure": figure_json(skeleton(viz.attention_heatmap(
             viz.select_head(b, shown.layer, shown.head) - viz.select_head(a, shown.layer, shown.head),
             both(qa, qb), both(ka, kb), causal=causal, signed=True, stretch=True,
             title=titles[shown.layer][H if shown.head is None else shown.head],
-            subtitle=subtitle(first.source if first.source == second.source else f"{first.source} | {second.source}"))),
+            subtitle=subtitle(first.source if first.source == second.source else f"{first.source} | {second.source}")),
+            "z", "customdata")),
+        "labels": {"q": positioned(both(qa, qb)), "k": positioned(both(ka, kb))},
         "lines": None,
         "table": {"label": "Show the difference as a table", "rows": table_labels(both(qa, qb)),
                   "cols": table_labels(both(ka, kb)), "axes": f", {second_name} minus the first; rows: "

@@ -148,17 +148,32 @@ function el(tag, props = {}, ...children) {
 
 function radios(name, options, current, onPick) {
   // A labelled group of toggle buttons (role radio), as Streamlit's segmented control is for assistive tech.
-  const group = el("div", {className: "group", role: "radiogroup"});
+  // group.show(value) marks another one picked, without rebuilding the buttons (the keyboard focus stays).
+  const group = el("div", {className: "group"});
   group.setAttribute("role", "radiogroup");
   group.setAttribute("aria-label", name);
   group.append(el("span", {className: "label", textContent: name}));
-  for (const [value, text] of options) {
+  const buttons = options.map(([value, text]) => {
     const b = el("button", {type: "button", textContent: text});
     b.setAttribute("role", "radio");
-    b.setAttribute("aria-checked", String(value === current));
     b.addEventListener("click", () => onPick(value));
     group.append(b);
-  }
+    return [value, b];
+  });
+  group.show = (picked) => buttons.forEach(([value, b]) => b.setAttribute("aria-checked", String(value === picked)));
+  group.show(current);
   return group;
 }
 
+function redrawer(draw) {
+  // One redraw at a time: a pick made while one runs (a held arrow key, quick clicks) is drawn once it ends,
+  // with the latest picks, so the page always ends on the last one.
+  let running = null, again = false;
+  return function request() {
+    if (running) { again = true; return running; }
+    running = (async () => {
+      try { do { again = false; await draw(); } while (again); } finally { running = null; }
+    })();
+    return running;
+  };
+}

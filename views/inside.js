@@ -86,16 +86,14 @@ export default function ({data, parentElement}) {
 
   const config = (file) => ({displaylogo: false, toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
 
-  function drawControls() {
-    controls.replaceChildren(radios("Head", Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head,
-                                    (h) => set({head: h})));
-  }
+  const heads = radios("Head", Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head, (h) => set({head: h}));
+  controls.append(heads);
 
-  async function draw() {
+  const draw = redrawer(async () => {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
     const h = pick.head, q = pick.query, hs = data.hs;
-    drawControls();
+    heads.show(h);
     slider.value = String(q);
     slider.setAttribute("aria-valuetext", data.queries[q]);
     sliderText.textContent = `${q}: ${data.queries[q]}`;
@@ -124,30 +122,38 @@ export default function ({data, parentElement}) {
     text.heads.textContent = `The ${H} heads' outputs are concatenated (${H} × ${hs} = ${data.D}) and projected by `
       + "W_O; the result is added to x (the residual connection) and normalised (LayerNorm, post-LN as in the "
       + "paper). After the feed-forward sublayer this becomes the layer's output for the token.";
-    const v = Array.from({length: K}, (_, k) => at(a.v, h, k));
+    const v = () => Array.from({length: K}, (_, k) => at(a.v, h, k));
     const L = data.labels;
+    // Each figure, and the picks it depends on: a change of head leaves x and what follows W_O as they are, a
+    // change of query the values v.
+    const hd = `head${h + 1}`, qd = `query${q}`;
     const figures = {
-      x: strips(figs.x, [at(a.x, q)], [L.x[q]]),
-      qk: strips(figs.qk, [at(a.q, h, q), ...Array.from({length: K}, (_, k) => at(a.k, h, k))], [L.q[q], ...L.k]),
-      v: strips(figs.v, v, L.v),
-      scores: bars(figs.scores, [scores, scaled, weights].map((values, i) => ({values, style: data.bars.chain[i]})),
-                   allowed, data.bars.masked, () => ({textposition: allowed.map((ok) => (ok ? "auto" : "outside"))})),
-      wv: strips(figs.wv, v.map((row, k) => row.map((x) => x * weights[k])),
-                 weights.map((w, k) => `${w.toFixed(3)} × v: ${L.wv[k]}`)),
-      out: strips(figs.out, [at(a.heads, h, q)], [`head ${h + 1}`]),
-      norms: bars(figs.norms, [weights, norms].map((values, i) => ({values, style: data.bars.norms[i]})), allowed,
-                  data.bars.masked, () => ({hovertext: weights.map((w, k) => (allowed[k]
-                    ? `key ${L.positioned[k]}<br>weight α ${w.toFixed(4)}<br>‖α·f(x)‖ ${norms[k].toFixed(4)}<br>‖f(x)‖ `
-                      + (w > 1e-12 ? (norms[k] / w).toFixed(3) : "(weight 0)")
-                    : `key ${L.positioned[k]}<br>masked: a future position`))})),
-      heads: strips(figs.heads, Array.from({length: H}, (_, i) => at(a.heads, i, q)),
-                    Array.from({length: H}, (_, i) => `head ${i + 1}`), h),
-      after: strips(figs.after, ["attn_out", "residual", "normed", "layer_output"].map((n) => at(a[n], q)),
-                    ["after W_O", "x + after W_O", "LayerNorm", "layer output"]),
+      x: [[qd], () => strips(figs.x, [at(a.x, q)], [L.x[q]])],
+      qk: [[hd, qd], () => strips(figs.qk, [at(a.q, h, q), ...Array.from({length: K}, (_, k) => at(a.k, h, k))],
+                                [L.q[q], ...L.k])],
+      v: [[hd], () => strips(figs.v, v(), L.v)],
+      scores: [[hd, qd], () => bars(figs.scores, [scores, scaled, weights].map((values, i) => ({values, style: data.bars.chain[i]})),
+                                  allowed, data.bars.masked, () => ({textposition: allowed.map((ok) => (ok ? "auto" : "outside"))}))],
+      wv: [[hd, qd], () => strips(figs.wv, v().map((row, k) => row.map((x) => x * weights[k])),
+                                weights.map((w, k) => `${w.toFixed(3)} × v: ${L.wv[k]}`))],
+      out: [[hd, qd], () => strips(figs.out, [at(a.heads, h, q)], [`head ${h + 1}`])],
+      norms: [[hd, qd], () => bars(figs.norms, [weights, norms].map((values, i) => ({values, style: data.bars.norms[i]})), allowed,
+                                 data.bars.masked, () => ({hovertext: weights.map((w, k) => (allowed[k]
+                                   ? `key ${L.positioned[k]}<br>weight α ${w.toFixed(4)}<br>‖α·f(x)‖ ${norms[k].toFixed(4)}<br>‖f(x)‖ `
+                                     + (w > 1e-12 ? (norms[k] / w).toFixed(3) : "(weight 0)")
+                                   : `key ${L.positioned[k]}<br>masked: a future position`))}))],
+      heads: [[hd, qd], () => strips(figs.heads, Array.from({length: H}, (_, i) => at(a.heads, i, q)),
+                                   Array.from({length: H}, (_, i) => `head ${i + 1}`), h)],
+      after: [[qd], () => strips(figs.after, ["attn_out", "residual", "normed", "layer_output"].map((n) => at(a[n], q)),
+                                ["after W_O", "x + after W_O", "LayerNorm", "layer output"])],
     };
-    for (const [key, fig] of Object.entries(figures)) {
+    for (const [key, [deps, make]] of Object.entries(figures)) {
+      const stamp = deps.join("-");
+      if (charts[key].stamp === stamp) continue;  // what it shows has not changed
+      const fig = make();
       await Plotly.react(charts[key], fig.data, themed(fig.layout, host),
-                         config(`${data.kind}-layer${data.layer + 1}-head${h + 1}-query${q}-${key}`));
+                         config(`${data.kind}-layer${data.layer + 1}-${key}-${stamp}`));
+      charts[key].stamp = stamp;
     }
     tableBox.replaceChildren(...(tableSwitch.checked ? [htmlTable(`${name}: for every key, its score, scaled score, `
       + "weight and weighted norm", "key", ["score q·k", `scaled q·k / √${hs}`, "weight α", "‖α·f(x)‖"], L.keys_table,
@@ -155,7 +161,7 @@ export default function ({data, parentElement}) {
                                         : ["masked", "masked", "masked", "masked"])))] : []));
     follow(data.slug, {head: String(h + 1), query: String(q)});
     drawn(box);
-  }
+  });
 
   function set(change) {
     Object.assign(pick, change);

@@ -70,6 +70,15 @@ def with_means(maps: np.ndarray) -> np.ndarray:
     return np.concatenate([m, m.mean(axis=1, keepdims=True)], axis=1)
 
 
+def skeleton(fig, *fields: str):
+    """The figure without its per-cell arrays (e.g. "z", "customdata", "x", "y", "marker.color"): the browser fills
+    them from the packed maps and the token labels, so a 100-token map does not travel twice."""
+    for trace in fig.data:
+        for field in fields:
+            trace[field] = None
+    return fig
+
+
 def figure_json(fig) -> str:
     """A figure as plotly's JSON (numpy arrays as typed arrays), without the default template: the component
     draws on the page's own background and text colour, in either theme."""

@@ -24,23 +24,52 @@ function matrix(m, layer, head, causal) {
 // --- Drawing ---------------------------------------------------------------------------------------------------
 
 function heatmap(panel, pick) {
-  // The panel's heatmap figure with the picked map's values, title and colour range swapped in.
+  // The panel's heatmap figure (viz.attention_heatmap, sent without its cells) with the picked map's values, the
+  // cells' hover names, its title and colour range; a decoder map's future cells in the grey "masked" trace.
   const fig = panel.fig;
+  const [, , Q, K] = panel.m.shape;
+  panel.cells ||= panel.labels.q.map((q) => panel.labels.k.map((k) => [q, k]));
   const [cmin, cmax, scale] = panel.scales[pick.layer][pick.head][pick.stretch ? 1 : 0];
   const axis = fig.layout.coloraxis;
-  const data = [{...fig.data[0], z: matrix(panel.m, pick.layer, pick.head, panel.causal)}, ...fig.data.slice(1)];
+  const future = Array.from({length: Q}, (_, q) => Array.from({length: K}, (_, k) => (k > q ? 1 : null)));
+  const data = fig.data.map((trace, i) => ({...trace, customdata: panel.cells,
+                                             z: i === 0 ? matrix(panel.m, pick.layer, pick.head, panel.causal) : future}));
   const layout = {...fig.layout, title: {...fig.layout.title, text: panel.titles[pick.layer][pick.head]},
                   coloraxis: {...axis, cmin, cmax, colorbar: {...axis.colorbar, title: {text: scale}}}};
   return {data, layout};
 }
 
+function grid(fig, panel, gap) {
+  // viz.model_view's figure (sent without its points) filled from the panel's maps: layer l, head h, query q,
+  // key k at x = h (K + gap) + k, y = l (Q + gap) + q, as model_view places them; the future cells of a decoder
+  // map in its second ("masked") trace.
+  const m = panel.m, [L, H1, Q, K] = m.shape, H = H1 - 1;
+  const points = [{x: [], y: [], c: [], d: []}, {x: [], y: [], c: [], d: []}];
+  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) for (let q = 0; q < Q; q++) for (let k = 0; k < K; k++) {
+    const p = points[panel.causal && k > q ? 1 : 0];
+    p.x.push(h * (K + gap) + k);
+    p.y.push(l * (Q + gap) + q);
+    p.c.push(m.offset + m.codes[((l * H1 + h) * Q + q) * K + k] * m.step);
+    p.d.push([String(l + 1), String(h + 1), panel.labels.q[q], panel.labels.k[k]]);
+  }
+  const data = fig.data.map((trace, i) => ({...trace, x: points[i].x, y: points[i].y, customdata: points[i].d,
+    marker: i === 0 ? {...trace.marker, color: points[i].c} : trace.marker}));
+  return {data, layout: fig.layout};
+}
+
 function lines(panel, pick, H) {
-  // The layer's line figure (built by viz.attention_lines): the picked head shown, the others a legend click
-  // away (all for the mean); with a focused token, only its lines.
-  panel.lineFigs[pick.layer] ||= JSON.parse(panel.lines[pick.layer]);
-  const fig = panel.lineFigs[pick.layer];
+  // The line figure (viz.attention_lines of one layer) with the picked layer's lines and tokens' hover
+  // (viz.layer_lines): the picked head shown, the others a legend click away (all for the mean); with a focused
+  // token, only its lines.
+  panel.lineFig ||= JSON.parse(panel.lines.figure);
+  const fig = panel.lineFig, layer = panel.lines.layers[pick.layer];
   const [side, pos] = pick.focus || [];
-  const data = fig.data.map((trace) => {
+  let n = 0;  // the line traces in order
+  const traces = fig.data.map((trace) => {
+    if (trace.mode === "lines") { const [x, y] = layer.lines[n++]; return {...trace, x, y}; }
+    return {...trace, hovertemplate: layer.hovers[trace.name.split(" ")[0]]};  // "query tokens", "key tokens"
+  });
+  const data = traces.map((trace) => {
     if (trace.mode === "lines") {
       const head = Number(trace.legendgroup.slice(4));  // "head3"
       const out = {...trace, visible: pick.head === H || pick.head === head ? true : "legendonly"};
@@ -92,7 +121,7 @@ export default function ({data, parentElement}) {
   if (data.norms) pick.stretch = false;  // norms have their own range always
 
   const panels = [...data.panels, ...(data.difference ? [data.difference] : [])].map((p, i) => ({
-    ...p, fig: JSON.parse(p.figure), m: unpack(p.maps), lineFigs: [], index: i, isDifference: i >= data.panels.length,
+    ...p, fig: JSON.parse(p.figure), m: unpack(p.maps), index: i, isDifference: i >= data.panels.length,
   }));
   const host = root.host || root;
   const controls = el("div", {className: "controls"});
@@ -124,19 +153,22 @@ export default function ({data, parentElement}) {
   const config = (file) => ({displaylogo: false, responsive: false,
                              toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
 
+  const groups = [
+    radios("Layer", Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer, (v) => set({layer: v})),
+    radios("Head", [[H, "mean"], ...Array.from({length: H}, (_, h) => [h, String(h + 1)])], pick.head, (v) => set({head: v})),
+    radios("Draw as", [["map", "map"], ["lines", "lines"]], pick.draw, (v) => set({draw: v}))];
+  const stretch = el("input", {type: "checkbox"});
+  stretch.addEventListener("change", () => set({stretch: stretch.checked}));
+  controls.append(...groups, el("label", {className: "stretch", title: "Colour from 0 to this map's largest weight "
+    + "instead of the fixed 0–1 scale: more contrast, but colours no longer compare between maps. (Norms always "
+    + "have their own range.)"}, stretch, " Stretch colours"));
+
   function drawControls() {
-    controls.replaceChildren(
-      radios("Layer", Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer, (v) => set({layer: v})),
-      radios("Head", [[H, "mean"], ...Array.from({length: H}, (_, h) => [h, String(h + 1)])], pick.head, (v) => set({head: v})),
-      radios("Draw as", [["map", "map"], ["lines", "lines"]], pick.draw, (v) => set({draw: v})));
-    const stretch = el("input", {type: "checkbox", checked: pick.stretch, disabled: data.norms || pick.draw === "lines"});
-    stretch.addEventListener("change", () => set({stretch: stretch.checked}));
-    controls.append(el("label", {className: "stretch", title: "Colour from 0 to this map's largest weight instead of "
-      + "the fixed 0–1 scale: more contrast, but colours no longer compare between maps. (Norms always have their "
-      + "own range.)"}, stretch, " Stretch colours"));
+    groups.forEach((g, i) => g.show([pick.layer, pick.head, pick.draw][i]));
+    Object.assign(stretch, {checked: pick.stretch, disabled: data.norms || pick.draw === "lines"});
   }
 
-  async function draw() {
+  const draw = redrawer(async () => {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;  // a newer render took over
     drawControls();
@@ -152,7 +184,7 @@ export default function ({data, parentElement}) {
     follow(data.slug, {layer: String(pick.layer + 1), head: pick.head === H ? "mean" : String(pick.head + 1),
                        draw: pick.draw === "lines" ? "lines" : null});
     drawn(box);
-  }
+  });
 
   function set(change) {
     Object.assign(pick, change);
@@ -168,8 +200,8 @@ export default function ({data, parentElement}) {
   draw().then(async () => {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
-    const grid = JSON.parse(data.grid);
-    await Plotly.react(gridChart, grid.data, themed(grid.layout, host), config(`${data.slug}-all-heads`));
+    const all = grid(JSON.parse(data.grid), panels[0], data.gap);
+    await Plotly.react(gridChart, all.data, themed(all.layout, host), config(`${data.slug}-all-heads`));
     gridChart.on("plotly_click", (event) => {  // a tile: customdata [layer, head, ...], counted from 1
       const cd = event.points[0] && event.points[0].customdata;
       if (!cd) return;

@@ -80,7 +80,7 @@ export default function ({data, parentElement, setTriggerValue}) {
     if (leaving) setTriggerValue("step", step + 1);
   }
 
-  async function draw() {
+  const draw = redrawer(async () => {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
     const t = pick.step, s = data.steps[t];
@@ -124,7 +124,7 @@ export default function ({data, parentElement, setTriggerValue}) {
     whatIfLabel.replaceChildren(`What if step ${t + 1} had said… `, whatIf);
     follow(data.slug, {step: String(t + 1), ...(forced ? {} : {whatif: null})});
     drawn(box);
-  }
+  });
 
   previous.addEventListener("click", () => go(pick.step - 1));
   next.addEventListener("click", () => go(pick.step + 1));

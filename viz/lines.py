@@ -52,6 +52,30 @@ def line_segments(weights: np.ndarray, low: float, high: float, focus=None):
     return xs, ys
 
 
+def layer_segments(strengths: np.ndarray, focus=None) -> list:
+    """[x, y] of every line trace of attention_lines, in its order (head by head, each opacity level in turn):
+    strengths (H, Q, K) in 0..1."""
+    out = []
+    for h in range(strengths.shape[0]):
+        low = 0.0
+        for high in LEVELS:
+            out.append(list(line_segments(strengths[h], low, high, focus)))
+            low = high
+    return out
+
+
+def layer_lines(layer_maps, query_tokens, key_tokens, *, query_unknown=None, key_unknown=None, norms=False) -> dict:
+    """What attention_lines draws of one layer, without the figure: each line trace's [x, y] and each token column's
+    hover text. A page holding the figure of one layer swaps these in for another (views/maps.js)."""
+    values = np.asarray(layer_maps, dtype=float)
+    m = values / max(float(values.max()), 1e-12) if norms and values.size else values
+    value = NORM_LABEL if norms else "weight"
+    return {"lines": layer_segments(m),
+            "hovers": {side: list(_column(x, tokens, unknown, values, side, None, value).hovertemplate)
+                       for x, side, tokens, unknown in ((0, "query", query_tokens, query_unknown),
+                                                        (1, "key", key_tokens, key_unknown))}}
+
+
 def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=None, title="",
                     query_unknown=None, key_unknown=None, norms=False):
     """One layer's heads (H, Q, K) as lines between two token columns.
@@ -71,11 +95,10 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
                          f"and {len(key_tokens)} key tokens")
     shown = set(range(H)) if heads is None else set(heads)
     data = []
+    segments = iter(layer_segments(m, focus))
     for h in range(H):
-        low = 0.0
         for level, high in enumerate(LEVELS):
-            xs, ys = line_segments(m[h], low, high, focus)
-            low = high
+            xs, ys = next(segments)
             data.append(go.Scatter(
                 x=xs, y=ys, mode="lines", hoverinfo="skip", legendgroup=f"head{h}", name=f"head {h + 1}",
                 showlegend=level == len(LEVELS) - 1,  # the legend swatch in the head's full colour
