@@ -308,3 +308,14 @@ def test_hostile_tokens_are_escaped_in_the_contribution_figures():
         text = fig.to_json()
         assert "<script>" not in text and "<img" not in text
         assert "&lt;script&gt;" in text
+
+
+def test_model_view_without_points_is_the_same_figure_less_its_points():
+    """What the page sends (views/maps.js places the points itself): the layout, the traces and their look."""
+    m = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 5))  # (L, H, Q, K), rows sum to 1
+    full, bare = (viz.model_view(m, list("abcde"), list("vwxyz"), causal=True, points=p) for p in (True, False))
+    assert full.layout == bare.layout and len(full.data) == len(bare.data) == 2
+    for a, b in zip(full.data, bare.data):
+        assert b.x is None and b.y is None and b.customdata is None
+        assert (a.name, a.hovertemplate, a.marker.size, a.marker.coloraxis) == (b.name, b.hovertemplate, b.marker.size,
+                                                                               b.marker.coloraxis)

@@ -134,9 +134,9 @@ def attention_view(ctx: Context, kind: str):
         "grid_title": f"All {L} layers × {H} heads ({grid_values}) — click a tile to open it above.",
         # The grid's layout and look; its points (a tile per layer and head, GAP cells apart) are filled in the
         # browser from the first panel's maps: 12 MB of points for a 100-token sentence never travel.
-        "grid": figure_json(skeleton(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
-                                                    causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk,
-                                                    norms=norms), "x", "y", "customdata", "marker.color")),
+        "grid": figure_json(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
+                                           causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk, norms=norms,
+                                           points=False)),
         "gap": viz.GAP,
     }, key=f"{kind}_maps")
     downloads(ctx)

@@ -85,10 +85,16 @@ def pick_seq_key(kind: str) -> str:
     return f"{kind}_pick_seq"
 
 
+def set_pick(kind: str, layer: int, head):
+    """Set the attention view of this kind to a layer and a head (a number from 0, or MEAN): the browser takes it
+    over its own picks (views/maps.js)."""
+    st.session_state[layer_key(kind)], st.session_state[head_key(kind)] = layer, head
+    st.session_state[pick_seq_key(kind)] = st.session_state.get(pick_seq_key(kind), 0) + 1
+
+
 def pick_head(head: Head):
     """Set the attention view of the head's kind to its layer and head."""
-    st.session_state[layer_key(head.kind)], st.session_state[head_key(head.kind)] = head.layer, head.head
-    st.session_state[pick_seq_key(head.kind)] = st.session_state.get(pick_seq_key(head.kind), 0) + 1
+    set_pick(head.kind, head.layer, head.head)
 
 
 def open_head(head: Head):

@@ -18,7 +18,7 @@ import viz
 from model.heads import KIND_NAMES
 
 from .attention import labels
-from .common import Context, chart, head_key, int_param, layer_key, literal, token_chips
+from .common import MEAN, Context, chart, int_param, literal, set_pick, token_chips
 from .inside import inside
 from .share import page_view
 
@@ -72,7 +72,7 @@ def move(by: int):
 def open_view(label: str, kind: str | None = None, layer: int | None = None):
     """Leave the walk for a detailed view, at the layer (and the mean of heads) this stop showed."""
     if kind is not None:
-        st.session_state[layer_key(kind)], st.session_state[head_key(kind)] = layer, "mean"
+        set_pick(kind, layer, MEAN)
     st.session_state.view = label
 
 
