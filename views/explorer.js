@@ -102,14 +102,20 @@ const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for 
 
 // --- Drawing ---------------------------------------------------------------------------------------------------
 
-function themed(layout, host) {
+function pageLook(host) {
+  // The page's text colour and font, read once per render (reading computed styles on every redraw forces the
+  // browser to lay out the whole page).
+  const style = getComputedStyle(host);
+  return {color: style.color, family: style.fontFamily};
+}
+
+function themed(layout, look) {
   // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
   // make room for their labels (as Streamlit's own chart theme does).
-  const style = getComputedStyle(host);
   const axes = {};
   for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
   return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-          font: {...(layout.font || {}), color: style.color, family: style.fontFamily}};
+          font: {...(layout.font || {}), color: look.color, family: look.family}};
 }
 
 function save(text, name) {
@@ -133,6 +139,24 @@ function htmlTable(caption, corner, cols, rows, cells) {
     for (const v of row) tr.insertCell().textContent = v;
   });
   return t;
+}
+
+function keep(root, name, className) {
+  // A chart's div that outlives the component's renders with new data (a new sentence): Plotly then updates it in
+  // place, WebGL context and all, instead of drawing a new plot from nothing.
+  root.explorerDivs ||= {};
+  return root.explorerDivs[name] ||= el("div", {className});
+}
+
+function forget(root) {
+  // The component is gone: free its charts.
+  for (const div of Object.values(root.explorerDivs || {})) if (window.Plotly) window.Plotly.purge(div);
+  root.explorerDivs = {};
+}
+
+function ready(box) {
+  // The view's first full drawing is done (data-ready): what a person waits for after Enter (benches, tests).
+  box.dataset.ready = "1";
 }
 
 function drawn(box) {

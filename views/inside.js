@@ -56,7 +56,7 @@ export default function ({data, parentElement}) {
   pick.query = Math.min(pick.query, Q - 1);
   const a = Object.fromEntries(Object.entries(data.arrays).map(([name, p]) => [name, f32(p)]));
   const figs = Object.fromEntries(Object.entries(data.figures).map(([name, json]) => [name, JSON.parse(json)]));
-  const host = root.host || root;
+  const look = pageLook(root.host || root);
 
   const controls = el("div", {className: "controls"});
   const slider = el("input", {type: "range", min: 0, max: Q - 1, step: 1});
@@ -65,7 +65,10 @@ export default function ({data, parentElement}) {
   const heading = el("h4");
   const text = {};
   const charts = {};
-  for (const name of Object.keys(figs)) charts[name] = el("div", {className: "chart"});
+  for (const name of Object.keys(figs)) {
+    charts[name] = keep(root, name, "chart");
+    charts[name].stamp = null;  // new numbers: every figure is drawn again
+  }
   const section = (title, name) => { text[name] = el("p", {className: "note"}); return [el("p", {}, el("b", {textContent: title})), text[name]]; };
   const tableSwitch = el("input", {type: "checkbox"});
   tableSwitch.setAttribute("role", "switch");
@@ -151,7 +154,7 @@ export default function ({data, parentElement}) {
       const stamp = deps.join("-");
       if (charts[key].stamp === stamp) continue;  // what it shows has not changed
       const fig = make();
-      await Plotly.react(charts[key], fig.data, themed(fig.layout, host),
+      await Plotly.react(charts[key], fig.data, themed(fig.layout, look),
                          config(`${data.kind}-layer${data.layer + 1}-${key}-${stamp}`));
       charts[key].stamp = stamp;
     }
@@ -170,6 +173,6 @@ export default function ({data, parentElement}) {
 
   slider.addEventListener("input", () => set({query: Number(slider.value)}));
   tableSwitch.addEventListener("change", () => draw());
-  draw();
-  return () => { if (window.Plotly) for (const c of Object.values(charts)) window.Plotly.purge(c); };
+  draw().then(() => ready(box));
+  return () => forget(root);
 }

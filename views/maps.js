@@ -123,11 +123,11 @@ export default function ({data, parentElement}) {
   const panels = [...data.panels, ...(data.difference ? [data.difference] : [])].map((p, i) => ({
     ...p, fig: JSON.parse(p.figure), m: unpack(p.maps), index: i, isDifference: i >= data.panels.length,
   }));
-  const host = root.host || root;
+  const look = pageLook(root.host || root);
   const controls = el("div", {className: "controls"});
   const note = el("p", {className: "note", textContent: data.mean_note});
-  const boxes = panels.map((p) => {
-    const chart = el("div", {className: "chart"});
+  const boxes = panels.map((p, i) => {
+    const chart = keep(root, `chart${i}`, "chart");
     const clear = el("button", {type: "button", className: "clear"});
     const tableBox = el("div", {className: "table", tabIndex: 0});
     const showTable = el("input", {type: "checkbox"});
@@ -142,7 +142,7 @@ export default function ({data, parentElement}) {
     const box = el("div", {className: p.isDifference ? "panel difference" : "panel"}, header, chart, clear, tools, tableBox);
     return {p, box, chart, clear, showTable, tableBox, csvButton};
   });
-  const gridChart = el("div", {className: "grid"});
+  const gridChart = keep(root, "grid", "grid");
   const box = el("div", {className: "explorer explorer-maps"});
   root.replaceChildren(el("style", {textContent: CSS}), box);
   box.append(controls, note, el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box)),
@@ -176,7 +176,7 @@ export default function ({data, parentElement}) {
     for (const b of boxes) {
       const asLines = pick.draw === "lines" && !b.p.isDifference;
       const fig = asLines ? lines(b.p, pick, H) : heatmap(b.p, pick);
-      await Plotly.react(b.chart, fig.data, themed(fig.layout, host), config(name(b.p, asLines ? "-lines" : "")));
+      await Plotly.react(b.chart, fig.data, themed(fig.layout, look), config(name(b.p, asLines ? "-lines" : "")));
       b.clear.hidden = !(asLines && pick.focus);
       if (pick.focus) b.clear.textContent = `Show every token's lines (now only ${pick.focus[0]} ${pick.focus[1]})`;
       b.tableBox.replaceChildren(...(b.showTable.checked ? [table(b.p, pick)] : []));
@@ -201,7 +201,8 @@ export default function ({data, parentElement}) {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
     const all = grid(JSON.parse(data.grid), panels[0], data.gap);
-    await Plotly.react(gridChart, all.data, themed(all.layout, host), config(`${data.slug}-all-heads`));
+    await Plotly.react(gridChart, all.data, themed(all.layout, look), config(`${data.slug}-all-heads`));
+    gridChart.removeAllListeners("plotly_click");  // the last render's
     gridChart.on("plotly_click", (event) => {  // a tile: customdata [layer, head, ...], counted from 1
       const cd = event.points[0] && event.points[0].customdata;
       if (!cd) return;
@@ -209,6 +210,7 @@ export default function ({data, parentElement}) {
       boxes[0].box.scrollIntoView({block: "nearest"});
     });
     for (const b of boxes) {
+      b.chart.removeAllListeners("plotly_click");
       b.chart.on("plotly_click", (event) => {  // a token of the line view: only its lines; again: all
         const cd = event.points[0] && event.points[0].customdata;
         if (pick.draw !== "lines" || !cd || (cd[0] !== "query" && cd[0] !== "key")) return;
@@ -216,9 +218,8 @@ export default function ({data, parentElement}) {
         set({focus: same ? null : [cd[0], Number(cd[1])]});
       });
     }
+    ready(box);
   });
 
-  return () => {  // unmounted: free the charts' WebGL and listeners
-    if (window.Plotly) for (const c of [...boxes.map((b) => b.chart), gridChart]) window.Plotly.purge(c);
-  };
+  return () => forget(root);  // unmounted: free the charts' WebGL and listeners
 }

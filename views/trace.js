@@ -31,7 +31,7 @@ export default function ({data, parentElement, setTriggerValue}) {
   let pick = steps[data.slug];
   if (!pick || pick.seq !== data.seq) pick = steps[data.slug] = {seq: data.seq, step: data.step};
   pick.step = Math.min(pick.step, data.n - 1);
-  const host = root.host || root;
+  const look = pageLook(root.host || root);
   const self = {...data.self, fig: JSON.parse(data.self.figure), m: unpack(data.self.maps)};
   const cross = {...data.cross, fig: JSON.parse(data.cross.figure), m: unpack(data.cross.maps)};
   const bars = [];  // parsed on first use
@@ -41,8 +41,7 @@ export default function ({data, parentElement, setTriggerValue}) {
   const slider = el("input", {type: "range", min: 1, max: data.n, step: 1});
   slider.setAttribute("aria-label", "Step");
   const where = el("p"), chose = el("p");
-  const charts = {bar: el("div", {className: "chart"}), self: el("div", {className: "chart"}),
-                  cross: el("div", {className: "chart"})};
+  const charts = {bar: keep(root, "bar", "chart"), self: keep(root, "self", "chart"), cross: keep(root, "cross", "chart")};
   const switches = {}, tables = {};
   for (const [name, label] of [["bar", "Show as a table"], ["self", "Show as a table"], ["cross", "Show as a table"]]) {
     switches[name] = el("input", {type: "checkbox"});
@@ -95,15 +94,15 @@ export default function ({data, parentElement, setTriggerValue}) {
                           el("b", {textContent: s.prob.toFixed(3)}), `; entropy ${s.entropy.toFixed(2)} nats; runner-up `,
                           el("span", {className: "chip", textContent: s.runner[0]}), ` (${s.runner[1].toFixed(3)}).`);
     bars[t] ||= JSON.parse(data.bars[t]);
-    await Plotly.react(charts.bar, bars[t].data, themed(bars[t].layout, host), config(`trace-step${t + 1}-top`));
+    await Plotly.react(charts.bar, bars[t].data, themed(bars[t].layout, look), config(`trace-step${t + 1}-top`));
     const keys = Array.from({length: t + 1}, (_, k) => k);
     const selfRows = rowsAt(self.m, t).map((row) => row.slice(0, t + 1));
     const selfFig = {data: [{...self.fig.data[0], x: keys, z: selfRows,
                              customdata: data.heads_short.map((h) => keys.map((k) => [h, self.labels[k]]))}],
                      layout: {...self.fig.layout, xaxis: {...self.fig.layout.xaxis, ...self.axes[t]}}};
-    await Plotly.react(charts.self, selfFig.data, themed(selfFig.layout, host), config(`trace-step${t + 1}-self`));
+    await Plotly.react(charts.self, selfFig.data, themed(selfFig.layout, look), config(`trace-step${t + 1}-self`));
     const crossRows = rowsAt(cross.m, t);
-    await Plotly.react(charts.cross, [{...cross.fig.data[0], z: crossRows}], themed(cross.fig.layout, host),
+    await Plotly.react(charts.cross, [{...cross.fig.data[0], z: crossRows}], themed(cross.fig.layout, look),
                        config(`trace-step${t + 1}-cross`));
     const fixed = (rows) => rows.map((row) => row.map((v) => v.toFixed(4)));
     tables.bar.replaceChildren(...(switches.bar.checked ? [htmlTable(`Top candidates for step ${t + 1} and their `
@@ -141,10 +140,13 @@ export default function ({data, parentElement, setTriggerValue}) {
     else return;
     event.preventDefault();
   };
+  // The component is called again for each new sentence without being torn down: one listener, this render's.
+  if (root.explorerKeys) document.removeEventListener("keydown", root.explorerKeys);
+  root.explorerKeys = onKey;
   document.addEventListener("keydown", onKey);
-  draw();
+  draw().then(() => ready(box));
   return () => {
     document.removeEventListener("keydown", onKey);
-    if (window.Plotly) for (const c of Object.values(charts)) window.Plotly.purge(c);
+    forget(root);
   };
 }
