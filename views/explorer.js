@@ -109,6 +109,25 @@ function pageLook(host) {
   return {color: style.color, family: style.fontFamily};
 }
 
+function fitted(layout, room, rescale = true) {
+  // A figure viz sized in pixels, narrowed to the room there is (an 800 px window, a phone): its square cells shrink
+  // with it (rescale: the height too, less the labels' share), instead of hiding behind a sideways scroll.
+  if (!layout.width || !room || layout.width <= room) return layout;
+  const scale = room / layout.width;
+  const out = {...layout, width: room};
+  if (!rescale) return out;
+  if (layout.height) out.height = Math.round(layout.height * scale + 120 * (1 - scale));
+  const every = Math.ceil(1 / scale);  // token labels thinned as the cells shrink, so that none overprints another
+  for (const name of ["xaxis", "yaxis"]) {
+    const axis = layout[name];
+    if (axis && Array.isArray(axis.tickvals) && axis.tickvals.length > 8) {
+      out[name] = {...axis, tickvals: axis.tickvals.filter((_, i) => i % every === 0),
+                   ticktext: (axis.ticktext || []).filter((_, i) => i % every === 0)};
+    }
+  }
+  return out;
+}
+
 function themed(layout, look) {
   // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
   // make room for their labels (as Streamlit's own chart theme does).

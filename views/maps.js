@@ -176,7 +176,8 @@ export default function ({data, parentElement}) {
     for (const b of boxes) {
       const asLines = pick.draw === "lines" && !b.p.isDifference;
       const fig = asLines ? lines(b.p, pick, H) : heatmap(b.p, pick);
-      await Plotly.react(b.chart, fig.data, themed(fig.layout, look), config(name(b.p, asLines ? "-lines" : "")));
+      await Plotly.react(b.chart, fig.data, themed(fitted(fig.layout, box.clientWidth, !asLines), look),
+                         config(name(b.p, asLines ? "-lines" : "")));
       b.clear.hidden = !(asLines && pick.focus);
       if (pick.focus) b.clear.textContent = `Show every token's lines (now only ${pick.focus[0]} ${pick.focus[1]})`;
       b.tableBox.replaceChildren(...(b.showTable.checked ? [table(b.p, pick)] : []));
@@ -201,7 +202,7 @@ export default function ({data, parentElement}) {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
     const all = grid(JSON.parse(data.grid), panels[0], data.gap);
-    await Plotly.react(gridChart, all.data, themed(all.layout, look), config(`${data.slug}-all-heads`));
+    await Plotly.react(gridChart, all.data, themed(fitted(all.layout, box.clientWidth), look), config(`${data.slug}-all-heads`));
     gridChart.removeAllListeners("plotly_click");  // the last render's
     gridChart.on("plotly_click", (event) => {  // a tile: customdata [layer, head, ...], counted from 1
       const cd = event.points[0] && event.points[0].customdata;
