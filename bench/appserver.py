@@ -14,6 +14,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 INPUT_LABEL = "German sentence (press Enter to translate)"
+BROWSER_VIEWS = ("cross", "enc", "dec", "trace", "inside")  # views drawn in the browser (views/*.js), by link slug
 
 
 def free_port() -> int:
@@ -62,8 +63,13 @@ def translate_in_page(page, sentence: str, timeout_ms=30_000):
     box.press("Enter")
     wait_idle(page, timeout_ms)
     page.locator(".translation").wait_for(timeout=timeout_ms)
-    page.wait_for_function("[...document.querySelectorAll('.explorer')].every(b => b.dataset.ready)",
-                           timeout=timeout_ms)
+    # A view drawn in the browser is there and drawn (Streamlit loads its component code on first use: a fresh page
+    # can be idle before the view has even started).
+    page.wait_for_function("""views => {
+        const view = new URLSearchParams(location.search).get('view') || 'cross';
+        const boxes = [...document.querySelectorAll('.explorer')];
+        return (boxes.length > 0 || !views.includes(view)) && boxes.every(b => b.dataset.ready); }""",
+                           arg=list(BROWSER_VIEWS), timeout=timeout_ms)
 
 
 def wait_idle(page, timeout_ms=30_000):
