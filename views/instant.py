@@ -1,12 +1,13 @@
-"""Maps drawn in the browser: every layer and head of a view reaches the page once, and the browser redraws.
+"""What the page draws in the browser: a view's numbers reach the page once, and the browser redraws each pick.
 
-A change of layer, head, mean of heads, drawing (map or lines), colour stretch, a token's lines or a tile of
-the all-heads grid is the interaction people repeat most; it used to rerun the whole script and redraw figures
-built in Python (0.3 s a click). The maps component (views/maps.js, a Streamlit components v2 component: inline
-JavaScript, no iframe, no build step) receives every map of the current view once, packed (`packed`), with the
-figures viz/ built for the first pick, and swaps only the data, the title and the colour scale with Plotly.react.
-viz/ stays the one place that says how a map looks: the component only applies titles, colour ranges and
-figures computed here.
+A change of layer, head, mean of heads, drawing (map or lines), colour stretch, a token's lines or a tile of the
+all-heads grid, of decoding step, or of head and query in "Inside a head" is what people repeat most; it used to
+rerun the whole script and redraw figures built in Python (0.25-0.6 s a click). Each such view mounts a Streamlit
+components v2 component (`show`: inline JavaScript, no iframe, no build step): views/explorer.js, shared, followed
+by the view's own maps.js, trace.js or inside.js. The page sends the view's numbers once (`packed`: uint16 codes;
+Inside a head's float32), with the figures viz/ built for the first pick, sent without their per-cell arrays
+(`skeleton`), and the titles and colour ranges of every pick; the browser fills and swaps them with Plotly.react.
+viz/ stays the one place that says how a figure looks. docs/contract.md, "The maps in the browser".
 
 plotly.js comes from the installed plotly package, served by the app itself (`serve_plotly`: no CDN, the app
 works offline).
