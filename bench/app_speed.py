@@ -145,9 +145,6 @@ def main():
             translate_in_page(page, "Ein Hund.")  # the first run loads the model: not what a user waits for each time
             enter = [timed(lambda s=s: translate_in_page(page, s), lambda: None) for s in FIFTEEN]
 
-            def radio(group, name):
-                return page.get_by_role("radiogroup", name=group).get_by_role("radio", name=name, exact=True)
-
             react = {"map": bare_react_ms(page, ".explorer-maps")}
             heads = [pick_ms(page, ".explorer-maps", "radio", "Head", str(h)) for h in (2, 5, 8, 1, 4, 7)]
             layers = [pick_ms(page, ".explorer-maps", "radio", "Layer", str(layer)) for layer in (2, 1, 3, 1)]

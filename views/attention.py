@@ -106,7 +106,8 @@ def attention_view(ctx: Context, kind: str):
         st.caption("The comparison draws attention weights on both sides: weighted norms are drawn for this "
                    "page's own run alone (pick “nothing” to compare with).")
         norms, norm_maps = False, None
-    shown = Shown(kind, *first_pick(kind, L), norms=norms)
+    layer, head, style = first_pick(kind, L)
+    shown = Shown(kind, layer, head, style, norms)
     if second is None:
         panels, diff = [panel(ctx.result, shown, maps if norm_maps is None else norm_maps)], None
     else:
@@ -125,7 +126,7 @@ def attention_view(ctx: Context, kind: str):
     show("maps", {
         "slug": kind, "seq": st.session_state.get(pick_seq_key(kind), 0), "layers": L, "heads": H,
         "pick": {"layer": shown.layer, "head": H if shown.head is None else shown.head, "draw": shown.style,
-                 "stretch": shown.stretch},
+                 "stretch": False},  # the colour stretch is the browser's alone (not in the link)
         "norms": norms, "panels": panels, "difference": diff,
         "names": [[f"{kind}-layer{i + 1}-{'mean' if h == H else f'head{h + 1}'}" + ("-norms" if norms else "")
                    for h in range(H + 1)] for i in range(L)],
@@ -143,12 +144,12 @@ def attention_view(ctx: Context, kind: str):
 
 
 def first_pick(kind: str, L: int) -> tuple:
-    """The layer, head (None: the mean), stretch and drawing the server knows of: the link's, or the defaults.
-    The browser starts from these and keeps its own picks after."""
+    """The layer, head (None: the mean) and drawing the server knows of: the link's, or the defaults. The browser
+    starts from these and keeps its own picks after."""
     s = st.session_state
     layer = s.get(layer_key(kind), L - 1 if kind == "cross" else 0)
     head = s.get(head_key(kind), MEAN)
-    return min(layer, L - 1), None if head == MEAN else head, bool(s.get(f"{kind}_stretch")), s.get("draw_as", "map")
+    return min(layer, L - 1), None if head == MEAN else head, s.get("draw_as", "map")
 
 
 def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "") -> dict:
@@ -156,7 +157,8 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
     the first pick; the colour range and title of every pick; each layer's line figure; its table and CSV."""
     L, H = maps.shape[:2]
     (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
-    full = with_means(maps)
+    full = with_means(maps)  # (L, H + 1, Q, K): head H is the mean
+    first = H if shown.head is None else shown.head
     causal = shown.kind == "dec"
     masked = viz.causal_mask(*full.shape[2:]) if causal else None
     picks = [[Shown(shown.kind, i, None if h == H else h, norms=shown.norms) for h in range(H + 1)] for i in range(L)]
@@ -170,13 +172,15 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
         "scales": [[[viz.heat_scale(full[i, h], masked, stretch=s, norms=shown.norms) for s in (False, True)]
                     for h in range(H + 1)] for i in range(L)],
         "figure": figure_json(skeleton(viz.attention_heatmap(
-            one_map(maps, shown.layer, shown.head, shown.norms), q_tokens, k_tokens, causal=causal,
-            query_unknown=q_unk, key_unknown=k_unk, title=shown.title(H), stretch=shown.stretch, norms=shown.norms,
-            subtitle=subtitle(result.source)), "z", "customdata")),
+            full[shown.layer, first], q_tokens, k_tokens, causal=causal, query_unknown=q_unk, key_unknown=k_unk,
+            title=shown.title(H), norms=shown.norms, subtitle=subtitle(result.source)), "z", "customdata")),
         "labels": {"q": positioned(q_tokens, q_unk), "k": positioned(k_tokens, k_unk)},  # the hover's names
-        # The line view: one layer's figure, and what each layer draws in it (its lines and its tokens' hover).
-        "lines": {"figure": figure_json(viz.attention_lines(maps[0], q_tokens, k_tokens, title=picks[0][H].title(H),
-                                                            query_unknown=q_unk, key_unknown=k_unk, norms=shown.norms)),
+        # The line view: one layer's figure without its lines, and what each layer draws in it (its lines and its
+        # tokens' hover).
+        "lines": {"figure": figure_json(skeleton(viz.attention_lines(maps[0], q_tokens, k_tokens,
+                                                                     title=picks[0][H].title(H), query_unknown=q_unk,
+                                                                     key_unknown=k_unk, norms=shown.norms),
+                                                 "x", "y", where=lambda t: t.mode == "lines")),
                   "layers": [viz.layer_lines(maps[i], q_tokens, k_tokens, query_unknown=q_unk, key_unknown=k_unk,
                                              norms=shown.norms) for i in range(L)]},
         "table": {"label": f"Show the {which} map as a table" if which else "Show as a table",
@@ -196,13 +200,6 @@ def csv_parts(label: str, query_tokens: list, key_tokens: list, value: str) -> d
             "rows": cells(query_tokens), "cols": cells(key_tokens)}
 
 
-def one_map(maps, layer: int, head: int | None, norms: bool = True):
-    """(L, H, Q, K) -> (Q, K): viz.select_head for weights; for norms (not in 0..1) the same pick, unchecked."""
-    if not norms:
-        return viz.select_head(maps, layer, head)
-    return maps[layer].mean(axis=0) if head is None else maps[layer, head]
-
-
 @dataclass(frozen=True)
 class Shown:
     """What the view's controls picked: the map to draw, and how."""
@@ -210,7 +207,6 @@ class Shown:
     kind: str
     layer: int
     head: int | None  # None: the mean of the layer's heads
-    stretch: bool = False
     style: str = "map"  # or "lines"
     norms: bool = False  # draw norm-based attention ||alpha f(x)|| instead of the weights
 
@@ -246,8 +242,8 @@ def difference(first: Translation, second: Translation, shown: "Shown", second_n
                                  "white: the same. The colours span ± the largest difference."],
         "maps": packed(d, offset=-1.0, step=WEIGHT_STEP), "causal": causal, "titles": titles, "scales": scales,
         "figure": figure_json(skeleton(viz.attention_heatmap(
-            viz.select_head(b, shown.layer, shown.head) - viz.select_head(a, shown.layer, shown.head),
-            both(qa, qb), both(ka, kb), causal=causal, signed=True, stretch=True,
+            d[shown.layer, H if shown.head is None else shown.head], both(qa, qb), both(ka, kb), causal=causal,
+            signed=True, stretch=True,
             title=titles[shown.layer][H if shown.head is None else shown.head],
             subtitle=subtitle(first.source if first.source == second.source else f"{first.source} | {second.source}")),
             "z", "customdata")),

@@ -89,12 +89,23 @@ function follow(slug, params) {
 
 // --- The numbers ---------------------------------------------------------------------------------------------
 
+function bytes(b64) {
+  // base64 -> its bytes, in a buffer of their own (so typed arrays over it start aligned)
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
 function unpack(p) {
-  // {b64, shape, offset, step} -> {codes: Uint16Array, shape, offset, step}
-  const bin = atob(p.b64);
-  const codes = new Uint16Array(bin.length / 2);
-  for (let i = 0; i < codes.length; i++) codes[i] = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
-  return {...p, codes};
+  // views.instant.packed: {b64, shape, offset, step} -> {codes: Uint16Array, shape, offset, step}; typed arrays
+  // read in the machine's order, little-endian on every browser platform, as packed writes them
+  return {...p, codes: new Uint16Array(bytes(p.b64).buffer)};
+}
+
+function unpack32(p) {
+  // views.instant.float32: {b64, shape} -> {values: Float32Array, shape}
+  return {values: new Float32Array(bytes(p.b64).buffer), shape: p.shape};
 }
 
 const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for weights
@@ -135,6 +146,12 @@ function themed(layout, look) {
   for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
   return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
           font: {...(layout.font || {}), color: look.color, family: look.family}};
+}
+
+function chartConfig(format, file) {
+  // Plotly's options for every chart drawn here: no logo; the toolbar's camera saves `file` as the export section
+  // says (PNG at twice the size, or SVG), as views.common.chart does for Streamlit's charts.
+  return {displaylogo: false, toImageButtonOptions: {format, scale: 2, filename: file}};
 }
 
 function save(text, name) {

@@ -4,14 +4,7 @@
 // have no bound, and the hover shows 4 decimals), with the figures viz/ built for the first pick. A change of
 // head or query token swaps the rows, labels and colour range of each figure here: no script run.
 
-const insidePicks = {};  // view slug -> this page's pick {seq, head, query}
-
-function f32(p) {
-  const bin = atob(p.b64);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return {values: new Float32Array(bytes.buffer), shape: p.shape};
-}
+const insidePicks = {};  // view slug -> this page's pick {head, query}
 
 function at(a, ...index) {
   // The row (last axis) of array `a` at the leading indices, as a plain array of numbers.
@@ -51,10 +44,9 @@ export default function ({data, parentElement}) {
   const token = {};
   root.explorerRender = token;
   const H = data.heads, Q = data.queries.length, K = data.keys.length;
-  let pick = insidePicks[data.slug];
-  if (!pick || pick.seq !== data.seq) pick = insidePicks[data.slug] = {seq: data.seq, ...data.pick};
+  const pick = insidePicks[data.slug] ||= {...data.pick};  // the link's, on a page just opened; then this page's
   pick.query = Math.min(pick.query, Q - 1);
-  const a = Object.fromEntries(Object.entries(data.arrays).map(([name, p]) => [name, f32(p)]));
+  const a = Object.fromEntries(Object.entries(data.arrays).map(([name, p]) => [name, unpack32(p)]));
   const figs = Object.fromEntries(Object.entries(data.figures).map(([name, json]) => [name, JSON.parse(json)]));
   const look = pageLook(root.host || root);
 
@@ -87,7 +79,7 @@ export default function ({data, parentElement}) {
     el("div", {className: "tools"}, el("label", {}, tableSwitch, " Show as a table")), tableBox,
     ...section("5. All heads together, then W_O, the residual and LayerNorm", "heads"), charts.heads, charts.after);
 
-  const config = (file) => ({displaylogo: false, toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
+  const config = (file) => chartConfig(data.image_format, file);
 
   const heads = radios("Head", Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head, (h) => set({head: h}));
   controls.append(heads);

@@ -4,7 +4,6 @@ Every number is the model's own, captured in the same forward pass that draws th
 (`Translator.inside`), never recomputed here.
 """
 
-import base64
 import html
 
 import numpy as np
@@ -17,7 +16,7 @@ from viz.labels import positioned
 from .attention import labels
 from .common import Context, int_param, load_translator, table_labels, weighted_norms
 from .export import downloads
-from .instant import figure_json, show
+from .instant import figure_json, float32, show
 from .share import page_view
 
 KIND_ORDER = ["cross", "enc", "dec"]
@@ -51,12 +50,6 @@ def link_params(cfg) -> dict:
 def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
     """Everything one teacher-forced pass over the greedy output computes, per layer, kind and head."""
     return load_translator(checkpoint).inside(sentence, list(output_tokens))
-
-
-def f32(values) -> dict:
-    """An array as little-endian float32 (base64): the vectors are unbounded, and the hover shows 4 decimals."""
-    a = np.ascontiguousarray(np.asarray(values, dtype="<f4"))
-    return {"b64": base64.b64encode(a.tobytes()).decode("ascii"), "shape": list(a.shape)}
 
 
 @st.fragment
@@ -95,7 +88,7 @@ def inside_view(ctx: Context):
                       "from the encoder's final output (the German)"}[kind]
     esc = [html.escape(t, quote=False) for t in tr.key_tokens]
     show("inside", {
-        "slug": "inside", "seq": st.session_state.get(SEQ, 0), "heads": H, "pick": {"head": head, "query": query},
+        "slug": "inside", "heads": H, "pick": {"head": head, "query": query},
         "kind": kind, "layer": layer, "name": KIND_NAMES[kind], "hs": hs, "D": D, "where": where,
         "queries": q_labels, "query_tokens": queries, "keys": tr.key_tokens, "keys_plain": [viz.plain(t) for t in
                                                                                           tr.key_tokens],
@@ -103,12 +96,12 @@ def inside_view(ctx: Context):
                    "k": [viz.plain(f"k: {t}") for t in tr.key_tokens], "v": [viz.plain(f"v: {t}") for t in tr.key_tokens],
                    "wv": esc, "keys_table": table_labels(tr.key_tokens), "positioned": positioned(tr.key_tokens)},
         "bars": {"chain": viz.CHAIN, "norms": viz.WEIGHT_NORM, "masked": viz.MASKED_BAR},
-        "arrays": {"x": f32(a["x"][layer]), "q": f32(a["q"][layer]), "k": f32(a["k"][layer]),
-                   "v": f32(a["v"][layer]), "scores": f32(a["scores"][layer]), "scaled": f32(a["scaled"][layer]),
-                   "weights": f32(a["weights"][layer]), "mask": f32(a["mask"][layer]), "norms": f32(norms[layer]),
-                   "heads": f32(a["heads"][layer]), "attn_out": f32(a["attn_out"][layer]),
-                   "residual": f32(a["residual"][layer]), "normed": f32(a["normed"][layer]),
-                   "layer_output": f32(a["layer_output"][layer])},
+        "arrays": {"x": float32(a["x"][layer]), "q": float32(a["q"][layer]), "k": float32(a["k"][layer]),
+                   "v": float32(a["v"][layer]), "scores": float32(a["scores"][layer]), "scaled": float32(a["scaled"][layer]),
+                   "weights": float32(a["weights"][layer]), "mask": float32(a["mask"][layer]), "norms": float32(norms[layer]),
+                   "heads": float32(a["heads"][layer]), "attn_out": float32(a["attn_out"][layer]),
+                   "residual": float32(a["residual"][layer]), "normed": float32(a["normed"][layer]),
+                   "layer_output": float32(a["layer_output"][layer])},
         "figures": {
             "x": figure_json(viz.vector_strips(tr.x[None], [tr.query_token], value="x")),
             "qk": figure_json(viz.vector_strips(np.vstack([tr.q[None], tr.k]), [f"q: {tr.query_token}"]
@@ -129,5 +122,3 @@ def inside_view(ctx: Context):
     }, key="inside_head_query")
     downloads(ctx)
 
-
-SEQ = "inside_pick_seq"  # bumped when the server picks the head or query (a link read on a page already open)

@@ -14,6 +14,7 @@ works offline).
 """
 
 import base64
+import functools
 import shutil
 from pathlib import Path
 
@@ -27,6 +28,7 @@ WEIGHT_STEP = 1e-4  # weights travel as multiples of 1e-4: the 4 decimals the ho
 MAX_CODE = 65535  # packed values are uint16
 
 
+@functools.cache  # once per process: every view run asks for the address
 def serve_plotly() -> str:
     """Copy plotly.js from the installed package into static/ (once per version) and return its address.
 
@@ -59,6 +61,13 @@ def packed(values, offset: float = 0.0, step: float | None = None) -> dict:
     return {"b64": base64.b64encode(raw).decode("ascii"), "shape": list(v.shape), "offset": offset, "step": step}
 
 
+def float32(values) -> dict:
+    """An array as little-endian float32 (base64), for numbers with no bound (Inside a head's vectors): the model's
+    own values, which the hover shows to 4 decimals."""
+    a = np.ascontiguousarray(np.asarray(values, dtype="<f4"))
+    return {"b64": base64.b64encode(a.tobytes()).decode("ascii"), "shape": list(a.shape)}
+
+
 def unpacked(p: dict) -> np.ndarray:
     """packed's inverse, as the component reads it (tests and benches)."""
     codes = np.frombuffer(base64.b64decode(p["b64"]), dtype="<u2").astype(np.float64)
@@ -71,12 +80,13 @@ def with_means(maps: np.ndarray) -> np.ndarray:
     return np.concatenate([m, m.mean(axis=1, keepdims=True)], axis=1)
 
 
-def skeleton(fig, *fields: str):
-    """The figure without its per-cell arrays (e.g. "z", "customdata", "x", "y", "marker.color"): the browser fills
-    them from the packed maps and the token labels, so a 100-token map does not travel twice."""
+def skeleton(fig, *fields: str, where=lambda trace: True):
+    """The figure without its per-cell arrays (e.g. "z", "customdata", "x", "y") in the traces `where` picks: the
+    browser fills them from the packed maps and the token labels, so a 100-token map does not travel twice."""
     for trace in fig.data:
-        for field in fields:
-            trace[field] = None
+        if where(trace):
+            for field in fields:
+                trace[field] = None
     return fig
 
 

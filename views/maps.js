@@ -31,9 +31,9 @@ function heatmap(panel, pick) {
   panel.cells ||= panel.labels.q.map((q) => panel.labels.k.map((k) => [q, k]));
   const [cmin, cmax, scale] = panel.scales[pick.layer][pick.head][pick.stretch ? 1 : 0];
   const axis = fig.layout.coloraxis;
-  const future = Array.from({length: Q}, (_, q) => Array.from({length: K}, (_, k) => (k > q ? 1 : null)));
+  panel.future ||= Array.from({length: Q}, (_, q) => Array.from({length: K}, (_, k) => (k > q ? 1 : null)));
   const data = fig.data.map((trace, i) => ({...trace, customdata: panel.cells,
-                                             z: i === 0 ? matrix(panel.m, pick.layer, pick.head, panel.causal) : future}));
+                                             z: i === 0 ? matrix(panel.m, pick.layer, pick.head, panel.causal) : panel.future}));
   const layout = {...fig.layout, title: {...fig.layout.title, text: panel.titles[pick.layer][pick.head]},
                   coloraxis: {...axis, cmin, cmax, colorbar: {...axis.colorbar, title: {text: scale}}}};
   return {data, layout};
@@ -150,8 +150,7 @@ export default function ({data, parentElement}) {
              el("p", {className: "grid-title", textContent: data.grid_title}), gridChart);
 
   const name = (p, suffix = "") => data.names[pick.layer][pick.head] + (p.isDifference ? "-difference" : p.index ? "-second" : "") + suffix;
-  const config = (file) => ({displaylogo: false, responsive: false,
-                             toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
+  const config = (file) => chartConfig(data.image_format, file);
 
   const groups = [
     radios("Layer", Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer, (v) => set({layer: v})),

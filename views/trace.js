@@ -68,7 +68,7 @@ export default function ({data, parentElement, setTriggerValue}) {
       + "the guess forms."}),
     lens, whatIfLabel);
 
-  const config = (file) => ({displaylogo: false, toImageButtonOptions: {format: data.image_format, scale: 2, filename: file}});
+  const config = (file) => chartConfig(data.image_format, file);
 
   function go(step) {
     step = Math.max(0, Math.min(step, data.n - 1));

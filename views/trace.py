@@ -105,8 +105,7 @@ def trace_data(ctx: Context, t: int) -> dict:
                    "runner": list(s.runner_up), "top": [[tok, p] for tok, p in s.top],
                    "top_labels": table_labels([tok for tok, _ in s.top]),
                    "others": alternatives(r, i)} for i, s in enumerate(r.steps)],
-        "bars": [figure_json(viz.candidates_bar(list(s.top), s.token, title="Top candidates for this step"))
-                 for s in r.steps],
+        "bars": candidate_bars(ctx.checkpoint, r.source),
         "self": {"figure": figure_json(viz.heads_at_step(r.decoder_attentions[:, :, t, :t + 1], r.tgt_tokens[:t + 1],
                                                          title="Decoder self-attention at this step")),
                  "maps": packed(r.decoder_attentions, step=WEIGHT_STEP), "labels": positioned(r.tgt_tokens),
@@ -130,6 +129,14 @@ def heads_table(rows, key_tokens: list, key_unknown, caption: str, key: str, lab
     L, H, K = rows.shape
     map_table(rows.reshape(L * H, K), [f"layer {i + 1}, head {h + 1}" for i in range(L) for h in range(H)],
               table_labels(key_tokens, key_unknown), caption, key=key, corner="head \\ key", label=label)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def candidate_bars(checkpoint: str | None, sentence: str) -> list[str]:
+    """Each step's top candidates as a figure (JSON), built once per sentence: ~5 ms a step, and the trace view
+    reruns for a what-if word with the same steps."""
+    return [figure_json(viz.candidates_bar(list(s.top), s.token, title="Top candidates for this step"))
+            for s in translate(checkpoint, sentence).steps]
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
