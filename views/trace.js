@@ -121,7 +121,9 @@ export default function ({data, parentElement, setTriggerValue}) {
     whatIf.replaceChildren(...[data.choice, ...s.others].map((w) => el("option", {value: w, textContent: w,
                                                                              selected: w === (forced || data.choice)})));
     whatIfLabel.replaceChildren(`What if step ${t + 1} had said… `, whatIf);
-    follow(data.slug, {step: String(t + 1), ...(forced ? {} : {whatif: null})});
+    // The step only: a what-if word is the server's (it writes whatif, and drops it when its step is left), and a
+    // browser value here would race the server's write of the address.
+    follow(data.slug, {step: String(t + 1)});
     drawn(box);
   });
 
