@@ -115,7 +115,7 @@ def payload_bytes(translator, sentence: str) -> tuple[int, int, int]:
         p = panel(r, Shown(kind, 0, None), getattr(r, FIELDS[kind]))
         (q, qu), (k, ku) = (labels(r, s) for s in sides(kind))
         grid = figure_json(viz.model_view(getattr(r, FIELDS[kind]), q, k, causal=kind == "dec", query_unknown=qu,
-                                          key_unknown=ku, points=False))  # as views/attention.py sends it
+                                          key_unknown=ku, cells=False))  # as views/attention.py sends it
         total += len(json.dumps(p)) + len(json.dumps(grid))
         maps += len(p["maps"]["b64"])
     return total, maps, len(r.src_tokens)

@@ -218,19 +218,21 @@ def charts(app):
                 trace["z"] = np.where(future, np.nan, z).tolist() if i == 0 else np.where(future, 1.0, np.nan).tolist()
                 trace["customdata"] = [[[q, k] for k in p["labels"]["k"]] for q in p["labels"]["q"]]
             found.append(fig)
-        grid = json.loads(data["grid"])  # its points as views/maps.js `grid` places them
+        grid = json.loads(data["grid"])  # its cells as views/maps.js `grid` places them
         m = unpacked(data["panels"][0]["maps"])[:, :-1]  # (L, H, Q, K) without the means
         L, H, Q, K = m.shape
-        ll, hh, qq, kk = (a.ravel() for a in np.meshgrid(*map(np.arange, m.shape), indexing="ij"))
-        future = data["panels"][0]["causal"] & (kk > qq)
-        labels = data["panels"][0]["labels"]
-        for i, keep in enumerate([~future, future][:len(grid["data"])]):
-            grid["data"][i].update(x=(hh * (K + data["gap"]) + kk)[keep].tolist(),
-                                   y=(ll * (Q + data["gap"]) + qq)[keep].tolist(),
-                                   customdata=[[str(a + 1), str(b + 1), labels["q"][c], labels["k"][d]]
-                                               for a, b, c, d in zip(ll[keep], hh[keep], qq[keep], kk[keep])])
-            if i == 0:
-                grid["data"][0]["marker"]["color"] = m.ravel()[keep].tolist()
+        gap, labels, causal = data["gap"], data["panels"][0]["labels"], data["panels"][0]["causal"]
+        z, future = np.full((2, L * (Q + gap) - gap, H * (K + gap) - gap), np.nan)
+        cells = np.full(z.shape, None, dtype=object)
+        for layer, head, q, k in np.ndindex(m.shape):
+            r, c = layer * (Q + gap) + q, head * (K + gap) + k
+            cells[r, c] = [str(layer + 1), str(head + 1), labels["q"][q], labels["k"][k]]
+            if causal and k > q:
+                future[r, c] = 1.0
+            else:
+                z[r, c] = m[layer, head, q, k]
+        for trace, values in zip(grid["data"], (z, future)):
+            trace.update(z=values.tolist(), customdata=cells.tolist())
         found.append(grid)
     for c in app.get("bidi_component"):  # the decoding trace (views/trace.js): its step's three figures
         data = json.loads(c.proto.json)

@@ -17,10 +17,12 @@ def test_translate_view_heads_and_step_through_decoding(page):
     ARTIFACTS.mkdir(exist_ok=True)
     translate_in_page(page, "Zwei Hunde spielen im Schnee.")
     assert "dogs" in page.locator(".translation").inner_text()
-    assert page.locator(".js-plotly-plot .hm").count() == 1  # the chosen head
-    # The model view: a square per layer, head, query (8 decoder rows) and key (8 source tokens).
-    points = page.locator(".js-plotly-plot").nth(1).evaluate("g => g._fullData.reduce((n, t) => n + t._length, 0)")
-    assert points == 3 * 8 * 8 * 8
+    assert page.locator(".explorer-maps .chart .hm").count() == 1  # the chosen head
+    # The all-heads grid: a cell per layer, head, query (8 decoder rows) and key (8 source tokens), drawn as one
+    # heatmap image.
+    grid = page.locator(".explorer-maps .grid")
+    assert grid.evaluate("g => g.data[0].z.flat().filter(v => v !== null).length") == 3 * 8 * 8 * 8
+    assert grid.locator(".hm image").count() == 1
     page.screenshot(path=str(ARTIFACTS / "encoder.png"), full_page=True)
 
     page.get_by_role("radio", name="Cross-attention").click()

@@ -73,7 +73,7 @@ def test_training_reach_is_the_share_of_sentences_longer_than_each_position():
 # --- the page -----------------------------------------------------------------------------------
 
 def one_head_maps(at):
-    """z of every one-head map on the page, in page order (the model view is a scatter, not a heatmap)."""
+    """z of every one-head map on the page, in page order (the all-heads grid, also a heatmap, has no title)."""
     return [array(s["data"][0]["z"]) for s in charts(at)
             if s["data"][0]["type"] == "heatmap" and ", layer " in s["layout"]["title"]["text"]]
 

@@ -91,9 +91,11 @@ def test_lines_a_token_and_a_grid_tile_run_no_script(page):
     assert "draw" not in link(page)
     # A real click on a tile of the all-heads grid: layer 1, head 7, at its first cell.
     box = page.evaluate("""() => { const gd = document.querySelector('.explorer-maps .grid');
-        const pt = gd._fullData[0]; const i = pt.customdata.findIndex(c => c[0] === '1' && c[1] === '7');
+        const cells = gd._fullData[0].customdata;  // rows of [layer, head, query, key], null in the gaps
+        const row = cells.findIndex(r => r.some(c => c && c[0] === '1' && c[1] === '7'));
+        const col = cells[row].findIndex(c => c && c[0] === '1' && c[1] === '7');
         const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-        return {x: r.left + xa._offset + xa.l2p(pt.x[i]), y: r.top + ya._offset + ya.l2p(pt.y[i])}; }""")
+        return {x: r.left + xa._offset + xa.l2p(col), y: r.top + ya._offset + ya.l2p(row)}; }""")
     page.mouse.click(box["x"], box["y"])
     page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text === "
                            "'Cross-attention, layer 1, head 7'")

@@ -84,42 +84,37 @@ def test_mismatched_shapes_raise_clear_errors():
         viz.attention_heatmap(rows_summing_to_one(2, 2), "ab", ["a", "b"])
 
 
-def model_view_grid(fig, rows, cols, trace=0):
-    """The model view's scatter points back as a (rows, cols) grid of weights (NaN where no point)."""
-    grid = np.full((rows, cols), np.nan)
-    tr = fig.data[trace]
-    values = tr.marker.color if trace == 0 else np.ones(len(tr.x))
-    grid[np.array(tr.y, int), np.array(tr.x, int)] = values
-    return grid
-
-
 def test_model_view_tiles_every_layer_and_head():
     L, H, Q, K = 3, 8, 4, 5
     rng = np.random.default_rng(1)
     maps = rng.random((L, H, Q, K))
     maps /= maps.sum(-1, keepdims=True)
     fig = viz.model_view(maps, list("abcd"), list("vwxyz"))
-    z = model_view_grid(fig, L * (Q + 1) - 1, H * (K + 1) - 1)
-    custom = {(int(y), int(x)): c for x, y, c in zip(fig.data[0].x, fig.data[0].y, fig.data[0].customdata)}
+    z, custom = np.asarray(fig.data[0].z, float), np.asarray(fig.data[0].customdata)
+    assert z.shape == (L * (Q + 1) - 1, H * (K + 1) - 1) and custom.shape == z.shape + (4,)
+    assert (fig.data[0].x0, fig.data[0].dx, fig.data[0].y0, fig.data[0].dy) == (0, 1, 0, 1)  # cell (r, c) at x=c, y=r
     for layer, head in [(0, 0), (1, 5), (2, 7)]:
         r, c = layer * (Q + 1), head * (K + 1)
         np.testing.assert_array_equal(z[r:r + Q, c:c + K], maps[layer, head])
-        assert list(custom[(r, c)][:2]) == [str(layer + 1), str(head + 1)]  # hover counts from 1 like the page
-        assert viz.tile_of({"customdata": list(custom[(r + Q - 1, c + 2)])}) == (layer, head)  # a click names it
-    assert np.isnan(z[Q, :]).all() and np.isnan(z[:, K]).all()  # gaps between tiles
+        assert list(custom[r, c]) == [str(layer + 1), str(head + 1), "0: a", "0: v"]  # counted from 1 like the page
+        assert list(custom[r + Q - 1, c + 2]) == [str(layer + 1), str(head + 1), "3: d", "2: x"]
+        assert viz.tile_of({"customdata": list(custom[r + Q - 1, c + 2])}) == (layer, head)  # a click names it
+    assert np.isnan(z[Q, :]).all() and np.isnan(z[:, K]).all()  # gaps between tiles, without hover
+    assert (custom[Q, :] == "").all() and fig.data[0].hoverongaps is False
+    assert np.isnan(z).sum() == z.size - maps.size
     assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]
     assert len(fig.layout.xaxis.ticktext) == H
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    assert fig.layout.clickmode == "event+select"
 
 
 def test_model_view_masks_the_future_in_every_tile():
     maps = np.stack([np.stack([rows_summing_to_one(3, 3, causal=True)] * 2)] * 2)  # (2, 2, 3, 3)
     fig = viz.model_view(maps, list("abc"), list("abc"), causal=True)
-    masked = model_view_grid(fig, 2 * 4 - 1, 2 * 4 - 1, trace=1)
+    z, masked = (np.asarray(t.z, float) for t in fig.data)
     assert np.nansum(masked) == 2 * 2 * 3  # 3 future cells per tile
-    assert masked[0, 1] == 1 and np.isnan(masked[1, 0])
-    assert fig.data[1].marker.color == viz.MASKED_COLOR and "masked" in fig.data[1].hovertemplate
+    assert masked[0, 1] == 1 and np.isnan(masked[1, 0]) and np.isnan(z[0, 1]) and z[1, 0] == maps[0, 0, 1, 0]
+    assert (np.isnan(z) | np.isnan(masked)).all()  # a cell is drawn by one trace at most
+    assert fig.data[1].colorscale[0][1] == viz.MASKED_COLOR and "masked" in fig.data[1].hovertemplate
 
 
 def test_cells_are_square_and_large_enough_and_labels_thin_out():
@@ -310,12 +305,11 @@ def test_hostile_tokens_are_escaped_in_the_contribution_figures():
         assert "&lt;script&gt;" in text
 
 
-def test_model_view_without_points_is_the_same_figure_less_its_points():
-    """What the page sends (views/maps.js places the points itself): the layout, the traces and their look."""
+def test_model_view_without_cells_is_the_same_figure_less_its_cells():
+    """What the page sends (views/maps.js places the cells itself): the layout, the traces and their look."""
     m = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 5))  # (L, H, Q, K), rows sum to 1
-    full, bare = (viz.model_view(m, list("abcde"), list("vwxyz"), causal=True, points=p) for p in (True, False))
+    full, bare = (viz.model_view(m, list("abcde"), list("vwxyz"), causal=True, cells=c) for c in (True, False))
     assert full.layout == bare.layout and len(full.data) == len(bare.data) == 2
     for a, b in zip(full.data, bare.data):
-        assert b.x is None and b.y is None and b.customdata is None
-        assert (a.name, a.hovertemplate, a.marker.size, a.marker.coloraxis) == (b.name, b.hovertemplate, b.marker.size,
-                                                                               b.marker.coloraxis)
+        assert b.z is None and b.customdata is None and a.z is not None
+        assert a.update(z=None, customdata=None) == b

@@ -133,11 +133,11 @@ def attention_view(ctx: Context, kind: str):
         "mean_note": f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
                      "head has its own map, and the layer concatenates their outputs. Pick a head to see one.",
         "grid_title": f"All {L} layers × {H} heads ({grid_values}) — click a tile to open it above.",
-        # The grid's layout and look; its points (a tile per layer and head, GAP cells apart) are filled in the
-        # browser from the first panel's maps: 12 MB of points for a 100-token sentence never travel.
+        # The grid's layout and look; its cells (a tile per layer and head, GAP cells apart) are filled in the
+        # browser from the first panel's maps: 19 MB of cells and hover labels for a 100-token sentence never travel.
         "grid": figure_json(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
                                            causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk, norms=norms,
-                                           points=False)),
+                                           cells=False)),
         "gap": viz.GAP,
     }, key=f"{kind}_maps")
     downloads(ctx)

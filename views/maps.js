@@ -40,20 +40,27 @@ function heatmap(panel, pick) {
 }
 
 function grid(fig, panel, gap) {
-  // viz.model_view's figure (sent without its points) filled from the panel's maps: layer l, head h, query q,
-  // key k at x = h (K + gap) + k, y = l (Q + gap) + q, as model_view places them; the future cells of a decoder
-  // map in its second ("masked") trace.
+  // viz.model_view's heatmap (sent without its cells) filled from the panel's maps: layer l, head h, query q, key
+  // k is the cell at row l (Q + gap) + q, column h (K + gap) + k, as model_view places it, with customdata [layer,
+  // head, query, key] (a click names its tile); a decoder map's future cells are in the second ("masked") trace.
+  // The gaps stay empty (null).
   const m = panel.m, [L, H1, Q, K] = m.shape, H = H1 - 1;
-  const points = [{x: [], y: [], c: [], d: []}, {x: [], y: [], c: [], d: []}];
-  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) for (let q = 0; q < Q; q++) for (let k = 0; k < K; k++) {
-    const p = points[panel.causal && k > q ? 1 : 0];
-    p.x.push(h * (K + gap) + k);
-    p.y.push(l * (Q + gap) + q);
-    p.c.push(m.offset + m.codes[((l * H1 + h) * Q + q) * K + k] * m.step);
-    p.d.push([String(l + 1), String(h + 1), panel.labels.q[q], panel.labels.k[k]]);
+  const rows = L * (Q + gap) - gap, cols = H * (K + gap) - gap;
+  const empty = () => Array.from({length: rows}, () => new Array(cols).fill(null));
+  const z = empty(), future = empty(), cells = empty();
+  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) {
+    const layer = String(l + 1), head = String(h + 1);
+    for (let q = 0; q < Q; q++) {
+      const r = l * (Q + gap) + q, base = ((l * H1 + h) * Q + q) * K;
+      for (let k = 0; k < K; k++) {
+        const c = h * (K + gap) + k;
+        cells[r][c] = [layer, head, panel.labels.q[q], panel.labels.k[k]];
+        if (panel.causal && k > q) future[r][c] = 1;
+        else z[r][c] = m.offset + m.codes[base + k] * m.step;
+      }
+    }
   }
-  const data = fig.data.map((trace, i) => ({...trace, x: points[i].x, y: points[i].y, customdata: points[i].d,
-    marker: i === 0 ? {...trace.marker, color: points[i].c} : trace.marker}));
+  const data = fig.data.map((trace, i) => ({...trace, z: i === 0 ? z : future, customdata: cells}));
   return {data, layout: fig.layout};
 }
 

@@ -173,15 +173,18 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
 
 
 def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None,
-               norms=False, points=True):
-    """Every layer (rows) x every head (columns) as tiles of square markers; a click on a tile selects it.
+               norms=False, cells=True):
+    """Every layer (rows) x every head (columns) as tiles of one heatmap, GAP empty cells apart; a click on a cell
+    names its tile.
 
-    A (WebGL) scatter of square markers rather than a heatmap: Streamlit reports clicks on scatter
-    points (`st.plotly_chart(on_select=...)`), not on heatmap cells. Each point's customdata
-    is [layer, head, query label, key label] (layer and head 0-based), so a click names its tile.
+    Layer l, head h, query q, key k is the cell at column h (K + GAP) + k, row l (Q + GAP) + q; the gaps are
+    empty (NaN, no hover). Its customdata is [layer, head, query label, key label] (layer and head counted from 1,
+    as strings), so a click names its tile (`tile_of`). A decoder map's future cells are in a second, grey
+    "masked" trace, as in `attention_heatmap`. One heatmap, not thousands of markers: a 100-token sentence's
+    240,000 cells draw as one image, with no WebGL.
     norms: the maps are norm-based attention, one colour range 0..largest for every tile (so tiles compare).
-    points=False: the figure without its points (no x, y, colour, customdata), for a page that places them itself
-    (views/maps.js: layer l, head h, query q, key k at x = h (K + GAP) + k, y = l (Q + GAP) + q).
+    cells=False: the figure without its cells (no z, no customdata), for a page that places them itself
+    (views/maps.js `grid`).
     """
     m = check_norms(maps, 4, "norms (layers, heads, queries, keys)") if norms else \
         check_weights(maps, 4, "maps (layers, heads, queries, keys)")
@@ -194,41 +197,38 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
     rows, cols = L * (Q + GAP) - GAP, H * (K + GAP) - GAP
     cell = int(min(max(GRID_PX // cols, TILE_CELL_PX[0]), TILE_CELL_PX[1]))
     tile_future = causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool)
-    if points:
-        q_lab = np.array(positioned(query_tokens, query_unknown), dtype=object)
-        k_lab = np.array(positioned(key_tokens, key_unknown), dtype=object)
-        layer, head, q, k = np.meshgrid(np.arange(L), np.arange(H), np.arange(Q), np.arange(K), indexing="ij")
-        x = (head * (K + GAP) + k).ravel()  # (L*H*Q*K,)
-        y = (layer * (Q + GAP) + q).ravel()
-        w = m.ravel()
-        # customdata: [layer, head] 1-based as the page counts (hover), then the query and key labels.
-        # As strings (a numpy string array: see attention_heatmap); tile_of reads the numbers back.
-        custom = np.stack([layer.ravel() + 1, head.ravel() + 1, q_lab[q.ravel()], k_lab[k.ravel()]],
-                          axis=-1).astype(str)
-        future = tile_future[q.ravel(), k.ravel()]
-        cells = lambda keep: dict(x=x[keep], y=y[keep], customdata=custom[keep])  # noqa: E731
-    else:
-        w, future = None, None
-        cells = lambda keep: {}  # noqa: E731
+    drawn = {"attention": {}, "masked": {}}
+    if cells:
+        weights, future = np.full((rows, cols), np.nan), np.full((rows, cols), np.nan)
+        # customdata as a numpy string array (see attention_heatmap); "" in the gaps, which have no hover
+        custom = np.full((rows, cols, 4), "", dtype=object)
+        q_lab, k_lab = positioned(query_tokens, query_unknown), positioned(key_tokens, key_unknown)
+        for layer in range(L):
+            for head in range(H):
+                r, c = layer * (Q + GAP), head * (K + GAP)
+                weights[r:r + Q, c:c + K] = np.where(tile_future, np.nan, m[layer, head])
+                future[r:r + Q, c:c + K] = np.where(tile_future, 1.0, np.nan)
+                custom[r:r + Q, c:c + K, 0] = str(layer + 1)
+                custom[r:r + Q, c:c + K, 1] = str(head + 1)
+                custom[r:r + Q, c:c + K, 2] = np.array(q_lab, dtype=object)[:, None]
+                custom[r:r + Q, c:c + K, 3] = np.array(k_lab, dtype=object)[None, :]
+        custom = custom.astype(str)
+        drawn = {"attention": dict(z=weights, customdata=custom), "masked": dict(z=future, customdata=custom)}
     hover = "layer %{customdata[0]}, head %{customdata[1]}<br>query %{customdata[2]}<br>key %{customdata[3]}<br>"
-    marker = dict(symbol="square", size=cell, line=dict(width=0))
-    # WebGL: thousands of SVG squares took seconds to draw in the browser; clicks select points all the same.
-    trace = go.Scattergl
-    common = dict(mode="markers", showlegend=False, unselected=dict(marker=dict(opacity=1)))
-    data = [trace(**cells(None if future is None else ~future), name="attention",
-                  marker={**marker, **({} if w is None else {"color": w[~future]}), "coloraxis": "coloraxis"},
-                  hovertemplate=hover + (NORM_LABEL if norms else "weight") + " %{marker.color:.4f}<extra></extra>",
-                  **common)]
+    common = dict(x0=0, dx=1, y0=0, dy=1, hoverongaps=False, xgap=0, ygap=0)
+    data = [go.Heatmap(**drawn["attention"], name="attention", coloraxis="coloraxis",
+                       hovertemplate=hover + (NORM_LABEL if norms else "weight") + " %{z:.4f}<extra></extra>",
+                       **common)]
     if tile_future.any():
-        data.append(trace(**cells(future), name="masked", marker={**marker, "color": MASKED_COLOR},
-                          hovertemplate=hover + "masked: a future position<extra></extra>", **common))
+        data.append(go.Heatmap(**drawn["masked"], name="masked", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
+                               showscale=False, hovertemplate=hover + "masked: a future position<extra></extra>",
+                               **common))
     fig = go.Figure(data)
     fig.update_layout(
         title=dict(text=title), width=cell * cols + 180,
         coloraxis=_coloraxis(NORM_LABEL, max(float(m[:, :, ~tile_future].max()) if (~tile_future).any() else 1.0,
                                              1e-6)) if norms else _coloraxis(), height=cell * rows + 110,
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10), clickmode="event+select", dragmode=False,
-        hovermode="closest",
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10), dragmode=False, hovermode="closest",
         xaxis=dict(tickmode="array", tickvals=[h * (K + GAP) + (K - 1) / 2 for h in range(H)],
                    ticktext=[f"head {h + 1}" for h in range(H)], showgrid=False, zeroline=False,
                    range=[-0.5, cols - 0.5], constrain="domain", side="top", automargin=True),
