@@ -134,8 +134,9 @@ def round_trip(page, sentence: str) -> float:
 
 
 async def idle(page):
+    # Predicates as functions: a string would be evaluated in the page, which the proxy's policy forbids (no eval).
     await page.wait_for_timeout(50)
-    await page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+    await page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
                                  "!document.querySelector('[data-stale=\"true\"]')", timeout=TIMEOUT_MS)
 
 
@@ -275,7 +276,7 @@ async def abuse_run(browser, base: str, sentences: list[str], expected: dict) ->
             await box.fill(f"{sentences[k % len(sentences)]} {k}")
             await box.press("Enter")
         last = f"{sentences[199 % len(sentences)]} 199"
-        await page.wait_for_function("document.querySelector('.translation') !== null", timeout=TIMEOUT_MS)
+        await page.wait_for_function("() => document.querySelector('.translation') !== null", timeout=TIMEOUT_MS)
         await idle(page)
         want = cli_translations([last])[0]
         got = await page.locator(".translation").inner_text()

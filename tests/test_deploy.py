@@ -54,6 +54,62 @@ def test_the_proxy_sets_the_security_headers_and_a_sticky_cookie(served):
     assert f"explorer_replica={headers['X-Replica']};" in headers["Set-Cookie"]
 
 
+def test_every_view_runs_under_the_policy(served):
+    """Each view of the page, opened by link through the proxy, drawn whole: not one Content-Security-Policy
+    violation (deploy/security-headers.conf names what the page needs; no 'unsafe-eval' among it)."""
+    from playwright.async_api import async_playwright
+
+    from bench.appserver import BROWSER_VIEWS
+    from bench.load_test import idle
+    from views import VIEWS
+
+    _, port, _ = served
+    sentence = "Zwei Hunde spielen im Schnee."
+    # Every violation, as the page reports it (the event) and as Chromium logs it (the console).
+    listen = "window.violations = []; document.addEventListener('securitypolicyviolation', " \
+             "e => window.violations.push(e.violatedDirective + ' ' + e.blockedURI));"
+
+    async def go():
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            ctx = await browser.new_context(viewport={"width": 1400, "height": 1600})
+            await ctx.add_init_script(listen)
+            page = await ctx.new_page()
+            logged, found = [], {}
+            page.on("console", lambda m: logged.append(m.text) if "Content Security Policy" in m.text else None)
+            page.on("pageerror", lambda e: logged.append(str(e)))
+            for view in VIEWS.values():
+                await page.goto(f"http://127.0.0.1:{port}/?view={view.slug}&s={sentence}")
+                await page.wait_for_selector(".translation", timeout=60_000)
+                await idle(page)
+                if view.slug in BROWSER_VIEWS:
+                    await page.wait_for_selector(".explorer[data-ready]", timeout=60_000)
+                await page.wait_for_timeout(300)  # charts drawn after the run (Plotly's own promises)
+                found[view.slug] = (await page.evaluate("window.violations"),
+                                    await page.locator(".js-plotly-plot").count())
+            views_logged = list(logged)
+            # The listener hears what the policy blocks: an inline script, and a string turned into code by a script
+            # the policy allows (a blob: script, as Streamlit loads components).
+            refused = await page.evaluate("""() => new Promise(done => {
+                const inline = document.createElement('script');
+                inline.textContent = 'window.inlineRan = true';
+                document.head.append(inline);
+                const code = "try { eval('1'); window.evalRan = 'ran'; } catch (e) { window.evalRan = e.name; }";
+                const tag = document.createElement('script');
+                tag.src = URL.createObjectURL(new Blob([code], {type: 'text/javascript'}));
+                tag.onload = () => done([window.inlineRan || false, window.evalRan]);
+                document.head.append(tag); })""")
+            await page.wait_for_timeout(200)
+            heard = await page.evaluate("window.violations")
+            await browser.close()
+            return views_logged, found, refused, heard
+    with ThreadPoolExecutor(1) as pool:  # its own thread: the sync Playwright of the other tests may be running
+        logged, found, refused, heard = pool.submit(asyncio.run, go()).result()
+    assert refused == [False, "EvalError"] and len(heard) == 2, (refused, heard)
+    assert {slug: v for slug, (v, _) in found.items() if v} == {} and not logged, (found, logged)
+    assert found["cross"][1] >= 2 and found["positions"][1] >= 1, found  # the views drew their charts
+
+
 def test_a_replica_lost_mid_class(served, data_dir):
     """4 sessions on 2 replicas, each its own sentence and view; one replica killed. Survivors keep their socket and
     page; lost sessions come back through the proxy to their sentence and view; no CSP violation anywhere; the
