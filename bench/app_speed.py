@@ -3,8 +3,8 @@
     python bench/app_speed.py [--sentences 100]
 
 Prints, each next to a reference measured in the same run: Enter -> translation and the first view drawn, over
-the bare model call (bar 20x); a change of head or layer in an attention view, of decoding step, and of head or
-query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the page from
+the bare model call (bar 20x); a change of head or layer in an attention view, of decoding step, and of layer,
+head or query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the page from
 the click to the end of the view's redraw, over a bare `Plotly.react` of the same figures in the same page (the
 map; the trace's 3 charts; Inside a head's 9) (bars: median 5x, max 10x); the server's resident memory after N different sentences (bar 700 MB); and what the
 maps of a 100-token sentence weigh on the wire. The last line is the summary (seconds, MB, ms).
@@ -153,6 +153,7 @@ def main():
             wait_idle(page)
             react["inside"] = bare_react_ms(page, ".explorer-inside")
             inside = [pick_ms(page, ".explorer-inside", "radio", "Head", str(h)) for h in (3, 6)]
+            inside += [pick_ms(page, ".explorer-inside", "radio", "Layer", str(layer)) for layer in (2, 3)]
             inside += [pick_ms(page, ".explorer-inside", "range", str(q)) for q in (1, 2)]
             page.get_by_role("radio", name="Decoding trace").click()
             page.get_by_text("Step 1 of").wait_for()
@@ -181,7 +182,7 @@ def main():
     print(f"bare Plotly.react of the same figures in this page, median: the map {react['map']:.1f} ms, the trace's "
           f"3 charts {react['trace']:.1f} ms, Inside a head's 9 charts {react['inside']:.1f} ms")
     for name, ms, base in (("head", heads, "map"), ("layer", layers, "map"), ("step", steps, "trace"),
-                           ("inside a head: head or query", inside, "inside")):
+                           ("inside a head: layer, head or query", inside, "inside")):
         print(f"change of {name}, drawn in the browser: median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms "
               f"= {statistics.median(ms) / react[base]:.1f}x / {max(ms) / react[base]:.1f}x a bare Plotly.react of "
               f"the same figures (bars 5x / 10x)")

@@ -369,7 +369,7 @@ def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatc
     assert not at.exception and not at.warning
     data = component_data(at, "inside")
     n = len(data["queries"])
-    assert (data["kind"], data["layer"], data["pick"]) == ("enc", 1, {"head": 2, "query": n - 1})  # the last token
+    assert (data["kind"], data["pick"]) == ("enc", {"layer": 1, "head": 2, "query": n - 1})  # the last token
     assert dict(at.query_params)["query"] == str(n - 1)
 
 
@@ -412,8 +412,8 @@ def test_inside_a_head_and_source_flow_views(app, translator):
     assert not app.exception
     data = component_data(app, "inside")
     inside = translator.inside("Zwei Männer spielen Fußball auf einer Wiese.").sublayers["dec"]
-    for name in ("x", "q", "k", "v", "scores", "weights", "heads", "layer_output"):  # every head and query, float32
-        np.testing.assert_allclose(unpacked32(data["arrays"][name]), inside[name][0], rtol=1e-5, atol=1e-5)
+    for name in ("x", "q", "k", "v", "scores", "weights", "heads", "layer_output"):  # every layer, head and query
+        np.testing.assert_allclose(unpacked32(data["arrays"][name]), inside[name], rtol=1e-5, atol=1e-5)  # float32
     scores = next(c for c in charts(app) if "softmax" in json.dumps(c["layout"].get("annotations", "")))
     text = scores["data"][2]["text"]  # the weights' labels: query 3 may see keys 0-3, the rest is the future
     assert "masked" not in text[:4] and text[4:] == ["masked"] * (len(text) - 4)

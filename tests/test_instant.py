@@ -189,18 +189,20 @@ def test_the_trace_steps_here_and_asks_the_server_only_for_a_what_if(page, trans
     assert "whatif" not in link(page) and runs(page) == before + 2
 
 
-def test_inside_a_head_follows_head_and_query_here(page, translator):
+def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
     inside = translator.inside(SENTENCE)
     page.get_by_role("radio", name="Inside a head").click()
     page.get_by_text("1. The query's input vector x").wait_for(timeout=30_000)
     wait_idle(page)
     before = runs(page)
-    for head, query in [(5, 0), (5, 2), (2, 2), (8, 4)]:  # 1-based head, 0-based query (as the page counts them)
-        page.locator(".explorer-inside").get_by_role("radiogroup", name="Head").get_by_role(
-            "radio", name=str(head), exact=True).click()
+    # 1-based layer and head, 0-based query (as the page counts them)
+    for layer, head, query in [(1, 5, 0), (1, 5, 2), (3, 2, 2), (2, 8, 4)]:
+        for group, value in (("Layer", layer), ("Head", head)):
+            page.locator(".explorer-inside").get_by_role("radiogroup", name=group).get_by_role(
+                "radio", name=str(value), exact=True).click()
         page.locator(".explorer-inside input[type=range]").fill(str(query))
-        page.get_by_text(f"Cross-attention, layer 1, head {head}, query {query}:").wait_for()
-        tr = inside.head("cross", 0, head - 1, query)
+        page.get_by_text(f"Cross-attention, layer {layer}, head {head}, query {query}:").wait_for()
+        tr = inside.head("cross", layer - 1, head - 1, query)
         charts = page.locator(".explorer-inside .chart")
         x = charts.nth(0).evaluate("g => g.data[0].z")
         np.testing.assert_allclose(np.array(x)[0], tr.x, rtol=1e-6, atol=1e-6)
@@ -208,5 +210,8 @@ def test_inside_a_head_follows_head_and_query_here(page, translator):
         np.testing.assert_allclose(np.array(chain), np.stack([tr.scores, tr.scaled, tr.weights]), rtol=1e-5, atol=1e-6)
         out = charts.nth(5).evaluate("g => g.data[0].z")
         np.testing.assert_allclose(np.array(out)[0], tr.head_output, rtol=1e-5, atol=1e-6)
-        assert link(page)["head"] == str(head) and link(page)["query"] == str(query)
+        after = charts.nth(8).evaluate("g => g.data[0].z")  # after W_O, the residual, LayerNorm, the layer's output
+        np.testing.assert_allclose(np.array(after), np.stack([tr.attn_out, tr.residual, tr.normed, tr.layer_output]),
+                                   rtol=1e-5, atol=1e-5)
+        assert (link(page)["layer"], link(page)["head"], link(page)["query"]) == (str(layer), str(head), str(query))
     assert runs(page) == before

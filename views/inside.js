@@ -1,10 +1,12 @@
-// Inside a head, for any head and query token of one layer, redrawn in the browser (views/inside.py).
+// Inside a head, for any layer, head and query token of one kind of attention, redrawn in the browser
+// (views/inside.py).
 //
-// Python sends every number one teacher-forced pass computed in the layer's attention sublayer (float32: vectors
-// have no bound, and the hover shows 4 decimals), with the figures viz/ built for the first pick. A change of
-// head or query token swaps the rows, labels and colour range of each figure here: no script run.
+// Python sends every number one teacher-forced pass computed in each layer's attention sublayer of that kind
+// (float32: vectors have no bound, and the hover shows 4 decimals), with the figures viz/ built for the first pick.
+// A change of layer, head or query token swaps the rows, labels and colour range of each figure here: no script
+// run.
 
-const insidePicks = {};  // view slug -> this page's pick {head, query}
+const insidePicks = {};  // view slug -> this page's pick {layer, head, query}
 
 function at(a, ...index) {
   // The row (last axis) of array `a` at the leading indices, as a plain array of numbers.
@@ -43,8 +45,9 @@ export default function ({data, parentElement}) {
   const root = parentElement;
   const token = {};
   root.explorerRender = token;
-  const H = data.heads, Q = data.queries.length, K = data.keys.length;
+  const L = data.layers, H = data.heads, Q = data.queries.length, K = data.keys.length;
   const pick = insidePicks[data.slug] ||= {...data.pick};  // the link's, on a page just opened; then this page's
+  pick.layer = Math.min(pick.layer, L - 1);
   pick.query = Math.min(pick.query, Q - 1);
   const a = Object.fromEntries(Object.entries(data.arrays).map(([name, p]) => [name, unpack32(p)]));
   const figs = Object.fromEntries(Object.entries(data.figures).map(([name, json]) => [name, JSON.parse(json)]));
@@ -81,22 +84,24 @@ export default function ({data, parentElement}) {
 
   const config = (file) => chartConfig(data.image_format, file);
 
+  const layers = radios("Layer", Array.from({length: L}, (_, l) => [l, String(l + 1)]), pick.layer, (l) => set({layer: l}));
   const heads = radios("Head", Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head, (h) => set({head: h}));
-  controls.append(heads);
+  controls.append(layers, heads);
 
   const draw = redrawer(async () => {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
-    const h = pick.head, q = pick.query, hs = data.hs;
+    const l = pick.layer, h = pick.head, q = pick.query, hs = data.hs;
+    layers.show(l);
     heads.show(h);
     slider.value = String(q);
     slider.setAttribute("aria-valuetext", data.queries[q]);
     sliderText.textContent = `${q}: ${data.queries[q]}`;
     const qt = data.query_tokens[q];
-    const name = `${data.name}, layer ${data.layer + 1}, head ${h + 1}, query ${q}: “${data.queries[q]}”`;
+    const name = `${data.name}, layer ${l + 1}, head ${h + 1}, query ${q}: “${data.queries[q]}”`;
     heading.textContent = name;
-    const weights = at(a.weights, h, q), allowed = at(a.mask, h, q).map((m) => m > 0.5);
-    const norms = at(a.norms, h, q), scores = at(a.scores, h, q), scaled = at(a.scaled, h, q);
+    const weights = at(a.weights, l, h, q), allowed = at(a.mask, l, h, q).map((m) => m > 0.5);
+    const norms = at(a.norms, l, h, q), scores = at(a.scores, l, h, q), scaled = at(a.scaled, l, h, q);
     const masked = allowed.filter((ok) => !ok).length;
     const sum = weights.reduce((s, w) => s + w, 0);
     text.x.textContent = `What this sublayer received for “${qt}”: ${data.where}. ${data.D} numbers.`;
@@ -117,44 +122,44 @@ export default function ({data, parentElement}) {
     text.heads.textContent = `The ${H} heads' outputs are concatenated (${H} × ${hs} = ${data.D}) and projected by `
       + "W_O; the result is added to x (the residual connection) and normalised (LayerNorm, post-LN as in the "
       + "paper). After the feed-forward sublayer this becomes the layer's output for the token.";
-    const v = () => Array.from({length: K}, (_, k) => at(a.v, h, k));
-    const L = data.labels;
+    const v = () => Array.from({length: K}, (_, k) => at(a.v, l, h, k));
+    const labels = data.labels;
     // Each figure, and the picks it depends on: a change of head leaves x and what follows W_O as they are, a
-    // change of query the values v.
-    const hd = `head${h + 1}`, qd = `query${q}`;
+    // change of query the values v; a change of layer changes them all.
+    const ld = `layer${l + 1}`, hd = `head${h + 1}`, qd = `query${q}`;
     const figures = {
-      x: [[qd], () => strips(figs.x, [at(a.x, q)], [L.x[q]])],
-      qk: [[hd, qd], () => strips(figs.qk, [at(a.q, h, q), ...Array.from({length: K}, (_, k) => at(a.k, h, k))],
-                                [L.q[q], ...L.k])],
-      v: [[hd], () => strips(figs.v, v(), L.v)],
-      scores: [[hd, qd], () => bars(figs.scores, [scores, scaled, weights].map((values, i) => ({values, style: data.bars.chain[i]})),
+      x: [[ld, qd], () => strips(figs.x, [at(a.x, l, q)], [labels.x[q]])],
+      qk: [[ld, hd, qd], () => strips(figs.qk, [at(a.q, l, h, q), ...Array.from({length: K}, (_, k) => at(a.k, l, h, k))],
+                                    [labels.q[q], ...labels.k])],
+      v: [[ld, hd], () => strips(figs.v, v(), labels.v)],
+      scores: [[ld, hd, qd], () => bars(figs.scores, [scores, scaled, weights].map((values, i) => ({values, style: data.bars.chain[i]})),
                                   allowed, data.bars.masked, () => ({textposition: allowed.map((ok) => (ok ? "auto" : "outside"))}))],
-      wv: [[hd, qd], () => strips(figs.wv, v().map((row, k) => row.map((x) => x * weights[k])),
-                                weights.map((w, k) => `${w.toFixed(3)} × v: ${L.wv[k]}`))],
-      out: [[hd, qd], () => strips(figs.out, [at(a.heads, h, q)], [`head ${h + 1}`])],
-      norms: [[hd, qd], () => bars(figs.norms, [weights, norms].map((values, i) => ({values, style: data.bars.norms[i]})), allowed,
+      wv: [[ld, hd, qd], () => strips(figs.wv, v().map((row, k) => row.map((x) => x * weights[k])),
+                                    weights.map((w, k) => `${w.toFixed(3)} × v: ${labels.wv[k]}`))],
+      out: [[ld, hd, qd], () => strips(figs.out, [at(a.heads, l, h, q)], [`head ${h + 1}`])],
+      norms: [[ld, hd, qd], () => bars(figs.norms, [weights, norms].map((values, i) => ({values, style: data.bars.norms[i]})), allowed,
                                  data.bars.masked, () => ({hovertext: weights.map((w, k) => (allowed[k]
-                                   ? `key ${L.positioned[k]}<br>weight α ${w.toFixed(4)}<br>‖α·f(x)‖ ${norms[k].toFixed(4)}<br>‖f(x)‖ `
+                                   ? `key ${labels.positioned[k]}<br>weight α ${w.toFixed(4)}<br>‖α·f(x)‖ ${norms[k].toFixed(4)}<br>‖f(x)‖ `
                                      + (w > 1e-12 ? (norms[k] / w).toFixed(3) : "(weight 0)")
-                                   : `key ${L.positioned[k]}<br>masked: a future position`))}))],
-      heads: [[hd, qd], () => strips(figs.heads, Array.from({length: H}, (_, i) => at(a.heads, i, q)),
-                                   Array.from({length: H}, (_, i) => `head ${i + 1}`), h)],
-      after: [[qd], () => strips(figs.after, ["attn_out", "residual", "normed", "layer_output"].map((n) => at(a[n], q)),
-                                ["after W_O", "x + after W_O", "LayerNorm", "layer output"])],
+                                   : `key ${labels.positioned[k]}<br>masked: a future position`))}))],
+      heads: [[ld, hd, qd], () => strips(figs.heads, Array.from({length: H}, (_, i) => at(a.heads, l, i, q)),
+                                       Array.from({length: H}, (_, i) => `head ${i + 1}`), h)],
+      after: [[ld, qd], () => strips(figs.after, ["attn_out", "residual", "normed", "layer_output"].map((n) => at(a[n], l, q)),
+                                    ["after W_O", "x + after W_O", "LayerNorm", "layer output"])],
     };
     for (const [key, [deps, make]] of Object.entries(figures)) {
       const stamp = deps.join("-");
       if (charts[key].stamp === stamp) continue;  // what it shows has not changed
       const fig = make();
       await Plotly.react(charts[key], fig.data, themed(fig.layout, look),
-                         config(`${data.kind}-layer${data.layer + 1}-${key}-${stamp}`));
+                         config(`${data.kind}-${key}-${stamp}`));
       charts[key].stamp = stamp;
     }
     tableBox.replaceChildren(...(tableSwitch.checked ? [htmlTable(`${name}: for every key, its score, scaled score, `
-      + "weight and weighted norm", "key", ["score q·k", `scaled q·k / √${hs}`, "weight α", "‖α·f(x)‖"], L.keys_table,
+      + "weight and weighted norm", "key", ["score q·k", `scaled q·k / √${hs}`, "weight α", "‖α·f(x)‖"], labels.keys_table,
       weights.map((_, k) => (allowed[k] ? [scores[k], scaled[k], weights[k], norms[k]].map((x) => x.toFixed(4))
                                         : ["masked", "masked", "masked", "masked"])))] : []));
-    follow(data.slug, {head: String(h + 1), query: String(q)});
+    follow(data.slug, {layer: String(l + 1), head: String(h + 1), query: String(q)});
     drawn(box);
   });
 

@@ -20,6 +20,9 @@ from .instant import figure_json, float32, show
 from .share import page_view
 
 KIND_ORDER = ["cross", "enc", "dec"]
+# What the attention sublayer of each layer computes (Translator.inside's sublayers), as views/inside.js reads it.
+ARRAYS = ("x", "q", "k", "v", "scores", "scaled", "weights", "mask", "heads", "attn_out", "residual", "normed",
+          "layer_output")
 
 
 def read_link(params, cfg, notes: list):
@@ -59,17 +62,13 @@ def inside_view(ctx: Context):
     st.caption("Pick one attention head and one query token, and follow the computation with this sentence's real "
                "numbers: the query's vector, its query q, every key's k and value v, the scores, the softmax, the "
                "weighted sum, and what the layer does with the result.")
-    # The kind and layer choose which numbers the page holds (a script run); the head and the query token are
-    # picked in the browser (views/inside.js), which holds every head and query of that layer.
-    controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    # The kind chooses which numbers the page holds (a script run); the layer, the head and the query token are
+    # picked in the browser (views/inside.js), which holds every layer, head and query of that kind.
     st.session_state.setdefault("inside_kind", "cross")
-    kind = controls.segmented_control("Attention", KIND_ORDER, key="inside_kind", required=True,
-                                      format_func=lambda k: KIND_NAMES[k], width="content")
+    kind = st.segmented_control("Attention", KIND_ORDER, key="inside_kind", required=True,
+                                format_func=lambda k: KIND_NAMES[k], width="content")
     L = n_layers(cfg, kind)
-    st.session_state.setdefault("inside_layer", 0)
-    st.session_state.inside_layer = min(st.session_state.inside_layer, L - 1)
-    layer = controls.segmented_control("Layer", list(range(L)), key="inside_layer", required=True,
-                                       format_func=lambda i: str(i + 1), width="content")
+    layer = st.session_state.inside_layer = min(st.session_state.get("inside_layer", 0), L - 1)
     q_side = "src" if kind == "enc" else "tgt"
     q_labels, _ = labels(result, q_side)
     query = st.session_state.inside_query = min(st.session_state.get("inside_query", 0), len(q_labels) - 1)
@@ -88,20 +87,16 @@ def inside_view(ctx: Context):
                       "from the encoder's final output (the German)"}[kind]
     esc = [html.escape(t, quote=False) for t in tr.key_tokens]
     show("inside", {
-        "slug": "inside", "heads": H, "pick": {"head": head, "query": query},
-        "kind": kind, "layer": layer, "name": KIND_NAMES[kind], "hs": hs, "D": D, "where": where,
+        "slug": "inside", "layers": L, "heads": H, "pick": {"layer": layer, "head": head, "query": query},
+        "kind": kind, "name": KIND_NAMES[kind], "hs": hs, "D": D, "where": where,
         "queries": q_labels, "query_tokens": queries, "keys": tr.key_tokens, "keys_plain": [viz.plain(t) for t in
                                                                                           tr.key_tokens],
         "labels": {"x": [viz.plain(t) for t in queries], "q": [viz.plain(f"q: {t}") for t in queries],
                    "k": [viz.plain(f"k: {t}") for t in tr.key_tokens], "v": [viz.plain(f"v: {t}") for t in tr.key_tokens],
                    "wv": esc, "keys_table": table_labels(tr.key_tokens), "positioned": positioned(tr.key_tokens)},
         "bars": {"chain": viz.CHAIN, "norms": viz.WEIGHT_NORM, "masked": viz.MASKED_BAR},
-        "arrays": {"x": float32(a["x"][layer]), "q": float32(a["q"][layer]), "k": float32(a["k"][layer]),
-                   "v": float32(a["v"][layer]), "scores": float32(a["scores"][layer]), "scaled": float32(a["scaled"][layer]),
-                   "weights": float32(a["weights"][layer]), "mask": float32(a["mask"][layer]), "norms": float32(norms[layer]),
-                   "heads": float32(a["heads"][layer]), "attn_out": float32(a["attn_out"][layer]),
-                   "residual": float32(a["residual"][layer]), "normed": float32(a["normed"][layer]),
-                   "layer_output": float32(a["layer_output"][layer])},
+        # every layer's numbers, (L, ...) each: the figures below are the server's pick, and the browser swaps
+        "arrays": {name: float32(a[name]) for name in ARRAYS} | {"norms": float32(norms)},
         "figures": {
             "x": figure_json(viz.vector_strips(tr.x[None], [tr.query_token], value="x")),
             "qk": figure_json(viz.vector_strips(np.vstack([tr.q[None], tr.k]), [f"q: {tr.query_token}"]

@@ -1,7 +1,7 @@
 """What the page draws in the browser: a view's numbers reach the page once, and the browser redraws each pick.
 
 A change of layer, head, mean of heads, drawing (map or lines), colour stretch, a token's lines or a tile of the
-all-heads grid, of decoding step, or of head and query in "Inside a head" is what people repeat most; it used to
+all-heads grid, of decoding step, or of layer, head and query in "Inside a head" is what people repeat most; it used to
 rerun the whole script and redraw figures built in Python (0.25-0.6 s a click). Each such view mounts a Streamlit
 components v2 component (`show`: inline JavaScript, no iframe, no build step): views/explorer.js, shared, followed
 by the view's own maps.js, trace.js or inside.js. The page sends the view's numbers once (`packed`: uint16 codes;
