@@ -313,3 +313,21 @@ def test_model_view_without_cells_is_the_same_figure_less_its_cells():
     for a, b in zip(full.data, bare.data):
         assert b.z is None and b.customdata is None and a.z is not None
         assert a.update(z=None, customdata=None) == b
+
+
+def test_line_figure_without_segments_is_the_same_figure_less_its_lines_which_layer_lines_gives():
+    """What the page sends for the line view (views/maps.js puts each layer's lines in): the layout, the traces and
+    their look; layer_lines gives the x, y and token hover the full figure has."""
+    m = np.random.default_rng(1).dirichlet(np.ones(4), size=(3, 5))  # (H, Q, K), rows sum to 1
+    q, k = list("abcde"), list("wxyz")
+    full, bare = (viz.attention_lines(m, q, k, title="t", segments=s) for s in (True, False))
+    drawn = viz.layer_lines(m, q, k)
+    assert full.layout == bare.layout and len(full.data) == len(bare.data)
+    lines = [(a, b) for a, b in zip(full.data, bare.data) if a.mode == "lines"]
+    assert len(lines) == len(drawn["lines"]) == 3 * len(viz.lines.LEVELS)
+    for (a, b), (x, y) in zip(lines, drawn["lines"]):
+        assert b.x is None and b.y is None and (list(a.x), list(a.y)) == (x, y)
+        assert a.update(x=None, y=None) == b
+    for a, b in zip(full.data, bare.data):
+        if a.mode != "lines":
+            assert a == b and list(a.hovertemplate) == drawn["hovers"][a.name.split()[0]]

@@ -177,10 +177,9 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
         "labels": {"q": positioned(q_tokens, q_unk), "k": positioned(k_tokens, k_unk)},  # the hover's names
         # The line view: one layer's figure without its lines, and what each layer draws in it (its lines and its
         # tokens' hover).
-        "lines": {"figure": figure_json(skeleton(viz.attention_lines(maps[0], q_tokens, k_tokens,
-                                                                     title=picks[0][H].title(H), query_unknown=q_unk,
-                                                                     key_unknown=k_unk, norms=shown.norms),
-                                                 "x", "y", where=lambda t: t.mode == "lines")),
+        "lines": {"figure": figure_json(viz.attention_lines(maps[0], q_tokens, k_tokens, title=picks[0][H].title(H),
+                                                            query_unknown=q_unk, key_unknown=k_unk, norms=shown.norms,
+                                                            segments=False)),
                   "layers": [viz.layer_lines(maps[i], q_tokens, k_tokens, query_unknown=q_unk, key_unknown=k_unk,
                                              norms=shown.norms) for i in range(L)]},
         "table": {"label": f"Show the {which} map as a table" if which else "Show as a table",

@@ -126,6 +126,13 @@ function fitted(layout, room, rescale = true) {
   if (!layout.width || !room || layout.width <= room) return layout;
   const scale = room / layout.width;
   const out = {...layout, width: room};
+  // Plotly does not wrap titles: a long one ("Decoder self-attention, layer 1, mean of the 8 heads") gets a smaller
+  // font that fits the room (about 0.55 em a character; Plotly's default title size is 17 px).
+  const text = layout.title && layout.title.text;
+  if (text) {
+    const size = Math.max(11, Math.min(17, Math.floor((room - 20) / (0.55 * text.length))));
+    if (size < 17) out.title = {...layout.title, font: {...(layout.title.font || {}), size}};
+  }
   if (!rescale) return out;
   if (layout.height) out.height = Math.round(layout.height * scale + 120 * (1 - scale));
   const every = Math.ceil(1 / scale);  // token labels thinned as the cells shrink, so that none overprints another
@@ -179,7 +186,7 @@ function htmlTable(caption, corner, cols, rows, cells) {
 
 function keep(root, name, className) {
   // A chart's div that outlives the component's renders with new data (a new sentence): Plotly then updates it in
-  // place, WebGL context and all, instead of drawing a new plot from nothing.
+  // place (axes, colour bar, hover layer), instead of drawing a new plot from nothing.
   root.explorerDivs ||= {};
   return root.explorerDivs[name] ||= el("div", {className});
 }

@@ -80,13 +80,12 @@ def with_means(maps: np.ndarray) -> np.ndarray:
     return np.concatenate([m, m.mean(axis=1, keepdims=True)], axis=1)
 
 
-def skeleton(fig, *fields: str, where=lambda trace: True):
-    """The figure without its per-cell arrays (e.g. "z", "customdata", "x", "y") in the traces `where` picks: the
-    browser fills them from the packed maps and the token labels, so a 100-token map does not travel twice."""
+def skeleton(fig, *fields: str):
+    """The figure without its per-cell arrays (e.g. "z", "customdata"): the browser fills them from the packed maps
+    and the token labels, so a 100-token map does not travel twice."""
     for trace in fig.data:
-        if where(trace):
-            for field in fields:
-                trace[field] = None
+        for field in fields:
+            trace[field] = None
     return fig
 
 

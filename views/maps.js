@@ -228,5 +228,5 @@ export default function ({data, parentElement}) {
     ready(box);
   });
 
-  return () => forget(root);  // unmounted: free the charts' WebGL and listeners
+  return () => forget(root);  // unmounted: free the charts and their listeners
 }

@@ -71,18 +71,20 @@ def layer_lines(layer_maps, query_tokens, key_tokens, *, query_unknown=None, key
     m = values / max(float(values.max()), 1e-12) if norms and values.size else values
     value = NORM_LABEL if norms else "weight"
     return {"lines": layer_segments(m),
-            "hovers": {side: list(_column(x, tokens, unknown, values, side, None, value).hovertemplate)
-                       for x, side, tokens, unknown in ((0, "query", query_tokens, query_unknown),
-                                                        (1, "key", key_tokens, key_unknown))}}
+            "hovers": {side: _hovers(tokens, unknown, values, side, value)
+                       for side, tokens, unknown in (("query", query_tokens, query_unknown),
+                                                     ("key", key_tokens, key_unknown))}}
 
 
 def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=None, title="",
-                    query_unknown=None, key_unknown=None, norms=False):
+                    query_unknown=None, key_unknown=None, norms=False, segments=True):
     """One layer's heads (H, Q, K) as lines between two token columns.
 
     heads: the heads drawn at first (others start hidden, a legend click away); None: all.
     focus: ("query" | "key", position) to draw only that token's lines, or None.
     norms: layer_maps holds norm-based attention (any size >= 0): line strength is value / the layer's largest.
+    segments=False: the line traces without their x and y, for a page that places each layer's lines itself
+    (`layer_lines`, views/maps.js): building and checking the lists is most of this figure's cost.
     """
     values = check_norms(layer_maps, 3, "layer_maps (heads, queries, keys)") if norms else \
         check_weights(layer_maps, 3, "layer_maps (heads, queries, keys)")
@@ -95,10 +97,10 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
                          f"and {len(key_tokens)} key tokens")
     shown = set(range(H)) if heads is None else set(heads)
     data = []
-    segments = iter(layer_segments(m, focus))
+    lines = iter(layer_segments(m, focus) if segments else [(None, None)] * (H * len(LEVELS)))
     for h in range(H):
         for level, high in enumerate(LEVELS):
-            xs, ys = next(segments)
+            xs, ys = next(lines)
             data.append(go.Scatter(
                 x=xs, y=ys, mode="lines", hoverinfo="skip", legendgroup=f"head{h}", name=f"head {h + 1}",
                 showlegend=level == len(LEVELS) - 1,  # the legend swatch in the head's full colour
@@ -122,17 +124,23 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
     return fig
 
 
+def _hovers(tokens, unknown, maps: np.ndarray, side: str, value: str) -> list[str]:
+    """Each token's hover in a column: its name and its strongest partners over the heads (maps (H, Q, K))."""
+    full = positioned(tokens, unknown)
+    strongest = maps.max(axis=0)  # (Q, K): the largest weight of any head
+    per_token = strongest if side == "query" else strongest.T  # (n, partners)
+    out = []
+    for i in range(len(tokens)):
+        top = np.argsort(-per_token[i])[:3]
+        partners = "<br>".join(f"{'key' if side == 'query' else 'query'} {j}: {per_token[i, j]:.3f}" for j in top)
+        out.append(f"{full[i]}<br>strongest partners ({value}), any head:<br>{partners}<extra></extra>")
+    return out
+
+
 def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus, value: str = "weight"):
     """One column of token markers with labels; hover names the token's strongest partners over the heads."""
     labels = tick_labels(tokens, unknown)
     full = positioned(tokens, unknown)
-    strongest = maps.max(axis=0)  # (Q, K): the largest weight of any head
-    per_token = strongest if side == "query" else strongest.T  # (n, partners)
-    hover = []
-    for i in range(len(tokens)):
-        top = np.argsort(-per_token[i])[:3]
-        hover.append("<br>".join(f"{'key' if side == 'query' else 'query'} {j}: {per_token[i, j]:.3f}"
-                                 for j in top))
     focused = [focus is not None and focus == (side, i) for i in range(len(tokens))]
     return go.Scatter(
         x=[x] * len(tokens), y=list(range(len(tokens))), mode="markers+text", text=labels,
@@ -140,8 +148,7 @@ def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus, value: 
         customdata=[[side, i, full[i]] for i in range(len(tokens))],
         marker=dict(size=[13 if f else 9 for f in focused], color="rgba(128,128,128,0.8)",
                     line=dict(width=[2 if f else 0 for f in focused], color="#ff5000")),
-        hovertemplate=[f"{full[i]}<br>strongest partners ({value}), any head:<br>{hover[i]}<extra></extra>"
-                       for i in range(len(tokens))],
+        hovertemplate=_hovers(tokens, unknown, maps, side, value),
         unselected=dict(marker=dict(opacity=1)))
 
 
