@@ -83,7 +83,10 @@ def test_every_view_runs_under_the_policy(served):
                 await page.wait_for_selector(".translation", timeout=60_000)
                 await idle(page)
                 if view.slug in BROWSER_VIEWS:
-                    await page.wait_for_selector(".explorer[data-ready]", timeout=60_000)
+                    try:
+                        await page.wait_for_selector(".explorer[data-ready]", timeout=60_000)
+                    except Exception as e:
+                        raise AssertionError(f"{view.slug} was not drawn: {logged}") from e
                 await page.wait_for_timeout(300)  # charts drawn after the run (Plotly's own promises)
                 found[view.slug] = (await page.evaluate("window.violations"),
                                     await page.locator(".js-plotly-plot").count())

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bench.appserver import translate_in_page, wait_idle
+from views.instant import serve_plotly
 
 pytestmark = pytest.mark.slow
 
@@ -215,3 +216,23 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
                                    rtol=1e-5, atol=1e-5)
         assert (link(page)["layer"], link(page)["head"], link(page)["query"]) == (str(layer), str(head), str(query))
     assert runs(page) == before
+
+
+def test_the_views_draw_with_no_network_but_the_app(browser, server):
+    """plotly.js comes from the app (views/instant.serve_plotly), not a CDN: with every other address refused, each
+    browser-drawn view is drawn, and the page asked nothing of any other host."""
+    ctx = browser.new_context(viewport={"width": 1200, "height": 1600})
+    outside = []
+    ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(server)
+              else (outside.append(route.request.url), route.abort()))
+    page = ctx.new_page()
+    try:
+        for view in ("cross", "trace", "inside"):
+            page.goto(f"{server}/?view={view}&s={urllib.parse.quote(SENTENCE)}")
+            page.wait_for_selector(".explorer[data-ready]", timeout=60_000)
+            assert page.locator(".explorer .js-plotly-plot").count() >= 2, view
+        fetched = page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
+        assert [u for u in fetched if "plotly-" in u] == [f"{server}/{serve_plotly()}"], fetched
+        assert outside == []
+    finally:
+        ctx.close()
