@@ -4,9 +4,10 @@
 
 Prints, each next to a reference measured in the same run: Enter -> translation and the first view drawn, over
 the bare model call (bar 20x); a change of head or layer in an attention view, of decoding step, and of layer,
-head or query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the page from
-the click to the end of the view's redraw, over a bare `Plotly.react` of the same figures in the same page (the
-map; the trace's 3 charts; Inside a head's 9) (bars: median 5x, max 10x); the server's resident memory after N different sentences (bar 700 MB); and what the
+head or query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the
+page from the click to the end of the view's redraw, over a bare `Plotly.react` of the same figures in the same
+page (the map; the trace's 3 charts; Inside a head's 9) (bars: median 5x, max 10x); the server's resident memory
+after N different sentences (bar 700 MB); and what the
 maps of a 100-token sentence weigh on the wire. The last line is the summary (seconds, MB, ms).
 """
 
