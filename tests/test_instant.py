@@ -2,9 +2,13 @@
 a token's lines runs no script, draws the translator's own numbers, and the address bar follows it (slow tier:
 the real app in headless Chromium)."""
 
+import gzip
 import urllib.parse
+import urllib.request
+from pathlib import Path
 
 import numpy as np
+import plotly
 import pytest
 
 from bench.appserver import translate_in_page, wait_idle
@@ -220,19 +224,45 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
 
 def test_the_views_draw_with_no_network_but_the_app(browser, server):
     """plotly.js comes from the app (views/instant.serve_plotly), not a CDN: with every other address refused, each
-    browser-drawn view is drawn, and the page asked nothing of any other host."""
-    ctx = browser.new_context(viewport={"width": 1200, "height": 1600})
+    browser-drawn view is drawn, and the page asked nothing of any other host. A browser without DecompressionStream
+    draws them from the plain copy."""
     outside = []
-    ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(server)
-              else (outside.append(route.request.url), route.abort()))
-    page = ctx.new_page()
-    try:
-        for view in ("cross", "trace", "inside"):
-            page.goto(f"{server}/?view={view}&s={urllib.parse.quote(SENTENCE)}")
-            page.wait_for_selector(".explorer[data-ready]", timeout=60_000)
-            assert page.locator(".explorer .js-plotly-plot").count() >= 2, view
-        fetched = page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
-        assert [u for u in fetched if "plotly-" in u] == [f"{server}/{serve_plotly()}"], fetched
-        assert outside == []
-    finally:
-        ctx.close()
+
+    def refuse_the_rest(route):
+        if route.request.url.startswith(server):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    for unzips in (True, False):
+        ctx = browser.new_context(viewport={"width": 1200, "height": 1600})
+        ctx.route("**/*", refuse_the_rest)
+        if not unzips:
+            ctx.add_init_script("delete window.DecompressionStream")
+        page = ctx.new_page()
+        try:
+            for view in ("cross", "trace", "inside") if unzips else ("cross",):
+                page.goto(f"{server}/?view={view}&s={urllib.parse.quote(SENTENCE)}")
+                page.wait_for_selector(".explorer[data-ready]", timeout=60_000)
+                assert page.locator(".explorer .js-plotly-plot").count() >= 2, view
+            fetched = page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
+            address = f"{server}/{serve_plotly()}"
+            assert [u for u in fetched if "plotly-" in u] == [address if unzips else address.removesuffix(".gz")]
+            assert outside == []
+        finally:
+            ctx.close()
+
+
+def test_plotly_js_goes_out_as_stored(server):
+    """The server sends plotly.js's gzipped twin as it is (application/gzip, no Content-Encoding: Streamlit does not
+    compress it again for every page), and it unzips to the installed package's plotly.js."""
+    source = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    answer = urllib.request.urlopen(urllib.request.Request(f"{server}/{serve_plotly()}",
+                                                           headers={"Accept-Encoding": "gzip"}))
+    body = answer.read()
+    assert answer.headers["Content-Type"] == "application/gzip"
+    assert answer.headers["Content-Encoding"] is None
+    assert gzip.decompress(body) == source and len(body) < len(source) / 3
+    plain = urllib.request.urlopen(f"{server}/{serve_plotly().removesuffix('.gz')}").read()
+    assert plain == source

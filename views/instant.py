@@ -9,12 +9,13 @@ Inside a head's float32), with the figures viz/ built for the first pick, sent w
 (`skeleton`), and the titles and colour ranges of every pick; the browser fills and swaps them with Plotly.react.
 viz/ stays the one place that says how a figure looks. docs/contract.md, "The maps in the browser".
 
-plotly.js comes from the installed plotly package, served by the app itself (`serve_plotly`: no CDN, the app
-works offline).
+plotly.js comes from the installed plotly package, served by the app itself, gzipped once (`serve_plotly`: no CDN,
+the app works offline).
 """
 
 import base64
 import functools
+import gzip
 import shutil
 from pathlib import Path
 
@@ -30,17 +31,25 @@ MAX_CODE = 65535  # packed values are uint16
 
 @functools.cache  # once per process: every view run asks for the address
 def serve_plotly() -> str:
-    """Copy plotly.js from the installed package into static/ (once per version) and return its address.
+    """Copy plotly.js from the installed package into static/ (once per version), beside a gzipped twin, and return
+    the twin's address.
 
-    Copied rather than committed: 4.6 MB that follows whatever plotly is installed."""
+    Copied rather than committed: 4.6 MB that follows whatever plotly is installed. The page fetches the twin
+    (1.4 MB) and unzips it itself (views/explorer.js loadPlotly): Streamlit would gzip the plain file anew for every
+    page (it compresses each app/static answer at level 9, ~0.1 s of the server's CPU; a class of 20 opening the
+    page at once, 2-3 s), while a .gz goes out as it is (application/gzip). The plain copy is for a browser
+    without DecompressionStream."""
     source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     target = STATIC / f"plotly-{plotly.__version__}.min.js"
-    if not target.is_file() or target.stat().st_size != source.stat().st_size:
+    twin = target.with_name(target.name + ".gz")
+    if not target.is_file() or target.stat().st_size != source.stat().st_size or not twin.is_file():
         STATIC.mkdir(exist_ok=True)
         partial = target.with_suffix(".part")
         shutil.copyfile(source, partial)
         partial.replace(target)  # a server starting beside this one never serves half a file
-    return f"app/static/{target.name}"
+        partial.write_bytes(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
+        partial.replace(twin)
+    return f"app/static/{twin.name}"
 
 
 def packed(values, offset: float = 0.0, step: float | None = None) -> dict:
