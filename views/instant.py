@@ -16,6 +16,7 @@ the app works offline).
 import base64
 import functools
 import gzip
+import os
 import shutil
 from pathlib import Path
 
@@ -34,8 +35,8 @@ def serve_plotly() -> str:
     """Copy plotly.js from the installed package into static/ (once per version), beside a gzipped twin, and return
     the twin's address.
 
-    Copied rather than committed: 4.6 MB that follows whatever plotly is installed. The page fetches the twin
-    (1.4 MB) and unzips it itself (views/explorer.js loadPlotly): Streamlit would gzip the plain file anew for every
+    Copied rather than committed: 4.8 MB that follows whatever plotly is installed. The page fetches the twin
+    (1.5 MB) and unzips it itself (views/explorer.js loadPlotly): Streamlit would gzip the plain file anew for every
     page (it compresses each app/static answer at level 9, ~0.1 s of the server's CPU; a class of 20 opening the
     page at once, 2-3 s), while a .gz goes out as it is (application/gzip). The plain copy is for a browser
     without DecompressionStream."""
@@ -44,7 +45,7 @@ def serve_plotly() -> str:
     twin = target.with_name(target.name + ".gz")
     if not target.is_file() or target.stat().st_size != source.stat().st_size or not twin.is_file():
         STATIC.mkdir(exist_ok=True)
-        partial = target.with_suffix(".part")
+        partial = target.with_suffix(f".{os.getpid()}.part")  # each server its own: replicas may start together
         shutil.copyfile(source, partial)
         partial.replace(target)  # a server starting beside this one never serves half a file
         partial.write_bytes(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
