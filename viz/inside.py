@@ -63,7 +63,7 @@ def score_chain(key_tokens, scores, scaled, weights, mask=None, *, title=""):
     labels = positioned(key_tokens)
     x = list(range(K))
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("1. score q·k", "2. scaled: ÷ √d_k", "3. softmax: the weights"))
+                        subplot_titles=("1. score<br>q·k", "2. scaled<br>÷ √d_k", "3. softmax:<br>the weights"))
     colors = lambda base: [base if a else MASKED_BAR for a in allowed]  # noqa: E731
     for col, (vals, (base, fmt)) in enumerate(zip((s, c, w), CHAIN), 1):
         text = [f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)]
@@ -73,7 +73,9 @@ def score_chain(key_tokens, scores, scaled, weights, mask=None, *, title=""):
                              hovertemplate="key %{customdata}<br>%{text}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(tickmode="array", tickvals=x, ticktext=[plain(t) for t in key_tokens], autorange="reversed",
                      automargin=True)
-    fig.update_layout(title=dict(text=title), height=90 + 24 * K, margin=dict(l=10, r=10, t=70 if title else 40, b=10))
+    # The column titles take two lines: on one line each, they overprinted their neighbours on a phone (390 px).
+    fig.update_layout(title=dict(text=title), height=106 + 24 * K,
+                      margin=dict(l=10, r=10, t=86 if title else 56, b=10))
     return fig
 
 
