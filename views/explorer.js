@@ -46,7 +46,7 @@ let plotlyLoaded = null;
 function loadPlotly(src) {
   // plotly.js, served by the app from the installed plotly package (no CDN), once per page. `src` is its gzipped
   // copy (views/instant.py serve_plotly): unzipped here and run from a blob: URL, so that the server sends stored
-  // bytes instead of compressing 4.6 MB for every page. A browser without DecompressionStream loads the plain copy.
+  // bytes instead of compressing 4.8 MB for every page. A browser without DecompressionStream loads the plain copy.
   if (!plotlyLoaded) {
     plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : (async () => {
       let url = src.replace(/\.gz$/, "");
