@@ -47,6 +47,10 @@ def drawn(page, n: int = 0) -> dict:
                 names: gd.data.map(t => t.name)}; }""", n)
 
 
+MARK = "box => document.querySelectorAll(box + ' .chart .main-svg').forEach(svg => { svg.explorerMark = 1; })"
+KEPT = "box => [...document.querySelectorAll(box + ' .chart')].map(gd => gd.querySelector('.main-svg').explorerMark === 1)"
+
+
 def link(page) -> dict:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query))
 
@@ -131,6 +135,29 @@ def test_a_copied_link_opens_the_browsers_pick_and_a_rerun_keeps_it(page, browse
     other.close()
 
 
+def test_a_pick_redraws_the_chart_in_place_and_the_camera_names_what_it_shows(page, tmp_path):
+    """Plotly.react given other options than the last ones draws a chart anew from nothing (newPlot, then react): a
+    pick keeps the chart's own SVG, and the toolbar's camera saves the picked map under its name, as a PNG."""
+    radio(page, "Layer", "2").click()
+    radio(page, "Head", "7").click()
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text"
+                           ".includes('layer 2, head 7')")
+    chart = page.locator(".explorer-maps .chart").first
+    page.evaluate(MARK, ".explorer-maps")
+    radio(page, "Layer", "1").click()
+    radio(page, "Head", "4").click()
+    page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text"
+                           ".includes('layer 1, head 4')")
+    assert page.evaluate(KEPT, ".explorer-maps")[0]
+    chart.hover()
+    with page.expect_download() as info:
+        chart.locator(".modebar-btn[data-title='Download plot as a png']").click()
+    assert info.value.suggested_filename == "cross-layer1-head4.png"
+    path = tmp_path / "map.png"
+    info.value.save_as(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_the_maps_csv_is_the_picked_map(page, translator, tmp_path):
     import pandas as pd
 
@@ -160,6 +187,7 @@ def test_the_trace_steps_here_and_asks_the_server_only_for_a_what_if(page, trans
     page.get_by_text("Step 1 of").wait_for(timeout=20_000)
     wait_idle(page)
     before = runs(page)
+    page.evaluate(MARK, ".explorer-trace")  # a step redraws each chart in place, not anew from nothing
 
     def at_step(t: int):  # 1-based; the charts of the trace: candidates, self-attention, cross-attention
         page.get_by_text(f"Step {t} of {len(r.steps)}.").wait_for()
@@ -182,6 +210,7 @@ def test_the_trace_steps_here_and_asks_the_server_only_for_a_what_if(page, trans
     page.get_by_role("button", name="◀ Previous").click()
     at_step(4)
     assert runs(page) == before  # stepping ran no script
+    assert page.evaluate(KEPT, ".explorer-trace") == [True] * 3
     word = r.steps[3].top[1][0] if r.steps[3].top[0][0] == r.steps[3].token else r.steps[3].top[0][0]
     page.locator(".explorer-trace select").select_option(word)  # a what-if needs a decoding: the server's
     page.get_by_text("What-if translation").wait_for(timeout=30_000)
@@ -200,6 +229,7 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
     page.get_by_text("1. The query's input vector x").wait_for(timeout=30_000)
     wait_idle(page)
     before = runs(page)
+    page.evaluate(MARK, ".explorer-inside")
     # 1-based layer and head, 0-based query (as the page counts them)
     for layer, head, query in [(1, 5, 0), (1, 5, 2), (3, 2, 2), (2, 8, 4)]:
         for group, value in (("Layer", layer), ("Head", head)):
@@ -220,6 +250,7 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
                                    rtol=1e-5, atol=1e-5)
         assert (link(page)["layer"], link(page)["head"], link(page)["query"]) == (str(layer), str(head), str(query))
     assert runs(page) == before
+    assert page.evaluate(KEPT, ".explorer-inside") == [True] * 9  # each chart redrawn in place
 
 
 def test_the_views_draw_with_no_network_but_the_app(browser, server):

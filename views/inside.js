@@ -82,8 +82,6 @@ export default function ({data, parentElement}) {
     el("div", {className: "tools"}, el("label", {}, tableSwitch, " Show as a table")), tableBox,
     ...section("5. All heads together, then W_O, the residual and LayerNorm", "heads"), charts.heads, charts.after);
 
-  const config = (file) => chartConfig(data.image_format, file);
-
   const layers = radios("Layer", Array.from({length: L}, (_, l) => [l, String(l + 1)]), pick.layer, (l) => set({layer: l}));
   const heads = radios("Head", Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head, (h) => set({head: h}));
   controls.append(layers, heads);
@@ -151,8 +149,7 @@ export default function ({data, parentElement}) {
       const stamp = deps.join("-");
       if (charts[key].stamp === stamp) continue;  // what it shows has not changed
       const fig = make();
-      await Plotly.react(charts[key], fig.data, themed(fig.layout, look),
-                         config(`${data.kind}-${key}-${stamp}`));
+      await plot(Plotly, charts[key], fig.data, themed(fig.layout, look), data.image_format, `${data.kind}-${key}-${stamp}`);
       charts[key].stamp = stamp;
     }
     tableBox.replaceChildren(...(tableSwitch.checked ? [htmlTable(`${name}: for every key, its score, scaled score, `

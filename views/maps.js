@@ -157,7 +157,6 @@ export default function ({data, parentElement}) {
              el("p", {className: "grid-title", textContent: data.grid_title}), gridChart);
 
   const name = (p, suffix = "") => data.names[pick.layer][pick.head] + (p.isDifference ? "-difference" : p.index ? "-second" : "") + suffix;
-  const config = (file) => chartConfig(data.image_format, file);
 
   const groups = [
     radios("Layer", Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer, (v) => set({layer: v})),
@@ -182,8 +181,8 @@ export default function ({data, parentElement}) {
     for (const b of boxes) {
       const asLines = pick.draw === "lines" && !b.p.isDifference;
       const fig = asLines ? lines(b.p, pick, H) : heatmap(b.p, pick);
-      await Plotly.react(b.chart, fig.data, themed(fitted(fig.layout, box.clientWidth, !asLines), look),
-                         config(name(b.p, asLines ? "-lines" : "")));
+      await plot(Plotly, b.chart, fig.data, themed(fitted(fig.layout, box.clientWidth, !asLines), look), data.image_format,
+                 name(b.p, asLines ? "-lines" : ""));
       b.clear.hidden = !(asLines && pick.focus);
       if (pick.focus) b.clear.textContent = `Show every token's lines (now only ${pick.focus[0]} ${pick.focus[1]})`;
       b.tableBox.replaceChildren(...(b.showTable.checked ? [table(b.p, pick)] : []));
@@ -208,7 +207,8 @@ export default function ({data, parentElement}) {
     const Plotly = await loadPlotly(data.plotly);
     if (root.explorerRender !== token) return;
     const all = grid(JSON.parse(data.grid), panels[0], data.gap);
-    await Plotly.react(gridChart, all.data, themed(fitted(all.layout, box.clientWidth), look), config(`${data.slug}-all-heads`));
+    await plot(Plotly, gridChart, all.data, themed(fitted(all.layout, box.clientWidth), look), data.image_format,
+               `${data.slug}-all-heads`);
     gridChart.removeAllListeners("plotly_click");  // the last render's
     gridChart.on("plotly_click", (event) => {  // a tile: customdata [layer, head, ...], counted from 1
       const cd = event.points[0] && event.points[0].customdata;

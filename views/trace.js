@@ -68,8 +68,6 @@ export default function ({data, parentElement, setTriggerValue}) {
       + "the guess forms."}),
     lens, whatIfLabel);
 
-  const config = (file) => chartConfig(data.image_format, file);
-
   function go(step) {
     step = Math.max(0, Math.min(step, data.n - 1));
     if (step === pick.step) return;
@@ -94,16 +92,16 @@ export default function ({data, parentElement, setTriggerValue}) {
                           el("b", {textContent: s.prob.toFixed(3)}), `; entropy ${s.entropy.toFixed(2)} nats; runner-up `,
                           el("span", {className: "chip", textContent: s.runner[0]}), ` (${s.runner[1].toFixed(3)}).`);
     bars[t] ||= JSON.parse(data.bars[t]);
-    await Plotly.react(charts.bar, bars[t].data, themed(bars[t].layout, look), config(`trace-step${t + 1}-top`));
+    await plot(Plotly, charts.bar, bars[t].data, themed(bars[t].layout, look), data.image_format, `trace-step${t + 1}-top`);
     const keys = Array.from({length: t + 1}, (_, k) => k);
     const selfRows = rowsAt(self.m, t).map((row) => row.slice(0, t + 1));
     const selfFig = {data: [{...self.fig.data[0], x: keys, z: selfRows,
                              customdata: data.heads_short.map((h) => keys.map((k) => [h, self.labels[k]]))}],
                      layout: {...self.fig.layout, xaxis: {...self.fig.layout.xaxis, ...self.axes[t]}}};
-    await Plotly.react(charts.self, selfFig.data, themed(selfFig.layout, look), config(`trace-step${t + 1}-self`));
+    await plot(Plotly, charts.self, selfFig.data, themed(selfFig.layout, look), data.image_format, `trace-step${t + 1}-self`);
     const crossRows = rowsAt(cross.m, t);
-    await Plotly.react(charts.cross, [{...cross.fig.data[0], z: crossRows}], themed(cross.fig.layout, look),
-                       config(`trace-step${t + 1}-cross`));
+    await plot(Plotly, charts.cross, [{...cross.fig.data[0], z: crossRows}], themed(cross.fig.layout, look),
+               data.image_format, `trace-step${t + 1}-cross`);
     const fixed = (rows) => rows.map((row) => row.map((v) => v.toFixed(4)));
     tables.bar.replaceChildren(...(switches.bar.checked ? [htmlTable(`Top candidates for step ${t + 1} and their `
       + "probabilities", "candidate", ["probability"], s.top_labels, s.top.map(([, p]) => [p.toFixed(4)]))] : []));
