@@ -149,9 +149,11 @@ def test_a_pick_redraws_the_chart_in_place_and_the_camera_names_what_it_shows(pa
     page.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text"
                            ".includes('layer 1, head 4')")
     assert page.evaluate(KEPT, ".explorer-maps")[0]
-    chart.hover()
+    chart.hover()  # the toolbar as Streamlit's own charts have it: the camera, and nothing that uploads the chart
+    titles = chart.locator(".modebar-btn").evaluate_all("bs => bs.map(b => b.getAttribute('data-title'))")
+    assert "Download plot as a PNG" in titles and not any("Share" in t for t in titles), titles
     with page.expect_download() as info:
-        chart.locator(".modebar-btn[data-title='Download plot as a png']").click()
+        chart.locator(".modebar-btn[data-title='Download plot as a PNG']").click()
     assert info.value.suggested_filename == "cross-layer1-head4.png"
     path = tmp_path / "map.png"
     info.value.save_as(path)

@@ -169,16 +169,18 @@ function themed(layout, look) {
 }
 
 function plot(Plotly, chart, data, layout, format, file) {
-  // Plotly.react(chart, data, layout) with the chart's options: no logo, and a camera that saves what the chart
-  // shows now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.common.chart does
-  // for Streamlit's charts. The options object stays the same from pick to pick (the camera reads the name when
+  // Plotly.react(chart, data, layout) with the chart's options: no logo, no "Share chart..." (plotly.js 4 offers to
+  // upload the chart to Plotly's cloud; Streamlit's charts do not), and a camera that saves what the chart shows
+  // now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.common.chart does for
+  // Streamlit's charts. The options object stays the same from pick to pick (the camera reads the name when
   // clicked): given options that differ from the last ones, Plotly.react draws the chart anew from nothing, twice
   // (newPlot, then react), which was most of a pick's time.
   chart.explorerFile = file;
   if (chart.explorerFormat !== format) {
     chart.explorerFormat = format;
-    chart.explorerConfig = {displaylogo: false, modeBarButtonsToRemove: ["toImage"], modeBarButtonsToAdd: [{
-      name: `Download plot as a ${format}`, icon: Plotly.Icons.camera,
+    chart.explorerConfig = {displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["toImage"],
+                            modeBarButtonsToAdd: [{
+      name: `Download plot as a ${format.toUpperCase()}`, icon: Plotly.Icons.camera,
       click: (gd) => Plotly.downloadImage(gd, {format, scale: 2, filename: gd.explorerFile})}]};
   }
   return Plotly.react(chart, data, layout, chart.explorerConfig);
