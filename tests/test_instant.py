@@ -48,7 +48,8 @@ def drawn(page, n: int = 0) -> dict:
 
 
 MARK = "box => document.querySelectorAll(box + ' .chart .main-svg').forEach(svg => { svg.explorerMark = 1; })"
-KEPT = "box => [...document.querySelectorAll(box + ' .chart')].map(gd => gd.querySelector('.main-svg').explorerMark === 1)"
+KEPT = ("box => [...document.querySelectorAll(box + ' .chart')]"
+        ".map(gd => gd.querySelector('.main-svg').explorerMark === 1)")
 
 
 def link(page) -> dict:

@@ -17,7 +17,6 @@ import base64
 import functools
 import gzip
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -45,11 +44,11 @@ def serve_plotly() -> str:
     twin = target.with_name(target.name + ".gz")
     if not target.is_file() or target.stat().st_size != source.stat().st_size or not twin.is_file():
         STATIC.mkdir(exist_ok=True)
+        code = source.read_bytes()
         partial = target.with_suffix(f".{os.getpid()}.part")  # each server its own: replicas may start together
-        shutil.copyfile(source, partial)
-        partial.replace(target)  # a server starting beside this one never serves half a file
-        partial.write_bytes(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
-        partial.replace(twin)
+        for path, content in ((target, code), (twin, gzip.compress(code, compresslevel=9, mtime=0))):
+            partial.write_bytes(content)
+            partial.replace(path)  # a server starting beside this one never serves half a file
     return f"app/static/{twin.name}"
 
 
