@@ -18,7 +18,7 @@ import torch
 
 from model.errors import CheckpointError, InputError
 from views import DEFAULT_VIEW, VIEWS, Context
-from views.common import (CSS, MAX_SENTENCE, MODEL_CHOICE, MODEL_NAMES, literal, load_translator, models, token_chips,
+from views.common import (CSS, MODEL_CHOICE, MODEL_NAMES, literal, load_translator, models, text_box, token_chips,
                           translate)
 from views.share import judge_url, read_model, read_url, write_url
 
@@ -57,10 +57,21 @@ def sentence_typed():
         st.session_state.example = ""  # so that picking the same example again works
 
 
+def safely(read, *args) -> list[str]:
+    """A reading of the link, its notes; a link that still breaks it (a case no reader foresaw) is one note and one
+    log line, and the page goes on with its defaults."""
+    try:
+        return read(*args)
+    except Exception as e:
+        log.warning("link not read (%s: %.200s): %.300s", type(e).__name__, e, dict(st.query_params))
+        return ["the link could not be read"]
+
+
 def say_unused(box, notes: list[str]):
     """The link's parameters the page could not use, named in one warning (in `box`: the list can grow)."""
-    if notes:
-        box.warning("Parts of this link were not used (the page shows its defaults instead): " + "; ".join(notes) + ".")
+    if notes:  # the link's own words shown as typed: a note never renders a link, an image or math from the link
+        box.warning(literal("Parts of this link were not used (the page shows its defaults instead): "
+                            + "; ".join(notes) + "."))
 
 
 st.set_page_config(page_title="Inside a Transformer translator", page_icon="🔎", layout="wide",
@@ -70,7 +81,9 @@ st.title("Inside a Transformer translator")
 
 available = models()  # slug -> checkpoint; $TRANSFORMER_CHECKPOINT leaves only that one
 first_run = "url_notes" not in st.session_state  # a new browser session: the link's state is read once
-notes = read_model(available) if first_run else []
+if first_run:  # marked read before anything can fail: a link that breaks the page breaks one run, never every reload
+    st.session_state.url_notes = []
+notes = safely(read_model, available) if first_run else []
 if st.session_state.get("model") not in available:
     st.session_state.model = next(iter(available))
 if len(available) > 1:
@@ -83,11 +96,11 @@ try:
     translator = load_translator(checkpoint)
 except CheckpointError as e:
     log.error("checkpoint: %s", e)
-    st.error(f"**The model could not be loaded.** {e}")
+    st.error("**The model could not be loaded.** " + literal(str(e)))
     st.stop()
 except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
     log.error("device: %s", e)
-    st.error(f"**The model could not be started.** {e}.")
+    st.error("**The model could not be started.** " + literal(f"{e}."))
     st.stop()
 cfg = translator.cfg
 st.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
@@ -102,7 +115,7 @@ with st.expander("About this model and the colours"):  # on the page, not in a s
                 "masked future position; dashed orange = a word the model does not know (`<unk>`).")
 
 if first_run:
-    st.session_state.url_notes = notes + read_url(cfg, VIEWS)
+    st.session_state.url_notes = notes + safely(read_url, cfg, VIEWS)
 link_note = st.empty()  # the link's notes; the translation below may add one (a forced word it does not offer)
 unused, st.session_state.url_notes = st.session_state.url_notes, []  # said once; the next interaction clears it
 say_unused(link_note, unused)
@@ -111,8 +124,8 @@ ex = examples()
 c1, c2 = st.columns([3, 2])
 c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
              on_change=example_picked, format_func=lambda s: s or "choose an example")
-c1.text_input("German sentence (press Enter to translate)", key="sentence", max_chars=MAX_SENTENCE,
-              placeholder="Ein Hund rennt durch den Schnee.", on_change=sentence_typed)
+text_box(c1, "German sentence (press Enter to translate)", "sentence", "The sentence", on_change=sentence_typed,
+         placeholder="Ein Hund rennt durch den Schnee.")
 sentence = st.session_state.get("sentence", "")
 
 if not sentence.strip():
@@ -124,7 +137,7 @@ if not sentence.strip():
 try:
     result = translate(checkpoint, sentence)  # greedy, no intervention
 except InputError as e:
-    st.warning(f"{e}.")
+    st.warning(literal(f"{e}."))
     st.stop()
 except Exception as e:  # the page never shows a traceback; the server log keeps it
     log.exception("translating %r failed", sentence)
@@ -132,7 +145,7 @@ except Exception as e:  # the page never shows a traceback; the server log keeps
     st.stop()
 
 if first_run:
-    say_unused(link_note, unused + judge_url(result, VIEWS))
+    say_unused(link_note, unused + safely(judge_url, result, VIEWS))
 if result.truncated:
     st.warning(f"The sentence is too long for the model's {cfg.max_positions} positions: the last "
                f"{result.truncated} tokens were cut, and the rest was translated.")

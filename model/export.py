@@ -81,7 +81,7 @@ def result_json(result, provenance: dict) -> dict:
 # runs a cell that starts with = + - @ (or a tab or carriage return) as a formula (OWASP "CSV Injection"):
 # such a text cell gets a leading single quote, and every text cell is quoted. Numbers stay numbers.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")  # ASCII: "-١" is text, not a number
 
 
 def csv_cell(value):

@@ -10,6 +10,7 @@ one `python -m` run per tool).
 
 import base64
 import gzip
+import html
 import io
 import json
 import os
@@ -258,6 +259,12 @@ def headers(app) -> str:
 def maps_data(app) -> list[dict]:
     """The data each maps component on the page was sent (views/attention.py builds it)."""
     return [json.loads(c.proto.json) for c in app.get("bidi_component") if c.proto.component_name == "explorer_maps"]
+
+
+def shown(markdown_source: str) -> str:
+    """What the browser shows of an element's Markdown source: character references decoded, the invisible word
+    joiners that keep addresses from becoming links (views.common.literal) left out."""
+    return html.unescape(markdown_source).replace("\u2060", "")
 
 
 def markdown(app):

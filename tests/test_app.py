@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, from_url, headers, maps_data, markdown
+from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, from_url, headers, maps_data,
+                      markdown, shown)
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
 from model.vocab import Vocab
@@ -161,7 +162,7 @@ def test_missing_checkpoint_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path / "nowhere"))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert "could not be loaded" in at.error[0].value and "does not exist" in at.error[0].value
+    assert "could not be loaded" in at.error[0].value and "does not exist" in shown(at.error[0].value)
 
 
 def test_corrupt_checkpoint_is_a_clear_error(monkeypatch, tmp_path, tiny_model):
@@ -170,7 +171,7 @@ def test_corrupt_checkpoint_is_a_clear_error(monkeypatch, tmp_path, tiny_model):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path / "c"))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert "corrupt or truncated" in at.error[0].value
+    assert "corrupt or truncated" in shown(at.error[0].value)
 
 
 def test_example_picker_fills_the_sentence(app):
@@ -195,7 +196,7 @@ def test_ablation_view_shows_new_translation_and_probability_change(app):
     assert not app.exception
     md = markdown(app)
     assert "Without those heads:" in md
-    assert "Switched off:** Cross-attention layer 1 (all heads); Cross-attention layer 2 (all heads)" in md
+    assert "Switched off:** Cross-attention layer 1 (all heads); Cross-attention layer 2 (all heads)" in shown(md)
     assert "--mask-heads cross.0,cross.1,cross.2" in app.code[0].value
     fig = charts(app)[0]
     before, after = fig["data"][0]["y"], fig["data"][1]["y"]
@@ -344,7 +345,7 @@ def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
 def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, note):
     at = from_url(monkeypatch, **{"s": "Ein Hund rennt.", **params})
     assert not at.exception and not at.error
-    assert note in at.warning[0].value
+    assert note in shown(at.warning[0].value)
 
 
 @pytest.mark.parametrize("params", [{"view": "trace"}, {"view": "cross", "vs": "force"}])
@@ -356,12 +357,12 @@ def test_a_forced_word_the_step_does_not_offer_is_named(monkeypatch, translator,
     at = from_url(monkeypatch, s=s, step="3", whatif="woman", **params)
     assert not at.exception and not at.error
     assert (f"whatif='woman' is not one of the words step 3 could have said ({', '.join(offered)})"
-            in at.warning[0].value)
+            in shown(at.warning[0].value))
     assert dict(at.query_params).get("whatif") != "woman"
     at = from_url(monkeypatch, s=s, step="3", whatif=offered[1], **params)  # a word the step offers is kept
     assert not at.exception and not at.warning
-    shown = headers(at) if params["view"] == "cross" else markdown(at)  # the comparison's heading, or the trace
-    assert f"forced to “{offered[1]}”" in shown and dict(at.query_params)["whatif"] == offered[1]
+    text = headers(at) if params["view"] == "cross" else shown(markdown(at))  # the comparison's heading, or the trace
+    assert f"forced to “{offered[1]}”" in text and dict(at.query_params)["whatif"] == offered[1]
 
 
 def test_an_inside_link_restores_kind_layer_head_and_clamps_the_query(monkeypatch):
@@ -389,8 +390,8 @@ def test_a_bad_device_is_the_pages_own_message(monkeypatch, device, says):
     monkeypatch.setenv("TRANSFORMER_DEVICE", device)
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert "could not be started" in at.error[0].value and says in at.error[0].value
-    assert "cpu, cuda, cuda:N, mps" in at.error[0].value or device == "cuda"
+    assert "could not be started" in at.error[0].value and says in shown(at.error[0].value)
+    assert "cpu, cuda, cuda:N, mps" in shown(at.error[0].value) or device == "cuda"
 
 
 def test_logit_lens_last_layer_is_the_steps_real_choice(app):

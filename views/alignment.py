@@ -142,7 +142,7 @@ def alignment_view(ctx: Context):
         with waiting_notice("Reading the alignment") as waiting:
             maps = alignment_maps(ctx.checkpoint, result.source, tuple(en_tokens), _waiting=waiting)
     except InputError as e:
-        st.warning(f"{e}.")
+        st.warning(literal(f"{e}."))
         return
     if source == "alti":
         full, what = maps["alti"], "ALTI+ source contributions"

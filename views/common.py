@@ -1,10 +1,11 @@
 """What every view shares: the context it is given, the cached model calls, token chips and CLI hints."""
 
-import html
 import json
 import logging
 import os
+import re
 import shlex
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -117,6 +118,26 @@ def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
     return False
 
 
+def text_box(where, label: str, key: str, what: str, on_change: Callable | None = None, **kwargs) -> str:
+    """A text box that takes at most MAX_SENTENCE characters and says so when it cuts a longer text (a paste, or a
+    client that sends more than the page would): the first MAX_SENTENCE are kept, never the whole megabytes.
+
+    No `max_chars`: Streamlit's box then drops a longer paste whole, leaving the box empty with no word why."""
+    def typed():
+        text = st.session_state[key]
+        if len(text) > MAX_SENTENCE:
+            st.session_state[key] = text[:MAX_SENTENCE]
+            st.session_state[f"{key}_cut"] = (f"{what} had {len(text):,} characters, more than the {MAX_SENTENCE:,} "
+                                              f"the box takes: only the first {MAX_SENTENCE:,} were kept.")
+        if on_change:
+            on_change()
+
+    value = where.text_input(label, key=key, on_change=typed, **kwargs)
+    if cut := st.session_state.pop(f"{key}_cut", None):
+        where.warning(cut)
+    return value
+
+
 def text_param(params: Mapping, key: str, what: str, notes: list) -> str | None:
     """A sentence from the link (s, s2, ref), or None (with a note) when it is longer than the box takes."""
     raw = params.get(key)
@@ -126,15 +147,25 @@ def text_param(params: Mapping, key: str, what: str, notes: list) -> str | None:
     return raw
 
 
+NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits, few of them: str.isdigit takes "²", int() takes "١" and refuses
+                                    # more than 4,300 digits
+
+
+def whole_number(raw: str, low: int, high: int) -> int | None:
+    """The one reader of a number from a link: ASCII digits (at most 9) in [low, high], or None."""
+    raw = raw.strip()
+    return int(raw) if NUMBER.fullmatch(raw) and low <= int(raw) <= high else None
+
+
 def int_param(params: Mapping, key: str, low: int, high: int, notes: list) -> int | None:
     """A whole number in [low, high] from the link, or None (with a note) when it is missing or does not fit."""
     raw = params.get(key)
     if raw is None:
         return None
-    if raw.strip().isdigit() and low <= int(raw) <= high:
-        return int(raw)
-    notes.append(f"{key}={raw[:40]!r} is not a number from {low} to {high}")
-    return None
+    number = whole_number(raw, low, high)
+    if number is None:
+        notes.append(f"{key}={raw[:40]!r} is not a number from {low} to {high}")
+    return number
 
 
 def choice_param(params: Mapping, key: str, options, notes: list) -> str | None:
@@ -210,21 +241,29 @@ def other_model(checkpoint: str | None) -> tuple[str, str | None] | None:
 
 # --- model calls, cached by their arguments: changing a view, layer, head or step never re-runs the model ---
 
-@st.cache_resource(show_spinner="Loading the model…")
-def _load(checkpoint: str | None, device: str | None) -> BatchingTranslator:
-    return BatchingTranslator(Translator.load(checkpoint, device))
+# The models are owned by this module, not by st.cache_resource: any client can send Streamlit's `clear_cache`
+# message (the page hides the menu item; the server still takes the message), and a cleared resource cache would
+# load a second model beside the first while the first one's batching thread ran on for ever holding it. Cleared
+# data caches only cost their entries' recomputation.
+_MODELS: dict[tuple, BatchingTranslator] = {}
+_MODELS_LOCK = threading.Lock()
 
 
 def load_translator(checkpoint: str | None) -> Translator:
     """One model for every session; never mutated (head masks and the like are call arguments).
 
-    Cached by checkpoint and by $TRANSFORMER_DEVICE, so a changed device is never served a stale model.
+    Kept by checkpoint and by $TRANSFORMER_DEVICE, so a changed device is never served a stale model.
     """
     return _batcher(checkpoint).translator
 
 
 def _batcher(checkpoint: str | None) -> BatchingTranslator:
-    return _load(checkpoint, os.environ.get(DEVICE_ENV) or None)
+    key = (checkpoint, os.environ.get(DEVICE_ENV) or None)
+    with _MODELS_LOCK:  # sessions starting together load it once
+        if key not in _MODELS:
+            with st.spinner("Loading the model…"):
+                _MODELS[key] = BatchingTranslator(Translator.load(*key))
+        return _MODELS[key]
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -361,26 +400,30 @@ div[data-testid="stSliderThumbValue"] {color:inherit !important}
 </style>"""
 
 
-MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'"}, "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'="}, "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+# Streamlit's Markdown (remark-gfm) turns web and e-mail addresses in text into live links after character
+# references are decoded, so escaping cannot stop it: an invisible word joiner (U+2060) inside each "://", after
+# each "@" and after "www" breaks the patterns it looks for, and the text still reads as typed.
+AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=@)|(?<=www)(?=\.)", re.IGNORECASE)
 
 
 def literal(text: str) -> str:
-    """User or model text for st.markdown/st.caption: shown as typed, never as markdown, LaTeX or HTML.
+    """User or model text for st.markdown/st.caption: shown as typed, never as markdown, LaTeX, HTML or a link.
 
     Every character markdown, math or HTML could act on becomes a character reference, which they
-    show as the character itself (`**x**` stays two stars, `$$x$$` stays dollars).
+    show as the character itself (`**x**` stays two stars, `$$x$$` stays dollars); an address gets AUTOLINK's joiner.
     """
-    return "".join(MARKDOWN_CHARS.get(c, c) for c in text)
+    return "".join(MARKDOWN_CHARS.get(c, c) for c in AUTOLINK.sub("\u2060", text))
 
 
 def token_chips(tokens, unknown=None, current=None) -> str:
-    """Tokens as escaped HTML chips: the user's text is shown as text, never markup."""
+    """Tokens as HTML chips for st.markdown: the user's text is shown as text, never Markdown, LaTeX or HTML."""
     unknown = unknown or [False] * len(tokens)
     chips = []
     for i, (t, u) in enumerate(zip(tokens, unknown)):
         cls = "chip unk" if u else "chip now" if i == current else "chip"
         tip = ' title="unknown to the model: read as &lt;unk&gt;"' if u else ""
-        chips.append(f'<span class="{cls}"{tip}>{html.escape(t) or "&nbsp;"}</span>')
+        chips.append(f'<span class="{cls}"{tip}>{literal(t) or "&nbsp;"}</span>')
     return " ".join(chips)
 
 
@@ -434,7 +477,7 @@ def map_table(values, row_labels, col_labels, caption: str, *, key: str, masked=
 
 def diff_chips(diff) -> str:
     style = {"same": "chip", "removed": "chip del", "added": "chip add"}
-    return " ".join(f'<span class="{style[op]}">{html.escape(t)}</span>' for op, t in diff)
+    return " ".join(f'<span class="{style[op]}">{literal(t)}</span>' for op, t in diff)
 
 
 def subtitle(sentence: str, width: int = 120) -> str:

@@ -13,8 +13,8 @@ from model.errors import InputError
 from model.heads import Head, HeadSet
 from model.result import Translation
 
-from .common import (MAX_SENTENCE, MODEL_NAMES, Context, alternatives, analyze, heads_param, int_param, literal,
-                     offers, other_model, text_param, translate)
+from .common import (MODEL_NAMES, Context, alternatives, analyze, heads_param, int_param, literal,
+                     offers, other_model, text_box, text_param, translate)
 
 OPTIONS = {"none": "nothing", "model": "the other model", "sentence": "another sentence",
            "off": "heads switched off", "force": "a forced word"}
@@ -77,8 +77,8 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         this = st.session_state.get("model", "learned")
         return MODEL_NAMES.get(this, this), MODEL_NAMES.get(slug, slug), translate(checkpoint, r.source)
     if vs == "sentence":
-        other = st.text_input("Second sentence (press Enter)", key="s2", max_chars=MAX_SENTENCE,
-                              placeholder="Die Katze rennt durch den Schnee.")
+        other = text_box(st, "Second sentence (press Enter)", "s2", "The second sentence",
+                         placeholder="Die Katze rennt durch den Schnee.")
         if not other.strip():
             st.info("Type a second sentence. A minimal pair (one word changed) or a word-order change keeps the "
                     "token count, and then the difference of the two maps is drawn too.")
@@ -86,7 +86,7 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         try:
             return "this sentence", "second sentence", translate(ctx.checkpoint, other)
         except InputError as e:
-            st.warning(f"{e}.")
+            st.warning(literal(f"{e}."))
             return None
     if vs == "off":
         picked = st.multiselect("Heads to switch off", list(HeadSet.every(ctx.cfg)), key="vs_off",

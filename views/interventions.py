@@ -1,6 +1,5 @@
 """Interventions and comparisons: switch heads off, score a reference, search with beams."""
 
-import html
 
 import streamlit as st
 
@@ -11,7 +10,8 @@ from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
 from .common import (Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
-                     int_param, map_table, score_reference, table_labels, text_param, translate, waiting_notice)
+                     int_param, literal, map_table, score_reference, table_labels, text_box, text_param, translate,
+                     waiting_notice)
 from .export import downloads
 from .share import page_view
 
@@ -60,9 +60,9 @@ def ablation_view(ctx: Context):
         return
     spec = heads.spec()
     st.button("Switch every head back on", on_click=switch_off, args=(cfg, HeadSet()))
-    st.markdown(f"**Switched off:** {html.escape(heads.label())}")
+    st.markdown(f"**Switched off:** {literal(heads.label())}")
     ablated = translate(ctx.checkpoint, result.source, spec)
-    st.markdown("**Original:** " + html.escape(result.text), unsafe_allow_html=True)
+    st.markdown("**Original:** " + literal(result.text), unsafe_allow_html=True)
     st.markdown("**Without those heads:** " + diff_chips(viz.token_diff(result.output_tokens, ablated.output_tokens)),
                 unsafe_allow_html=True)
     cli_hint(result.source, "--mask-heads", spec)
@@ -88,14 +88,14 @@ def reference_link(cfg) -> dict:
 @page_view
 def reference_view(ctx: Context):
     result = ctx.result
-    ref = st.text_input("English reference (the examples come with theirs)", key="reference")
+    ref = text_box(st, "English reference (the examples come with theirs)", "reference", "The reference")
     if not ref.strip():
         st.info("Type an English reference translation to see how likely the model finds each of its words.")
         return
     try:
         scored = score_reference(ctx.checkpoint, result.source, ref)
     except InputError as e:
-        st.warning(f"{e}.")
+        st.warning(literal(f"{e}."))
         return
     forced = scored.translation
     c1, c2, c3 = st.columns(3)

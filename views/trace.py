@@ -1,6 +1,5 @@
 """The decoding trace: step through greedy decoding, and ask what if a step had said something else."""
 
-import html
 
 import streamlit as st
 
@@ -8,7 +7,7 @@ import viz
 from viz.labels import positioned
 
 from .common import (MODEL_CHOICE, Context, alternatives, chart, cli_hint, diff_chips, int_param, load_translator,
-                     map_table, offers, table_labels, translate)
+                     literal, map_table, offers, table_labels, translate)
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show
 from .share import page_view
@@ -151,7 +150,7 @@ def what_if(ctx: Context, t: int):
     if choice not in alternatives(result, t):
         return None
     alt = translate(ctx.checkpoint, result.source, "", t, choice)
-    st.markdown(f"**What-if translation** (step {t + 1} forced to “{html.escape(choice)}”, greedy after): " +
+    st.markdown(f"**What-if translation** (step {t + 1} forced to “{literal(choice)}”, greedy after): " +
                 diff_chips(viz.token_diff([s.token for s in result.steps], [s.token for s in alt.steps])),
                 unsafe_allow_html=True)
     cli_hint(result.source, "--force", f"{t}:{choice}")

@@ -17,7 +17,7 @@ from model.heads import KIND_NAMES
 from model.replay import dequantize
 
 from .common import (MEAN, Context, chart, choice_param, head_link, head_param, head_picker, int_param, literal,
-                     map_table, table_labels, token_chips)
+                     map_table, table_labels, token_chips, whole_number)
 from .export import downloads
 from .share import page_view
 from .stats import NAMES
@@ -49,7 +49,7 @@ def read_link(params, cfg, notes: list):
     at = params.get("at")
     if at is not None and m:
         steps = [p["step"] for p in m["snapshots"]]
-        if at.isdigit() and int(at) in steps:
+        if whole_number(at, 0, max(steps)) in steps:
             st.session_state.training_at = int(at)
         else:
             notes.append(f"at={at[:40]!r} is not a snapshot of the replay (steps {', '.join(map(str, steps))})")
