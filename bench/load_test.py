@@ -28,8 +28,9 @@ replicas) and drives headless Chromium sessions with Playwright.
   proxy's X-Replica header, asked with each browser's own cookie).
 --lost SESSIONS (with --proxy): that many sessions, each on its own sentence and view; the replica of the first
   is killed. Sessions on the survivors must keep their WebSocket and page; the lost ones must come back through
-  the proxy to their view and translate their next sentence right (seconds from the kill to the new socket and
-  to that translation); prints what was lost, and when the replica serve.sh restarts takes new sessions.
+  the proxy to their view and translate the sentence typed next right (seconds from the kill to the new socket and
+  to that translation); prints what was lost (0 is the bar), whether every page's box, link and translation agree,
+  and when the replica serve.sh restarts takes new sessions.
 --abuse: a browser closed mid-request, 200 rapid reruns from one session and a reload during a
   beam search, while another session keeps translating: it must get every answer right, and a new
   session afterwards too.
@@ -308,9 +309,10 @@ async def abuse_run(browser, base: str, sentences: list[str], expected: dict) ->
 # Through the proxy (--proxy N): deploy/serve.sh, N replicas behind nginx ------------------------------------------
 
 
-def start_proxy(n: int, run_dir: Path) -> tuple[subprocess.Popen, int]:
-    """`deploy/serve.sh n PORT` on 127.0.0.1 (replica k on PORT+k), its run folder run_dir; returns (process, PORT)
-    once the proxy answers, which serve.sh allows only after every replica has answered its health check."""
+def start_proxy(n: int, run_dir: Path, env: dict | None = None) -> tuple[subprocess.Popen, int]:
+    """`deploy/serve.sh n PORT` on 127.0.0.1 (replica k on PORT+k), its run folder run_dir, with `env` added to its
+    environment; returns (process, PORT) once the proxy answers, which serve.sh allows only after every replica has
+    answered its health check."""
     while True:  # a port whose next n are free too
         port = free_port()
         try:
@@ -324,7 +326,7 @@ def start_proxy(n: int, run_dir: Path) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(["bash", str(ROOT / "deploy/serve.sh"), str(n), str(port)], cwd=ROOT, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, "LISTEN_ADDRESS": "127.0.0.1", "RUN_DIR": str(run_dir),
-                                 "PYTHON": sys.executable})
+                                 "PYTHON": sys.executable, **(env or {})})
     deadline = time.time() + 60 + 30 * n
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -366,9 +368,11 @@ LOST_VIEWS = [("view=cross&layer=2&head=3", "Cross-attention"), ("view=trace&ste
 
 
 async def page_state(page) -> dict:
-    """What the student sees: the link's parameters, the translation, the view, and the Stretch toggle."""
+    """What the student sees: the link's parameters, the sentence box, the translation, the view, and the Stretch
+    toggle."""
     stretch = page.get_by_role("switch", name="Stretch colours")
     return {"link": dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query)),
+            "box": await page.get_by_label(INPUT_LABEL).input_value(),
             "translation": await page.locator(".translation").inner_text(),
             "view": await page.get_by_role("radiogroup", name="View").get_by_role("radio", checked=True).inner_text(),
             "stretch": await stretch.is_checked() if await stretch.count() else None}
@@ -389,12 +393,23 @@ async def translate_again(page, sentence: str) -> str:
     return await translation.inner_text()
 
 
+def disagreement(state: dict, expected: dict) -> str | None:
+    """What does not fit on a page: the box, the link's sentence and the translation must be one sentence's."""
+    if state["link"].get("s") != state["box"]:
+        return f"the box holds {state['box']!r}, the link {state['link'].get('s')!r}"
+    if state["translation"] != expected.get(("", state["box"])):
+        return f"the translation {state['translation']!r} is not the box's {expected.get(('', state['box']))!r}"
+    return None
+
+
 async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentences: list[str], expected: dict,
                            n: int) -> dict:
     """n sessions over the replicas, each on its own sentence and view (every fourth also with Stretch colours on,
     which the link does not hold); SIGKILL the replica of session 0. Every session on a survivor must keep its
     WebSocket and translate a new sentence right; every session on the lost one must come back, through the proxy,
-    to its sentence, view and link. Then the replica serve.sh started again must take new sessions."""
+    with the sentence typed first after the kill, its view and its link. Then every session translates one more
+    sentence, and on every page the box, the link and the translation must agree. The replica serve.sh started again
+    must take new sessions. "forgotten": what a page showed or was given and did not keep (a sentence, a toggle)."""
     links = [f"{base}?{urllib.parse.urlencode({'s': sentences[i]})}&{LOST_VIEWS[i % 4][0]}" for i in range(n)]
     opened = await asyncio.gather(*[open_session(browser, link) for link in links])
     pages = [page for _, page, _ in opened]
@@ -417,9 +432,9 @@ async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentenc
 
     async def come_back(i: int) -> tuple[float, float, str]:
         """The page notices the lost socket and opens a new one through the proxy, to a new, empty session (the
-        page keeps showing what it showed). Its first interaction, here the next sentence and Enter, then runs
-        as a first visit: the new session reads the link. Returns (seconds to the new socket, seconds to the
-        translation, the translation shown)."""
+        page keeps showing what it showed). Its first interaction, here the next sentence and Enter, is that
+        session's first run: it reads the link, and the sentence the browser sent wins (views/share.py read_url).
+        Returns (seconds to the new socket, seconds to the translation, the translation shown)."""
         page = pages[i]
         while not any(t > killed for t in page.ws_opened):
             if time.perf_counter() - killed > TIMEOUT_MS / 1000:
@@ -440,7 +455,7 @@ async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentenc
         return reconnected, served, await page.locator(".translation").inner_text()
 
     back = dict(zip(lost, await asyncio.gather(*[come_back(i) for i in lost])))
-    wrong, forgotten = [], []
+    wrong, forgotten, disagree = [], [], []
     for i in range(n):
         now = await page_state(pages[i])
         if now["view"] != before[i]["view"]:
@@ -453,17 +468,21 @@ async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentenc
             if now != before[i]:
                 wrong.append((i, "a survivor's page changed", now, before[i]))
             continue
-        typed = sentences[i + n]
-        if back[i][2] == expected[("", sentences[i])] and now["link"] == before[i]["link"]:
-            forgotten.append((i, "the sentence typed first after the reconnect: the link's came back instead"))
-        elif back[i][2] != expected[("", typed)] or now["link"] != {**before[i]["link"], "s": typed}:
-            wrong.append((i, "after the reconnect", back[i][2], now["link"], expected[("", typed)]))
+        if now["box"] != sentences[i + n] or back[i][2] != expected[("", sentences[i + n])]:
+            forgotten.append((i, "the sentence typed first after the reconnect", now["box"], back[i][2]))
+        if now["link"] != {**before[i]["link"], "s": now["box"]}:
+            wrong.append((i, "the link after the reconnect", now["link"], before[i]["link"]))
+        if problem := disagreement(now, expected):
+            disagree.append((i, "after the reconnect", problem))
     moved_to = collections.Counter([await replica_of(opened[i][0], base) for i in lost])
-    for i in range(n):  # and every session translates its next sentence, right
+    for i in range(n):  # and every session translates its next sentence, right, and shows one sentence throughout
         s = sentences[i + 2 * n]
         got = await translate_again(pages[i], s)
-        if got != expected[("", s)]:
-            wrong.append((i, "after the kill", got, expected[("", s)]))
+        now = await page_state(pages[i])
+        if now["box"] != s or got != expected[("", s)]:
+            forgotten.append((i, "the next sentence", now["box"], got))
+        if problem := disagreement(now, expected):
+            disagree.append((i, "after the next sentence", problem))
 
     replica_port = port + int(victim)  # serve.sh starts it again; nginx takes it back after fail_timeout
     while not health(replica_port):
@@ -484,7 +503,8 @@ async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentenc
             "reconnect_median": statistics.median(b[0] for b in back.values()),
             "reconnect_max": max(b[0] for b in back.values()),
             "back_median": statistics.median(b[1] for b in back.values()), "back_max": max(b[1] for b in back.values()),
-            "wrong": wrong, "forgotten": forgotten, "restarted": restarted, "rejoined": rejoined, "errors": errors}
+            "wrong": wrong, "forgotten": forgotten, "disagree": disagree, "restarted": restarted, "rejoined": rejoined,
+            "errors": errors}
 
 
 async def main_async(args) -> int:
@@ -552,11 +572,14 @@ async def main_async(args) -> int:
                       f"their next sentence translated after median {r['back_median']:.1f} s, max {r['back_max']:.1f} s"
                       f"; wrong results {len(r['wrong'])}, page errors and CSP violations {len(r['errors'])}"
                       f"\n     lost on the way: {len(r['forgotten'])}" + "".join(f"\n       {f}" for f in r["forgotten"])
+                      + f"\n     box, link and translation agree in {r['n'] - len({d[0] for d in r['disagree']})} of "
+                        f"{r['n']} sessions"
+                      + "".join(f"\n       {d}" for d in r["disagree"])
                       + f"\n     replica {r['victim']} answered again after {r['restarted']:.1f} s, took a new session after "
                       + (f"{r['rejoined']:.1f} s" if r["rejoined"] else "NEVER"), flush=True)
                 for w in r["wrong"] + r["errors"]:
                     print("   ", w)
-                failed |= bool(r["wrong"] or r["errors"]) or r["rejoined"] is None
+                failed |= bool(r["wrong"] or r["forgotten"] or r["disagree"] or r["errors"]) or r["rejoined"] is None
             if args.memory:
                 rows = await memory_run(browser, base, de[100:], en[100:], sorted(args.memory), proc.pid)
                 ok = rows[-1][1] <= 1024

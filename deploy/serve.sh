@@ -5,14 +5,17 @@
 #
 # Starts replica k on 127.0.0.1:FIRST_REPLICA_PORT+k-1 (default PORT+1, PORT+2, ...), each with its own log,
 # waits until every one answers /_stcore/health, writes nginx.conf from deploy/nginx.conf.template and starts
-# nginx on PORT as its own master (its own pid file, logs and temp folders; /etc/nginx is not touched). Then it
-# watches: a replica that exits is started again (nginx takes it back once it answers), and Ctrl-C or SIGTERM
-# stops nginx and every replica and checks that no port is left open.
+# nginx on PORT as its own master (its own pid file, logs and temp folders; /etc/nginx is not touched), in a
+# process group of its own. Then it watches, once a second: a replica that exits is started again (nginx takes it
+# back once it answers); a lost nginx master takes its workers with it (their group is killed) and nginx is started
+# again; a log past LOG_MAX_BYTES is rotated. Ctrl-C or SIGTERM stops nginx and every replica and checks that no
+# port is left open.
 #
 # Everything a run writes is in its run folder, runs/serve-DATE-PID/ (or $RUN_DIR): replica-K.log and
-# replica-K.pid, nginx.conf, access.log (which replica answered each request), nginx-error.log.
+# replica-K.pid, nginx.conf, access.log (which replica answered each request), nginx-error.log; each log is kept
+# under LOG_MAX_BYTES, with the text before in LOG.1 (so at most twice that per log).
 # Environment: PYTHON (default python), LISTEN_ADDRESS (default all interfaces; 127.0.0.1 keeps it local),
-# RUN_DIR.
+# RUN_DIR, LOG_MAX_BYTES (default 10000000).
 set -uo pipefail
 shopt -u patsub_replacement 2>/dev/null || true  # '&' in a path must not mean "the match" in ${x//p/s}
 
@@ -20,6 +23,8 @@ usage() { echo "usage: $0 N PORT [FIRST_REPLICA_PORT]" >&2; exit 2; }
 [[ $# -ge 2 && $# -le 3 && $1 =~ ^[1-9][0-9]*$ && $2 =~ ^[0-9]+$ ]] || usage
 N=$1 PORT=$2 FIRST=${3:-$(($2 + 1))}
 [[ $FIRST =~ ^[0-9]+$ ]] || usage
+LOG_MAX=${LOG_MAX_BYTES:-10000000}
+[[ $LOG_MAX =~ ^[1-9][0-9]*$ ]] || { echo "error: LOG_MAX_BYTES must be a number of bytes" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEPLOY=$ROOT/deploy
 PYTHON=${PYTHON:-python}
@@ -50,6 +55,24 @@ healthy() { [[ $(curl -s --max-time 2 "http://127.0.0.1:$1/_stcore/health" 2>/de
 
 alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
 
+listening() { [[ -n $(ss -ltnH "sport = :$1") ]]; }
+
+start_nginx() {  # nginx on PORT, its master leading a process group of its own (setsid): its workers are in it
+    setsid nginx -e "$RUN/nginx-error.log" -p "$RUN" -c "$RUN/nginx.conf" -g "daemon off;" &
+    NGINX_PID=$!
+    until listening "$PORT"; do
+        alive "$NGINX_PID" || { echo "error: nginx exited:" >&2; tail -n 20 "$RUN/nginx-error.log" >&2; stop 1; }
+        sleep 0.2
+    done
+}
+
+bound_log() {  # file: once past LOG_MAX bytes, its text goes to file.1 (replacing the one before) and it starts empty
+    local f=$1
+    # Copied, then emptied in place: the writers (replicas, nginx) append to it and cannot be told to reopen a new
+    # file. A line written between the copy and the emptying is lost.
+    if (($(stat -c %s "$f" 2>/dev/null || echo 0) > LOG_MAX)); then cp "$f" "$f.1" && : >"$f"; fi
+}
+
 stop() {  # stop nginx and every replica (TERM, then KILL after 15 s); check their ports are closed
     local status=${1:-0} pid p
     trap - INT TERM EXIT
@@ -62,6 +85,7 @@ stop() {  # stop nginx and every replica (TERM, then KILL after 15 s); check the
         sleep 0.1
     done
     for pid in $NGINX_PID "${PIDS[@]}"; do alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
+    [[ -n $NGINX_PID ]] && kill -KILL -- "-$NGINX_PID" 2>/dev/null  # a worker its master left behind
     wait 2>/dev/null
     for p in "$PORT" "${PORTS[@]}"; do
         if [[ -n $(ss -ltnH "sport = :$p") ]]; then echo "warning: port $p is still open" >&2; status=1; fi
@@ -114,12 +138,7 @@ cp "$DEPLOY/proxy.conf" "$DEPLOY/security-headers.conf" "$DEPLOY/starting.html" 
 chmod 644 "$RUN/starting.html"
 
 nginx -t -q -e "$RUN/nginx-error.log" -p "$RUN" -c "$RUN/nginx.conf" || { cat "$RUN/nginx-error.log" >&2; stop 1; }
-nginx -e "$RUN/nginx-error.log" -p "$RUN" -c "$RUN/nginx.conf" -g "daemon off;" &
-NGINX_PID=$!
-until healthy "$PORT"; do
-    alive "$NGINX_PID" || { echo "error: nginx exited:" >&2; tail -n 20 "$RUN/nginx-error.log" >&2; stop 1; }
-    sleep 0.2
-done
+start_nginx  # once it listens: every replica has answered (a replica lost meanwhile is the watch's, below)
 if [[ -z ${LISTEN_ADDRESS:-} ]]; then
     echo "open http://$(hostname -f 2>/dev/null || hostname):$PORT/ (on this machine: http://127.0.0.1:$PORT/)"
 else
@@ -129,14 +148,26 @@ echo "Ctrl-C stops everything"
 
 # Watch: a replica that exits is started again, at most once every 10 s (a replica that cannot start does not
 # spin); nginx sends its browsers to the others meanwhile and takes it back once it answers (fail_timeout).
+# A lost nginx master leaves its workers holding PORT, answering "starting" for ever: they are killed (the master's
+# process group) and nginx is started again. The pages reconnect through it, each to its own replica (the cookie),
+# and find their sessions there (server.disconnectedSessionTTL in .streamlit/config.toml).
 while :; do
     sleep 1 &
     wait $! 2>/dev/null  # a signal runs its trap at once, not after the sleep
-    alive "$NGINX_PID" || { echo "error: nginx exited; the end of its log:" >&2; tail -n 20 "$RUN/nginx-error.log" >&2; stop 1; }
+    if ! alive "$NGINX_PID"; then
+        echo "$(date +%T) nginx's master exited (its log: $RUN/nginx-error.log); killing its workers, starting nginx"
+        kill -KILL -- "-$NGINX_PID" 2>/dev/null
+        for ((t = 0; t < 50; t++)); do listening "$PORT" || break; sleep 0.1; done
+        listening "$PORT" && { echo "error: port $PORT is still held after nginx's master exited" >&2; stop 1; }
+        start_nginx
+    fi
     for ((k = 1; k <= N; k++)); do
         if ! alive "${PIDS[k]}" && ((SECONDS - STARTED[k] >= 10)); then
             echo "$(date +%T) replica $k (port ${PORTS[k]}) exited (its log: $RUN/replica-$k.log); starting it again"
             start_replica "$k"
         fi
+        bound_log "$RUN/replica-$k.log"
     done
+    bound_log "$RUN/access.log"
+    bound_log "$RUN/nginx-error.log"
 done

@@ -14,6 +14,7 @@ The translator API (sentences in, plain results out):
     heads.py         naming attention heads (`HeadSet`) and head masks
     vocab.py, data.py, checkpoint.py, device.py, errors.py   tokens, Multi30k files, weights, where to run,
                      the two kinds of failure
+    files.py         inputs read within a size limit, outputs written whole or not at all, JSON without NaN
 
 Analyses (numbers about the model, for the page and the CLIs):
     metrics.py       loss, perplexity, BLEU and their intervals

@@ -20,7 +20,6 @@ does), so every English word gets exactly one link from argmax and shift. Baseli
 the silver alignment (eflomal, model/silver.py).
 """
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import cli
+from . import cli, files
 from .errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,15 +63,14 @@ def _links(value, where: str) -> frozenset:
 
 def read_gold(path) -> list[Reference]:
     """The hand-checked pairs of a .jsonl file, sorted by line; InputError for anything malformed."""
+    from .data import read_lines  # UTF-8, bounded in size, InputError naming the file and line
+
     refs = []
-    for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, raw in enumerate(read_lines(path), 1):
         if not raw.strip():
             continue
         where = f"{path}:{n}"
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{where}: not JSON ({e.msg})") from None
+        obj = files.loads(raw, where)
         if not isinstance(obj, dict) or not isinstance(obj.get("line"), int) or obj["line"] < 0:
             raise InputError(f"{where}: expected {{\"line\": N, \"sure\": [...], \"possible\": [...]}}")
         sure, possible = _links(obj.get("sure"), where), _links(obj.get("possible"), where)
@@ -96,12 +94,16 @@ def annotated(path=GOLD) -> dict:
 
 
 def read_silver(path) -> dict:
-    """{line: links} of the silver alignment (.jsonl of {"line", "links"})."""
+    """{line: links} of the silver alignment (.jsonl of {"line", "links"}); InputError for anything malformed."""
+    from .data import read_lines
+
     out = {}
-    for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, raw in enumerate(read_lines(path), 1):
         if raw.strip():
-            obj = json.loads(raw)
-            out[obj["line"]] = _links(obj["links"], f"{path}:{n}")
+            obj = files.loads(raw, f"{path}:{n}")
+            if not isinstance(obj, dict) or not isinstance(obj.get("line"), int):
+                raise InputError(f"{path}:{n}: expected {{\"line\": N, \"links\": [...]}}")
+            out[obj["line"]] = _links(obj.get("links"), f"{path}:{n}")
     return out
 
 

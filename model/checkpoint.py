@@ -8,23 +8,28 @@ A checkpoint is a folder:
 """
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 
+from . import files
 from .config import ModelConfig
 from .errors import CheckpointError
 from .transformer import Transformer
-from .vocab import Vocab
+from .vocab import PAD, PAD_ID, Vocab
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints"
 CHECKPOINT_ENV = "TRANSFORMER_CHECKPOINT"  # overrides the default for every tool and the app
 WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".ckpt")
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the floating-point types a weight may have
+# Largest |weight| a checkpoint may hold. Trained weights of this model stay within +-2 (the shipped one: 1.85);
+# below 1000, no product between two LayerNorms can leave float32's range (~3e38) even at config.py's largest
+# sizes, so the outputs stay finite. Past it, a file is damaged or made to break the model.
+MAX_WEIGHT = 1000.0
 
 
 def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path, extra: dict | None = None,
@@ -32,14 +37,17 @@ def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path
     """Writes config.json, vocab.json and (unless weights=False, as for a folder of training snapshots) the weights."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / CONFIG).write_text(json.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})}, indent=2))
-    (path / VOCAB).write_text(json.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
+    # Each file written whole or not at all (model/files.py): a run stopped while saving leaves the last one.
+    files.write_text(path / CONFIG, files.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})},
+                                                indent=2))
+    files.write_text(path / VOCAB, files.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
     if not weights:
         return
     # float16 halves the file (36 -> 18 MB) at a relative rounding of < 5e-4 of each tensor's largest value.
     state = {k: (v.half() if v.is_floating_point() else v).detach().contiguous().cpu()
              for k, v in model.state_dict().items()}
-    save_file(state, path / WEIGHTS, metadata={"format": "pt"})
+    with files.replacing(path / WEIGHTS) as tmp:
+        save_file(state, tmp, metadata={"format": "pt"})
 
 
 def _fail(path, what: str, fix: str = "Retrain with `python -m model.train`, or restore checkpoints/ with `git checkout -- checkpoints`."):
@@ -68,7 +76,11 @@ def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Tr
     Without a path: $TRANSFORMER_CHECKPOINT, else the shipped checkpoints/. weights: the weights file in the
     folder (a folder of training snapshots has one per step: model/replay.py).
 
-    Each way a checkpoint can be wrong gives one CheckpointError saying what and what to do.
+    Each way a checkpoint can be wrong gives one CheckpointError saying what and what to do. What cannot be
+    this model is refused before the model is built: JSON past model/files.py's size limit or nested too
+    deep, sizes past config.py's MAX_SIZES, a <pad> elsewhere than the config says. The weights are checked
+    from the file's header (names, shapes, floating-point types) before any is read, then each one as it is
+    read: finite, and |w| <= MAX_WEIGHT.
     """
     path = Path(path or os.environ.get(CHECKPOINT_ENV) or DEFAULT_CHECKPOINT)
     if path.suffix in PICKLE_SUFFIXES:
@@ -81,33 +93,65 @@ def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Tr
         if not (folder / name).is_file():
             _fail(folder, f"has no {name}")
     try:
-        raw = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+        raw = _read_json(folder / CONFIG)
         cfg = ModelConfig.from_dict({k: v for k, v in raw.items() if k != "training"} if isinstance(raw, dict)
                                     else raw)
     except (ValueError, TypeError) as e:
-        _fail(folder / CONFIG, f"is not a valid model config ({e})")
+        _fail(folder / CONFIG, f"is not a valid model config ({_short(e)})")
     try:
-        vocab = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
+        vocab = _read_json(folder / VOCAB)
         src_vocab, tgt_vocab = Vocab(vocab["src"]), Vocab(vocab["tgt"])
     except (ValueError, KeyError, TypeError) as e:
-        _fail(folder / VOCAB, f"is not a valid vocabulary file ({e})")
+        _fail(folder / VOCAB, f"is not a valid vocabulary file ({_short(e)})")
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         _fail(folder, f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)} tokens but the config says "
                       f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
+    if cfg.pad_id != PAD_ID:  # Vocab puts <pad> at PAD_ID in both; the masks read cfg.pad_id
+        _fail(folder / CONFIG, f"says pad_id {cfg.pad_id}, but {PAD} is token {PAD_ID} of both vocabularies")
+    model = Transformer(cfg)  # sizes bounded by ModelConfig: this much memory is fine
     try:
-        state = load_file(folder / weights)
+        state = _read_weights(folder / weights, {k: tuple(v.shape) for k, v in model.state_dict().items()})
     except (SafetensorError, OSError, ValueError) as e:
-        _fail(folder / weights, f"is corrupt or truncated ({e})")
-    model = Transformer(cfg)
-    expected = model.state_dict()
-    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
-    if missing or unexpected:
-        _fail(folder / weights, f"does not fit the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    for k, v in state.items():
-        if v.shape != expected[k].shape:
-            _fail(folder / weights, f"does not fit the config: {k} has shape {tuple(v.shape)}, "
-                                    f"the config needs {tuple(expected[k].shape)}")
-        if not torch.isfinite(v).all():
-            _fail(folder / weights, f"is corrupt: {k} holds NaN or infinite values")
+        _fail(folder / weights, f"is corrupt or truncated ({_short(e)})")
     model.load_state_dict(state)
     return model.to(device).eval(), src_vocab, tgt_vocab
+
+
+def _read_json(path: Path):
+    """A checkpoint's JSON file; InputError (a ValueError) when it is too large, not JSON, or nested too deep."""
+    with open(path, "rb") as f:
+        return files.loads(files.read_limited(f, path.name), path.name)
+
+
+def _read_weights(path: Path, expected: dict) -> dict:
+    """{name: tensor} of a safetensors file whose names and shapes are `expected` ({name: shape}): CheckpointError
+    for a name, shape or type that does not fit, judged from the header before a tensor is read; then for a
+    tensor that is not finite or past MAX_WEIGHT, as each is read (an 18 MB file: a fraction of a second)."""
+    state = {}
+    with safe_open(path, framework="pt") as f:
+        names = set(f.keys())
+        missing, unexpected = sorted(set(expected) - names), sorted(names - set(expected))
+        if missing or unexpected:
+            _fail(path, f"does not fit the config: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        for k in sorted(names):
+            header = f.get_slice(k)
+            shape, dtype = tuple(header.get_shape()), header.get_dtype()
+            if shape != expected[k]:
+                _fail(path, f"does not fit the config: {k} has shape {shape}, the config needs {expected[k]}")
+            if dtype not in FLOAT_DTYPES:
+                _fail(path, f"is not this model's: {k} holds {dtype} values, weights are floating point")
+        for k in sorted(names):
+            v = f.get_tensor(k)
+            if not torch.isfinite(v).all():
+                _fail(path, f"is corrupt: {k} holds NaN or infinite values")
+            if v.numel() and v.abs().max() > MAX_WEIGHT:
+                _fail(path, f"is corrupt: {k} holds values up to {v.abs().max().item():.3g}, past the "
+                            f"{MAX_WEIGHT:g} a weight of this model may reach (its outputs would overflow)")
+            state[k] = v
+    return state
+
+
+def _short(e, limit: int = 300) -> str:
+    """An exception's message cut to `limit` characters: a hostile file's value must not fill the screen."""
+    text = str(e)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -2,6 +2,15 @@
 
 from dataclasses import asdict, dataclass, fields
 
+# The largest value each size may take. A config comes from a checkpoint's JSON, and these sizes decide how much
+# memory the model takes before a single weight is read: a checkpoint past them cannot be a model for this app
+# (the reference is 256 wide, 3 + 3 layers, 8 heads, FFN 512, 100 positions, vocabularies of 7,853 and 5,893).
+# They are generous for any model that runs on a CPU at page speed; checkpoint.py bounds the total as well.
+MAX_SIZES = {
+    "src_vocab_size": 1_000_000, "tgt_vocab_size": 1_000_000,
+    "d_model": 4096, "d_ff": 16384, "n_heads": 64, "n_enc_layers": 48, "n_dec_layers": 48, "max_positions": 4096,
+}
+MAX_PARAMETERS = 250_000_000  # and in all: 1 GB of float32 weights, 28 times the reference model's 9,038,341
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -24,6 +33,8 @@ class ModelConfig:
             value = getattr(self, name)
             if type(value) is not int or value <= 0:  # type(): True is an int too
                 raise ValueError(f"{name} must be a whole number above 0, got {value!r}")
+            if value > MAX_SIZES[name]:
+                raise ValueError(f"{name} must be at most {MAX_SIZES[name]:,}, got {value:,}")
         if type(self.pad_id) is not int or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"pad_id must be an index into both vocabularies, got {self.pad_id!r}")
         if type(self.dropout) not in (int, float) or not 0 <= self.dropout < 1:
@@ -32,6 +43,22 @@ class ModelConfig:
             raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {self.positions!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        if self.n_params > MAX_PARAMETERS:
+            raise ValueError(f"these sizes make {self.n_params:,} parameters, more than the {MAX_PARAMETERS:,} "
+                             f"a model may have here")
+
+    @property
+    def n_params(self) -> int:
+        """The model's parameter count from the sizes alone, without building it (= Transformer.n_params())."""
+        D, F, V = self.d_model, self.d_ff, self.tgt_vocab_size
+        attention = 4 * (D * D + D)  # W_q, W_k, W_v, W_o and their biases
+        ffn = D * F + F + F * D + D  # W_1, b_1, W_2, b_2
+        norm = 2 * D  # gain and bias
+        positions = 2 * self.max_positions * D if self.positions == "learned" else 0  # a table per side
+        return ((self.src_vocab_size + V) * D + positions
+                + self.n_enc_layers * (attention + ffn + 2 * norm)
+                + self.n_dec_layers * (2 * attention + ffn + 3 * norm)
+                + D * V + V)  # the generator
 
     @property
     def head_size(self) -> int:

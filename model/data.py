@@ -3,11 +3,13 @@
 import gzip
 import os
 import random
+import zlib
 from pathlib import Path
 
 import torch
 
 from .errors import InputError
+from .files import read_limited
 from .vocab import EOS_ID, PAD_ID, SOS_ID, Vocab, tokenize
 
 SPLITS = {
@@ -19,15 +21,20 @@ DATA_ENV = "MULTI30K_DIR"
 
 
 def read_lines(path) -> list[str]:
-    """Lines of a plain or .gz UTF-8 text file (see split_lines); InputError when it is not one."""
+    """Lines of a plain or .gz UTF-8 text file (see split_lines), at most model/files.py's MAX_INPUT_BYTES of
+    text; InputError when it is not one, or is larger."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder, not a file of sentences")
     if not path.is_file():
         raise InputError(f"{path} does not exist")
+    if path.suffix != ".gz":
+        with open(path, "rb") as f:
+            return split_lines(read_limited(f, str(path)), str(path))
     try:
-        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError) as e:  # a .gz that is not gzip, or cut short
+        with gzip.open(path, "rb") as f:
+            data = read_limited(f, str(path))
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # not gzip, cut short, or its data damaged
         raise InputError(f"{path} cannot be read as gzip: {e}") from None
     return split_lines(data, str(path))
 

@@ -5,11 +5,10 @@
 prints one JSON line with n, bleu, loss, ppl (and the settings used).
 """
 
-import json
 import sys
 import time
 
-from . import cli
+from . import cli, files
 from .metrics import score
 
 
@@ -17,15 +16,15 @@ from .metrics import score
 def main(argv=None):
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p)
-    p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy)")
+    p.add_argument("--beam", type=cli.whole, default=1, help=f"beam width (1: greedy; at most {cli.MAX_BEAM})")
     p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
     args = p.parse_args(argv)
+    cli.check(args, beam=cli.BEAM)
     translator = cli.load_translator(args)
-    src, ref = cli.read_corpus(args.src, args.ref)
-    cli.at_least_one(args, "beam")
+    src, ref = cli.read_corpus(args.src, args.ref)  # an empty corpus is an error: no mean over nothing
     t0 = time.time()
     result = score(translator, src, ref, args.beam, args.mask_heads, progress=sys.stderr.isatty())
-    print(json.dumps({**result, "beam": args.beam, "mask_heads": args.mask_heads or "",
+    print(files.dumps({**result, "beam": args.beam, "mask_heads": args.mask_heads or "",
                       "device": translator.device_name, "seconds": round(time.time() - t0, 1)}))
     return 0
 

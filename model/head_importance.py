@@ -22,7 +22,6 @@ in one teacher-forced pass; n-grams are counted once per distinct output. `--one
 runs the old loop (one corpus score per head); both give the same table.
 """
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import cli
+from . import cli, files
 from .data import encode_pairs, pad
 from .decoding import greedy_ids
 from .heads import n_layers
@@ -42,6 +41,7 @@ from .translator import MAX_OUTPUT
 from .vocab import EOS_ID, SOS_ID
 
 BATCH_ROWS = 512  # (sentence, mask) rows per forward pass: 7 sentences x 73 variants
+MAX_RESAMPLES = 10_000  # bootstrap draws at most: 1,000 give the intervals to two digits; each holds N counts
 
 
 def single_head_masks(cfg) -> tuple[list, dict]:
@@ -186,15 +186,17 @@ def main(argv=None):
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_importance.json)")
-    p.add_argument("--limit", type=int, default=0, help="only the first N sentences")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
-    p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help="bootstrap seed")
-    p.add_argument("--batch-rows", type=int, default=BATCH_ROWS,
+    p.add_argument("--limit", type=cli.whole, default=0, help="only the first N sentences (0: all)")
+    p.add_argument("--resamples", type=cli.whole, default=1000,
+                   help=f"bootstrap resamples for the intervals (at most {MAX_RESAMPLES:,})")
+    p.add_argument("--seed", type=cli.whole, default=BOOTSTRAP_SEED, help="bootstrap seed")
+    p.add_argument("--batch-rows", type=cli.whole, default=BATCH_ROWS,
                    help="(sentence, masked head) rows per forward pass (more: faster, more memory)")
     p.add_argument("--one-at-a-time", action="store_true",
                    help="the old loop, one corpus pass per masked head (same numbers, much slower)")
     args = p.parse_args(argv)
-    cli.at_least_one(args, "resamples", "batch_rows")
+    cli.check(args, limit=cli.OPTIONAL_COUNT, resamples=cli.Range(1, MAX_RESAMPLES), seed=cli.SEED,
+              batch_rows=cli.COUNT)
     translator = cli.load_translator(args)
     src, ref = cli.read_corpus(args.src, args.ref)
     out = cli.output_file(args.out, args.checkpoint, "head_importance.json")
@@ -209,10 +211,10 @@ def main(argv=None):
                                  batch_rows=args.batch_rows)
     result["data"] = {"src": Path(args.src).name, "ref": Path(args.ref).name, "n": len(src),
                       "seconds": round(time.time() - t0, 1), "device": translator.device_name}
-    out.write_text(json.dumps(result, indent=1))
+    files.write_text(out, files.dumps(result, indent=1))
     worst = min(((k, i, j, b) for k, v in result["kinds"].items() for i, row in enumerate(v["bleu"])
                  for j, b in enumerate(row)), key=lambda x: x[3])
-    print(json.dumps({"out": str(out), "baseline_bleu": result["baseline"]["bleu"],
+    print(files.dumps({"out": str(out), "baseline_bleu": result["baseline"]["bleu"],
                       "most_important": f"{worst[0]}.{worst[1]}.{worst[2]}", "bleu_without_it": worst[3],
                       "seconds": result["data"]["seconds"]}))
     return 0

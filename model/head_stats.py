@@ -213,10 +213,10 @@ def main(argv=None):
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p, ref=False)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_stats.json)")
-    p.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="sentences per greedy batch")
+    p.add_argument("--batch-size", type=cli.whole, default=BATCH_SIZE, help="sentences per greedy batch")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    cli.at_least_one(args, "batch_size")
+    cli.check(args, batch_size=cli.COUNT)
 
     from .data import read_lines
     from .translator import MAX_OUTPUT  # after argument parsing: --help stays fast

@@ -146,7 +146,8 @@ def _item_spec(kind: str, layer: int, head: int | None, base: int) -> str:
 def _indices(text: str, n: int, what: str, item: str, base: int) -> list[int]:
     if text == "*":
         return list(range(n))
-    if not text.isdigit():
+    # ASCII digits, at most 6: str.isdigit() takes "²", which int() refuses, and int() refuses 4,301 digits.
+    if not (text.isascii() and text.isdigit() and len(text) <= 6):
         raise InputError(f"head mask item {item!r}: {what} {text!r} is not a number or *")
     i = int(text)
     if not base <= i < n + base:

@@ -23,9 +23,7 @@ and text of the greedy output when the decoder reads encoder layer k's output; t
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
-import json
-
-from . import cli
+from . import cli, files
 
 
 @cli.entry_point
@@ -38,11 +36,11 @@ def main(argv=None):
     sub = p.add_subparsers(dest="command", required=True)
     head = sub.add_parser("head", parents=[common], help="one query through one head, with the real numbers")
     head.add_argument("--kind", default="cross", help="enc, dec or cross (default: cross)")
-    head.add_argument("--layer", type=int, default=0, help="layer, from 0")
-    head.add_argument("--head", type=int, default=0, help="head, from 0")
-    head.add_argument("--query", type=int, default=0, help="query token, from 0")
+    head.add_argument("--layer", type=cli.whole, default=0, help="layer, from 0")
+    head.add_argument("--head", type=cli.whole, default=0, help="head, from 0")
+    head.add_argument("--query", type=cli.whole, default=0, help="query token, from 0")
     lens = sub.add_parser("lens", parents=[common], help="the output layer applied after each decoder layer")
-    lens.add_argument("--top-k", type=int, default=5, help="tokens per layer and step (default: 5)")
+    lens.add_argument("--top-k", type=cli.whole, default=5, help="tokens per layer and step (default: 5)")
     sub.add_parser("importance", parents=[common], help="every head switched off alone: this sentence's loss rise")
     sub.add_parser("contributions", parents=[common],
                    help="ALTI+: each source and prefix token's contribution to every generated token")
@@ -64,7 +62,7 @@ def main(argv=None):
         rise = head_importance_for_sentence(translator, args.sentence)
         out = {"output_tokens": [s.token for s in translator.translate(args.sentence).steps],
                "loss_rise": {k: [[round(float(x), 6) for x in row] for row in v] for k, v in rise.items()}}
-    print(json.dumps(out, ensure_ascii=False))
+    print(files.dumps(out, ensure_ascii=False))
     return 0
 
 

@@ -25,7 +25,7 @@ import json
 
 import numpy as np
 
-from . import cli
+from . import cli, files
 
 DIGITS = 4  # decimals of the embedded maps: the hover shows 4 (viz.attention_heatmap), so nothing visible is lost
 KINDS = {"enc": ("encoder_attentions", "src", "src"), "dec": ("decoder_attentions", "tgt", "tgt"),
@@ -156,10 +156,10 @@ def report_html(result, provenance: dict) -> str:
         sections.append(f'<section id="{kind}"><h2>{_kind_name(kind)}</h2>\n<p class="caption">{viz.map_caption(kind, [s.token for s in result.steps])}</p>\n'
                         f'<p>{_select(kind, "layer", L)} {_select(kind, "head", H)}</p>\n'
                         f'<div id="{kind}-map" class="map"></div></section>')
-    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
-                      ).translate(JSON_ESCAPES)  # sorted: a template's keys come in the order it was built
+    blob = files.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True
+                       ).translate(JSON_ESCAPES)  # sorted: a template's keys come in the order it was built
     sentence, translation = html.escape(result.source), html.escape(result.text)
-    prov = html.escape(json.dumps(provenance, indent=1, ensure_ascii=False))
+    prov = html.escape(files.dumps(provenance, indent=1, ensure_ascii=False))
     cut = (f"<p>The sentence was cut by {result.truncated} token(s) to fit the model's positions.</p>\n"
            if result.truncated else "")
     return f"""<!DOCTYPE html>
@@ -212,7 +212,7 @@ def main(argv=None):
         raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
     translator = cli.load_translator(args)
     text = report_html(translator.translate(args.sentence), provenance(translator))
-    out.write_text(text, encoding="utf-8")
+    files.write_text(out, text)  # whole or not at all: a failure leaves no half page
     return 0
 
 

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
-from . import cli
+from . import cli, files
 from .checkpoint import save_checkpoint
 from .config import ModelConfig
 from .data import bucket_batches, encode_pairs, pad
@@ -54,6 +55,7 @@ def word_dropout(ids: torch.Tensor, p: float) -> torch.Tensor:
 
 
 DEFAULT_SNAPSHOTS = "0,25,50,100,200,400,800,e1,e2,e3,e5,e8,e12,last"
+_STEP = re.compile(r"[0-9]{1,9}")  # ASCII digits, few of them: str.isdigit() takes "²", which int() refuses
 
 
 def parse_snapshots(text: str) -> tuple[set[int], set[int], bool]:
@@ -65,9 +67,9 @@ def parse_snapshots(text: str) -> tuple[set[int], set[int], bool]:
     for item in filter(None, (t.strip() for t in text.split(","))):
         if item == "last":
             last = True
-        elif item[0] == "e" and item[1:].isdigit() and int(item[1:]) > 0:
+        elif item[0] == "e" and _STEP.fullmatch(item[1:]) and int(item[1:]) > 0:
             epochs.add(int(item[1:]))
-        elif item.isdigit():
+        elif _STEP.fullmatch(item):
             steps.add(int(item))
         else:
             raise ValueError(f"--snapshots: {item!r} is not a step (25), an epoch's end (e3) or 'last'")
@@ -107,11 +109,12 @@ class Snapshots:
         old = next((r for r in self.rows if r["step"] == step), None)
         name = f"step{step:06d}.safetensors"
         if old is None or not (self.dir / name).is_file():
-            save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, self.dir / name)
+            with files.replacing(self.dir / name) as tmp:
+                save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, tmp)
         epoch_end = epoch_end or (old or {}).get("epoch_end")
         row = {"step": step, "epoch": round(step / self.steps_per_epoch, 3), "epoch_end": epoch_end, "file": name}
         self.rows = sorted([r for r in self.rows if r["step"] != step] + [row], key=lambda r: r["step"])
-        (self.dir / "snapshots.json").write_text(json.dumps(self.rows, indent=1) + "\n")
+        files.write_text(self.dir / "snapshots.json", files.dumps(self.rows, indent=1) + "\n")
 
 
 def average_state(paths) -> dict:
@@ -137,30 +140,33 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", required=True, help="folder with the Multi30k .gz files")
     p.add_argument("--out", default="checkpoints", help="checkpoint folder to write (default: checkpoints)")
     p.add_argument("--work-dir", default="runs/train", help="per-epoch snapshots and resume state")
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=128, help="global batch, in sentence pairs")
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--warmup", type=int, default=0, help="linear warm-up steps (0: constant lr, the reference)")
+    p.add_argument("--epochs", type=cli.whole, default=10)
+    p.add_argument("--batch-size", type=cli.whole, default=128, help="global batch, in sentence pairs")
+    p.add_argument("--lr", type=cli.real, default=5e-4)
+    p.add_argument("--warmup", type=cli.whole, default=0, help="linear warm-up steps (0: constant lr, the reference)")
     p.add_argument("--decay", action="store_true", help="inverse-square-root decay after the warm-up")
-    p.add_argument("--label-smoothing", type=float, default=0.0)
-    p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--average", type=int, default=1, help="try averaging the K best epochs")
+    p.add_argument("--label-smoothing", type=cli.real, default=0.0)
+    p.add_argument("--clip", type=cli.real, default=1.0)
+    p.add_argument("--average", type=cli.whole, default=1, help="try averaging the K best epochs")
     p.add_argument("--positions", choices=["learned", "sinusoidal"], default="learned")
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--word-dropout", type=float, default=0.0,
+    p.add_argument("--dropout", type=cli.real, default=0.1)
+    p.add_argument("--word-dropout", type=cli.real, default=0.0,
                    help="replace each real source and decoder-input token by <unk> with this probability")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for the forward pass (fast on GPUs and on CPUs "
                    "with AVX-512 BF16 or AMX; on others 8x slower than fp32)")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=cli.whole, default=1234)
     cli.add_device(p)
-    p.add_argument("--limit", type=int, default=0, help="use only the first N training pairs (tests)")
-    p.add_argument("--max-steps", type=int, default=0, help="stop each epoch after N steps (tests)")
+    p.add_argument("--limit", type=cli.whole, default=0, help="use only the first N training pairs (0: all; tests)")
+    p.add_argument("--max-steps", type=cli.whole, default=0, help="stop each epoch after N steps (0: all; tests)")
     p.add_argument("--resume", action="store_true", help="continue from --work-dir/state.pt")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--snapshots", nargs="?", const=DEFAULT_SNAPSHOTS, metavar="STEPS",
                    help="keep the weights at these points in --work-dir/snapshots: steps (25), ends of epochs (e3) "
                    f"and 'last', comma-separated (alone: {DEFAULT_SNAPSHOTS})")
     args = p.parse_args(argv)
+    cli.check(args, epochs=cli.COUNT, batch_size=cli.COUNT, lr=cli.Range(0, 1), warmup=cli.OPTIONAL_COUNT,
+              label_smoothing=cli.SHARE, clip=cli.Range(0), average=cli.COUNT, dropout=cli.Range(0, 1, open=True),
+              word_dropout=cli.SHARE, seed=cli.SEED, limit=cli.OPTIONAL_COUNT, max_steps=cli.OPTIONAL_COUNT)
     if args.snapshots is not None:
         try:
             parse_snapshots(args.snapshots)
@@ -260,11 +266,13 @@ def main(argv=None):
             f"val loss {val_loss:.3f} ppl {math.exp(val_loss):7.3f} | {rec['tokens_per_s']:,} tok/s | "
             f"{train_time:.0f}s")
         snap = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-        save_file(snap, work / f"epoch{epoch:02d}.safetensors")
+        with files.replacing(work / f"epoch{epoch:02d}.safetensors") as tmp:
+            save_file(snap, tmp)
         if snapshots:
             snapshots.at_epoch_end(model, step, epoch, epoch == args.epochs)
-        torch.save({"optimizer": opt.state_dict(), "epoch": epoch, "step": step,
-                    "history": json.dumps(history), "rng": torch.get_rng_state()}, work / "state.pt")
+        with files.replacing(work / "state.pt") as tmp:
+            torch.save({"optimizer": opt.state_dict(), "epoch": epoch, "step": step,
+                        "history": files.dumps(history), "rng": torch.get_rng_state()}, tmp)
         if rec["val_loss"] <= min(h["val_loss"] for h in history):  # the same rounding on both sides
             save_checkpoint(model, src_vocab, tgt_vocab, args.out, {"args": vars(args), "history": history,
                                                                       "best_epoch": epoch})
@@ -288,7 +296,7 @@ def main(argv=None):
                 chosen = {"averaged_epochs": epochs, "val_loss": round(avg_loss, 4)}
                 save_checkpoint(model, src_vocab, tgt_vocab, args.out,
                                 {"args": vars(args), "history": history, **chosen})
-        log("result " + json.dumps(chosen))
+        log("result " + files.dumps(chosen))
     if world > 1:
         dist.destroy_process_group()
     return 0

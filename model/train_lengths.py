@@ -8,11 +8,10 @@ Positions count <sos> and <eos>, as the model sees them (spaCy tokens, as model.
 gives them).
 """
 
-import json
 from collections import Counter
 from pathlib import Path
 
-from . import cli
+from . import cli, files
 from .data import default_data_dir
 from .vocab import tokenize
 
@@ -32,7 +31,7 @@ def main(argv=None):
     de, en = cli.read_split(args.data_dir, "train")
     out = {"split": "Multi30k train", "n": len(de), "counts": "positions used (with <sos> and <eos>): sentences",
            "source": lengths(de, "de"), "target": lengths(en, "en")}
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    files.write_text(OUT, files.dumps(out, indent=1) + "\n")
     for side in ("source", "target"):
         c = out[side]
         print(f"{side}: longest {max(c)} positions; {sum(v for k, v in c.items() if k > 30)} sentences over 30")

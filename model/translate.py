@@ -19,10 +19,9 @@ carries `provenance`: the checkpoint (folder, sha256 of its weights), --mask-hea
 the decoding settings, versions and device (model/export.py).
 """
 
-import json
 import sys
 
-from . import cli
+from . import cli, files
 from .data import read_lines, split_lines
 from .errors import InputError
 
@@ -32,9 +31,9 @@ def main(argv=None):
     p = cli.Parser(description=__doc__)
     cli.add_checkpoint(p)
     p.add_argument("--input", default=None, help="file of German sentences (default: stdin)")
-    p.add_argument("--beam", type=int, default=1, help="beam width (1: greedy, batched)")
+    p.add_argument("--beam", type=cli.whole, default=1, help=f"beam width (1: greedy, batched; at most {cli.MAX_BEAM})")
     p.add_argument("--json", action="store_true", help="one JSON object per line with maps and steps")
-    p.add_argument("--top-k", type=int, default=5, help="alternatives recorded per step (--json)")
+    p.add_argument("--top-k", type=cli.whole, default=5, help="alternatives recorded per step (--json)")
     cli.add_device(p)
     p.add_argument("--mask-heads", default=None, metavar="SPEC", help='heads to switch off, e.g. "enc.0.3,cross.2.*"')
     p.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
@@ -42,14 +41,14 @@ def main(argv=None):
     p.add_argument("--reference", default=None, metavar="FILE",
                    help="English references, one per input line: scored by teacher forcing (with --json)")
     args = p.parse_args(argv)
-    if args.beam < 1 or args.top_k < 1:
-        raise InputError("--beam and --top-k must be at least 1")
+    cli.check(args, beam=cli.BEAM, top_k=cli.COUNT)
 
     from .heads import parse_head_mask
     from .translator import MAX_OUTPUT  # after argument parsing: --help stays fast
 
     force = parse_force(args.force)
     translator = cli.load_translator(args)
+    cli.check(args, top_k=cli.Range(1, translator.cfg.tgt_vocab_size, why="the English vocabulary's size"))
     parse_head_mask(args.mask_heads, translator.cfg)  # a bad SPEC stops here, before any work
     if force and args.beam > 1:
         raise InputError("--force works with greedy decoding: leave out --beam")
@@ -58,7 +57,7 @@ def main(argv=None):
     if args.input:
         lines = read_lines(args.input)
     else:
-        lines = split_lines(sys.stdin.buffer.read(), "stdin")
+        lines = split_lines(files.read_limited(sys.stdin.buffer, "stdin"), "stdin")
     references = read_lines(args.reference) if args.reference else None
     if references is not None and len(references) != len(lines):
         raise InputError(f"{args.reference} has {len(references)} lines but the input has {len(lines)}")
@@ -108,7 +107,7 @@ def main(argv=None):
         if r is None:
             out.write("\n")
         elif args.json:
-            out.write(json.dumps({**result_json(r, prov), **extra.get(i, {})}, ensure_ascii=False) + "\n")
+            out.write(files.dumps({**result_json(r, prov), **extra.get(i, {})}, ensure_ascii=False) + "\n")
         else:
             out.write(r.text + "\n")
     out.flush()
@@ -130,13 +129,17 @@ def score_reference(translator, result, reference: str, line: int, heads_off):
 
 
 def parse_force(items: list) -> dict:
-    """["3:cat", ...] -> {3: "cat"}; a clear error for anything else."""
+    """["3:cat", ...] -> {3: "cat"}; a clear error for anything else (STEP: ASCII digits, as cli.whole reads them)."""
     force = {}
     for item in items:
         step, sep, token = item.partition(":")
-        if not sep or not step.strip().isdecimal() or not token:  # isdigit() passes "²", which int() refuses
+        try:
+            n = cli.whole(step.strip())
+        except ValueError:
+            n = -1
+        if not sep or n < 0 or not token:
             raise InputError(f"--force {item!r} is not STEP:TOKEN, e.g. 2:cat")
-        force[int(step)] = token
+        force[n] = token
     return force
 
 

@@ -92,6 +92,12 @@ class Translator:
         tokens = tokens[:keep]
         return ["<sos>", *tokens, "<eos>"], [SOS_ID, *self.src_vocab.encode(tokens), EOS_ID], cut
 
+    def check_top_k(self, top_k):
+        """InputError unless top_k, the alternatives kept per step, is a whole number from 1 to the vocabulary size."""
+        V = self.cfg.tgt_vocab_size
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= V:
+            raise InputError(f"top_k must be a whole number from 1 to {V} (the English vocabulary), got {top_k!r}")
+
     def head_mask(self, heads_off: str | None):
         """A head-mask SPEC (model/heads.py) as tensors on the model's device, or None."""
         mask = parse_head_mask(heads_off, self.cfg)
@@ -138,6 +144,7 @@ class Translator:
 
     def analyze(self, sentence: str, output_ids: list, top_k: int = 5, heads_off: str | None = None) -> Translation:
         """A Translation for a given output (ids, <eos> included if produced) by one teacher-forced pass."""
+        self.check_top_k(top_k)
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
         tgt_in = torch.tensor([[SOS_ID, *output_ids[:-1]]], device=self.device)
@@ -169,6 +176,7 @@ class Translator:
         Raises InputError for an empty sentence; callers that must go on past one
         (model.translate) check each sentence with `source_ids` first.
         """
+        self.check_top_k(top_k)
         prepared = [self.source_ids(s) for s in sentences]
         mask, force_ids = self.head_mask(heads_off), self._force_ids(force, max_len)
         order = sorted(range(len(sentences)), key=lambda i: len(prepared[i][1]))
@@ -222,9 +230,7 @@ class Translator:
     @torch.no_grad()
     def logit_lens(self, sentence: str, output_tokens: list | None = None, top_k: int = 5) -> LogitLens:
         """The generator applied to the state after each decoder layer, for an output (default: greedy's)."""
-        V = self.cfg.tgt_vocab_size
-        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= V:
-            raise InputError(f"top_k must be a whole number from 1 to {V} (the English vocabulary), got {top_k!r}")
+        self.check_top_k(top_k)
         _, out_tokens, capture = self._capture(sentence, output_tokens)
         chosen = torch.tensor([self.tgt_vocab.stoi[t] for t in out_tokens], device=self.device)  # (T,)
         itos = self.tgt_vocab.itos

@@ -163,7 +163,7 @@ def test_train_lengths_counts_positions_with_sos_and_eos(call, tmp_path, monkeyp
 
 def test_translate_option_errors_past_the_parser(call, tiny_checkpoint, corpus):
     src, ref = corpus
-    for args, says in ((["--beam", "0"], "--beam and --top-k must be at least 1"),
+    for args, says in ((["--beam", "0"], "--beam must be at least 1, got 0"),
                        (["--force", "x"], "--force 'x' is not STEP:TOKEN"),
                        (["--force", "²:dog"], "--force '²:dog' is not STEP:TOKEN"),  # a digit int() refuses
                        (["--force", "0:dog", "--beam", "2"], "leave out --beam"),

@@ -27,8 +27,10 @@ import functools
 import os
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state.common import user_key_from_element_id
 
-from .common import View, log, models, text_param
+from .common import MAX_SENTENCE, View, log, models, text_param
 
 COUNT_RUNS = "EXPLORER_COUNT_RUNS"  # set (tests, benches): each view run shows the number of view runs so far
 
@@ -47,6 +49,12 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
     """Set the widgets' state from the URL, once per browser session; returns a note per dropped parameter.
 
     views: the view switch's registry (label -> View); the view the link names reads its own parameters.
+
+    A page that lost its server (a replica killed behind the proxy) reconnects to a new session, and Streamlit's page
+    reruns nothing when it reconnects while idle: the new session's first run is the student's next interaction,
+    say a new sentence and Enter, sent with every widget's value as the page shows it and with the link as it was
+    before. The link holds the rest (every run writes it, views/explorer.js adds the picks made in the browser), but
+    not what was just typed: the text boxes' values the browser sent win.
     """
     params, notes = st.query_params, []
     sentence = text_param(params, "s", "the sentence", notes)
@@ -60,6 +68,10 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
     if view:
         st.session_state.view = view.label
         view.read(params, cfg, notes)
+    ctx = get_script_run_ctx()
+    for w in ctx.session_state.get_widget_states() if ctx else []:  # none when a page is opened
+        if (key := user_key_from_element_id(w.id)) in ("sentence", "s2", "reference") and w.HasField("string_value"):
+            st.session_state[key] = w.string_value[:MAX_SENTENCE]  # the boxes' keys (views.common.text_box), bounded
     return notes
 
 
