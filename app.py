@@ -17,9 +17,11 @@ import streamlit as st
 import torch
 
 from model.errors import CheckpointError, InputError
+from model.translator import MAX_OUTPUT
 from views import DEFAULT_VIEW, VIEWS, Context
 from views.common import (CSS, MODEL_CHOICE, MODEL_NAMES, literal, load_translator, models, text_box, token_chips,
                           translate)
+from views.familiarity import familiarity_note
 from views.share import judge_url, read_model, read_url, write_url
 
 ROOT = Path(__file__).resolve().parent
@@ -151,6 +153,10 @@ if result.truncated:
                f"{result.truncated} tokens were cut, and the rest was translated.")
 st.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '(empty)'}</div>",
             unsafe_allow_html=True)
+if result.steps and result.steps[-1].token != "<eos>":
+    st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
+               "ended it: what is shown is cut.")
+familiarity_note(checkpoint, sentence)
 reference = next((e["en"] for e in ex if e["de"] == sentence), None)
 if reference:
     st.caption(f"Multi30k reference: {literal(reference)}")

@@ -5,6 +5,7 @@
     python -m model.inspect importance "Ein Hund läuft."
     python -m model.inspect contributions "Ein Hund läuft."
     python -m model.inspect decoderlens "Ein Hund läuft."
+    python -m model.inspect familiarity "Ein Hund läuft."
 
 Each prints one JSON object; all but `decoderlens` teacher-force the greedy translation of
 the sentence in one pass. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
@@ -20,6 +21,9 @@ one per generated token: token, source_share, source (one number per source toke
 decoder input up to that step, <sos> included); each step's source and prefix sum to 1.
 `decoderlens` (Langedijk et al., 2024): layers, one per encoder layer k (from 1): encoder_layer, tokens
 and text of the greedy output when the decoder reads encoder layer k's output; the last is the translation.
+`familiarity` (model/familiarity.py): verdict (familiar, unusual, unfamiliar), reasons, words, unknown_words,
+unknown_share, mean_logprob, logprob_percentile, language, language_counts, nearest_distance,
+distance_percentile, score and neighbours (line, de, en, distance), nearest first.
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
@@ -45,6 +49,8 @@ def main(argv=None):
     sub.add_parser("contributions", parents=[common],
                    help="ALTI+: each source and prefix token's contribution to every generated token")
     sub.add_parser("decoderlens", parents=[common], help="the greedy output decoded from each encoder layer")
+    sub.add_parser("familiarity", parents=[common], help="how far the sentence is from the training data: every "
+                                                         "measure, the verdict and the nearest training sentences")
     args = p.parse_args(argv)
 
     translator = cli.load_translator(args)  # after argument parsing: --help stays fast
@@ -56,6 +62,10 @@ def main(argv=None):
         out = translator.contributions(args.sentence).to_json()
     elif args.command == "decoderlens":
         out = translator.decoder_lens(args.sentence).to_json()
+    elif args.command == "familiarity":
+        from .familiarity import Index, measure
+
+        out = measure(translator, translator.translate(args.sentence), Index.of(args.checkpoint)).to_json()
     else:
         from .head_importance import head_importance_for_sentence
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import cli
+from . import cli, files
 from .errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +52,13 @@ def snapshot_rows(folder) -> list[dict]:
     if not manifest.is_file():
         raise InputError(f"{folder} is not a folder of training snapshots (no snapshots.json): train with "
                          f"`python -m model.train ... --snapshots`")
-    rows = json.loads(manifest.read_text())
+    with open(manifest, "rb") as f:
+        rows = files.loads(files.read_limited(f, str(manifest)), str(manifest))
+    # Rows as model.train writes them; a file name only, so that a row cannot point outside the folder.
+    if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and type(r.get("step")) is int and isinstance(r.get("file"), str)
+            and r["file"] == Path(r["file"]).name and r["file"].endswith(".safetensors") for r in rows):
+        raise InputError(f"{manifest}: expected a list of {{\"step\": N, \"file\": \"stepNNNNNN.safetensors\", ...}}")
     missing = [r["file"] for r in rows if not (Path(folder) / r["file"]).is_file()]
     if missing:
         raise InputError(f"{folder}: snapshots.json lists {missing[0]}, which is not there")
@@ -148,7 +154,8 @@ def ship(folder, out, data_dir, device=None, progress: bool = False, replays=Non
 
     out = Path(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
-    examples = [e["de"] for e in json.loads(EXAMPLES.read_text(encoding="utf-8"))["examples"]]
+    shipped = json.loads(EXAMPLES.read_text(encoding="utf-8"))
+    examples = [e["de"] for e in shipped["examples"][:shipped["replayed"]]]  # the first ones: the replay's own
     val_src, val_ref = cli.read_split(data_dir, "val")
     gold = align.read_gold(align.GOLD)
     gold_sha = hashlib.sha256(align.GOLD.read_bytes()).hexdigest()
@@ -159,19 +166,20 @@ def ship(folder, out, data_dir, device=None, progress: bool = False, replays=Non
             point = json.loads(done.read_text())
             if point.get("gold_sha256") != gold_sha:  # the reference changed: only the AER is measured again
                 point.update(alignment_error(load_snapshot(folder, row, device), gold), gold_sha256=gold_sha)
-                done.write_text(json.dumps(point))
+                files.write_text(done, files.dumps(point))
             continue
         t = load_snapshot(folder, row, device)
         points = [sentence_point(t, s) for s in examples]
         arrays = {f"ex{i}_{k}": v for i, p in enumerate(points) for k, v in p["maps"].items()}
-        np.savez_compressed(out / f"step{row['step']:06d}.npz", **arrays)
+        with files.replacing(out / f"step{row['step']:06d}.npz") as tmp, open(tmp, "wb") as f:
+            np.savez_compressed(f, **arrays)
         point = {**{k: row[k] for k in ("step", "epoch", "epoch_end")}, **measure(t, val_src, val_ref),
                  **alignment_error(t, gold), "gold_sha256": gold_sha,
                  "examples": [{k: p[k] for k in ("src_tokens", "tgt_tokens", "steps")} for p in points],
                  "file": f"step{row['step']:06d}.npz"}
-        done.write_text(json.dumps(point))
+        files.write_text(done, files.dumps(point))
         if progress:
-            print(json.dumps({k: point[k] for k in ("step", "val_loss", "val_bleu", "source_share", "seconds")}),
+            print(files.dumps({k: point[k] for k in ("step", "val_loss", "val_bleu", "source_share", "seconds")}),
                   file=sys.stderr, flush=True)
     config = json.loads((Path(folder) / "config.json").read_text())
     points = [json.loads((out / "points" / f"step{r['step']:06d}.json").read_text()) for r in rows]
@@ -183,7 +191,7 @@ def ship(folder, out, data_dir, device=None, progress: bool = False, replays=Non
                 "gold": align.GOLD.name, "snapshots": points,
                 "command": f"python -m model.replay --snapshots {folder} --ship {out} --data-dir {data_dir}"
                            + ("" if replays is None else f" --replays {replays}")}
-    (out / "replay.json").write_text(json.dumps(manifest, separators=(",", ":")))
+    files.write_text(out / "replay.json", files.dumps(manifest, separators=(",", ":")))
     return manifest
 
 
@@ -204,15 +212,15 @@ def main(argv=None):
     if args.ship:
         m = ship(args.snapshots, args.ship, args.data_dir, args.device, progress=not args.no_progress,
                  replays=args.replays)
-        print(json.dumps({"out": args.ship, "snapshots": len(m["snapshots"])}))
+        print(files.dumps({"out": args.ship, "snapshots": len(m["snapshots"])}))
         return 0
     snapshot_rows(args.snapshots)  # a bad folder fails before the first model loads
     if args.out and not Path(args.out).parent.is_dir():
         raise InputError(f"cannot write {args.out}: the folder {Path(args.out).parent} does not exist")
-    text = json.dumps({"sentence": args.sentence, "snapshots": replay_sentence(
+    text = files.dumps({"sentence": args.sentence, "snapshots": replay_sentence(
         args.snapshots, args.sentence, args.device, progress=not args.no_progress)}, ensure_ascii=False)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        files.write_text(args.out, text)
     else:
         print(text)
     return 0

@@ -10,16 +10,17 @@ as JSON lines {"line": L, "links": [[source_index, target_index], ...]} (0-based
 eflomal samples, so a second run differs a little; the shipped file is one run (docs/alignment-guidelines.md).
 """
 
-import json
+import gzip
 import tempfile
 from pathlib import Path
 
 from tqdm import tqdm
 
-from . import cli
+from . import cli, files
 from .errors import InputError
 
 OUT = Path(__file__).resolve().parent.parent / "assets/alignments/test2016.silver.jsonl"
+TRAIN_LINKS = OUT.parent / "train.silver.links.gz"  # 'i-j ...' per training pair (Pharaoh format), with --lexicon
 NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
@@ -80,6 +81,8 @@ def main(argv=None):
     p = cli.Parser(description=__doc__)
     p.add_argument("--data-dir", required=True, help="folder with the Multi30k .gz files")
     p.add_argument("--out", default=str(OUT), help="JSON lines to write (default: %(default)s)")
+    p.add_argument("--lexicon", help="also write the training links (assets/alignments/train.silver.links.gz) and "
+                                      "their lexical table to this file (assets/alignments/train.lexicon.json.gz)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     from .data import read_lines
@@ -91,11 +94,19 @@ def main(argv=None):
     test_en = read_lines(folder / "test_2016_flickr.en.gz")
     de = [tokenize(s, "de") for s in tqdm([*train_de, *test_de], desc="tokenize de", disable=args.no_progress)]
     en = [tokenize(s, "en") for s in tqdm([*train_en, *test_en], desc="tokenize en", disable=args.no_progress)]
-    links = silver_links(de, en, progress=not args.no_progress)[len(train_de):]
-    with open(args.out, "w", encoding="utf-8") as f:
-        for line, pair in enumerate(links):
-            f.write(json.dumps({"line": line, "links": sorted(map(list, pair))}) + "\n")
-    print(json.dumps({"out": args.out, "pairs": len(links), "links": sum(map(len, links))}))
+    every = silver_links(de, en, progress=not args.no_progress)
+    links = every[len(train_de):]
+    if args.lexicon:  # the training pairs' links, and the lexical table the page's "Training evidence" reads
+        from .evidence import lexicon_table
+        train = every[:len(train_de)]
+        table = lexicon_table(de[:len(train_de)], en[:len(train_de)], train)
+        for path, text in ((TRAIN_LINKS, "".join(" ".join(f"{i}-{j}" for i, j in sorted(p)) + "\n" for p in train)),
+                           (args.lexicon, files.dumps(table, ensure_ascii=False))):
+            with files.replacing(path) as tmp:
+                tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    files.write_text(args.out, "".join(files.dumps({"line": line, "links": sorted(map(list, pair))}) + "\n"
+                                       for line, pair in enumerate(links)))
+    print(files.dumps({"out": args.out, "pairs": len(links), "links": sum(map(len, links))}))
     return 0
 
 

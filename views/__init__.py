@@ -5,7 +5,7 @@ lives here, one module per view or family of views. Views never read app.py's gl
 VIEWS is the one list of them: the view switch, the link (views/share.py) and the tests read it.
 """
 
-from . import alignment, inside, interventions, stats, trace, training, walk
+from . import alignment, evidence, inside, interventions, stats, trace, training, walk
 from .attention import view_entry
 from .common import Context, View
 from .contributions import contributions_view
@@ -27,6 +27,7 @@ VIEWS = {v.label: v for v in (
     View("contributions", "Contributions", contributions_view),
     View("align", "Alignment", alignment.alignment_view, alignment.read_link, alignment.link_params),
     View("training", "Training", training.training_view, training.read_link, training.link_params),
+    View("evidence", "Training evidence", evidence.evidence_view, evidence.read_link, evidence.link_params),
     View("positions", "Positional encodings", positions_view),
     View("ablate", "Ablate heads", interventions.ablation_view, interventions.read_ablation_link,
          interventions.ablation_link),

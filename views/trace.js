@@ -38,6 +38,7 @@ export default function ({data, parentElement, setTriggerValue}) {
 
   const previous = el("button", {type: "button", textContent: "◀ Previous"});
   const next = el("button", {type: "button", textContent: "Next ▶"});
+  const evidence = el("button", {type: "button", textContent: "Where it learned this step"});  // view=evidence
   const slider = el("input", {type: "range", min: 1, max: data.n, step: 1});
   slider.setAttribute("aria-label", "Step");
   const where = el("p"), chose = el("p");
@@ -57,7 +58,7 @@ export default function ({data, parentElement, setTriggerValue}) {
   const box = el("div", {className: "explorer explorer-trace"});
   root.replaceChildren(el("style", {textContent: CSS}), box);
   box.append(
-    el("div", {className: "controls"}, previous, next, slider),
+    el("div", {className: "controls"}, previous, next, slider, evidence),
     el("p", {className: "note", textContent: "Keyboard: the ← and → keys step back and forward (Tab to the slider "
                                               + "and they move it instead)."}),
     where, chose,
@@ -127,6 +128,7 @@ export default function ({data, parentElement, setTriggerValue}) {
 
   previous.addEventListener("click", () => go(pick.step - 1));
   next.addEventListener("click", () => go(pick.step + 1));
+  evidence.addEventListener("click", () => setTriggerValue("evidence", pick.step + 1));
   slider.addEventListener("input", () => go(Number(slider.value) - 1));
   whatIf.addEventListener("change", () => setTriggerValue("whatif", {step: pick.step + 1,
                                                                      word: whatIf.value === data.choice ? null : whatIf.value}));

@@ -7,7 +7,8 @@ import viz
 from viz.labels import positioned
 
 from .common import (MODEL_CHOICE, Context, alternatives, chart, cli_hint, diff_chips, int_param, load_translator,
-                     literal, map_table, offers, table_labels, translate)
+                     literal, map_table, offers, table_labels, translate,
+                     whole_number)
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show
 from .share import page_view
@@ -57,6 +58,14 @@ def whatif_picked():
         server_step(int(event["step"]), event.get("word") or MODEL_CHOICE)
 
 
+def evidence_picked():
+    """The browser asks for the training evidence of its step: that view opens at that step (views/evidence.py)."""
+    step = whole_number(str(st.session_state.trace_steps["evidence"] or ""), 1, 10_000)  # a client sends anything
+    if step:
+        st.session_state.evidence_step, st.session_state.view = step - 1, "Training evidence"
+        st.session_state.evidence_jump = True  # the view switch is outside this fragment: the page reruns
+
+
 def whatif_left():
     step = st.session_state.trace_steps["step"]
     if step:
@@ -78,7 +87,9 @@ def trace_view(ctx: Context):
     if st.session_state.what_if not in alternatives(result, t):
         st.session_state.what_if = MODEL_CHOICE
     show("trace", trace_data(ctx, t), key="trace_steps", on_whatif_change=whatif_picked,
-         on_step_change=whatif_left)
+         on_step_change=whatif_left, on_evidence_change=evidence_picked)
+    if st.session_state.pop("evidence_jump", False):
+        st.rerun(scope="app")
     alt = what_if(ctx, t)
     st.markdown("**All steps**")
     st.dataframe(viz.steps_table(result.steps), hide_index=True)

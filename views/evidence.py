@@ -1,0 +1,138 @@
+"""Training evidence: where the model learned a word of this sentence, and which moments of training its decoder
+state resembles at a step (model/evidence.py; ?view=evidence&word=N&step=N).
+
+Students explain a model's output by its training data when they can see it: a word met once in 29,000 photo
+descriptions, or never, explains a wrong translation better than any attention map.
+"""
+
+import re
+import threading
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from model.checkpoint import DEFAULT_CHECKPOINT
+from model.evidence import LEXICON, Lexicon, StepIndex, step_state
+
+from .common import Context, int_param, literal, load_translator, token_chips
+from .export import downloads
+from .share import page_view
+
+_OWNED: dict = {}
+_LOCK = threading.Lock()
+
+
+def owned(key, make):
+    """One lexicon and one step index per checkpoint for every session, like the models (views.common)."""
+    with _LOCK:
+        if key not in _OWNED:
+            _OWNED[key] = make()
+        return _OWNED[key]
+
+
+def lexicon() -> Lexicon | None:
+    return owned("lexicon", lambda: Lexicon() if LEXICON.is_file() else None)
+
+
+def step_index(checkpoint: str | None) -> StepIndex | None:
+    folder = Path(checkpoint or DEFAULT_CHECKPOINT)
+    return owned(("steps", folder), lambda: StepIndex(folder) if StepIndex.exists(folder) else None)
+
+
+def word_positions(result) -> list[int]:
+    """The source positions that hold a word (a letter or a digit): what the word pick offers."""
+    return [i for i, t in enumerate(result.src_tokens[1:-1], 1) if any(c.isalnum() for c in t)]
+
+
+def read_link(params, cfg, notes: list):
+    """word: a source position (from 0, as the chips count); step: a step of the translation (from 1)."""
+    word = int_param(params, "word", 1, cfg.max_positions, notes)
+    if word is not None:
+        st.session_state.evidence_word = word
+    step = int_param(params, "step", 1, 10_000, notes)
+    if step is not None:
+        st.session_state.evidence_step = step - 1
+
+
+def link_params(cfg) -> dict:
+    s = st.session_state
+    return {k: str(v) for k, v in (("word", s.get("evidence_word")),
+                                   ("step", None if s.get("evidence_step") is None else s.evidence_step + 1))
+            if v is not None}
+
+
+def marked(sentence: str, word: str) -> str:
+    """A training sentence as escaped HTML, every whole-word occurrence of `word` (any case) marked."""
+    parts = re.split(rf"(?<!\w)({re.escape(word)})(?!\w)", sentence, flags=re.IGNORECASE)
+    return "".join(f"<mark>{literal(p)}</mark>" if i % 2 else literal(p) for i, p in enumerate(parts))
+
+
+@st.fragment
+@page_view
+def evidence_view(ctx: Context):
+    result, lex = ctx.result, lexicon()
+    st.caption("What the model saw in training: the model learned from 29,000 German descriptions of photos and "
+               "their English translations (Multi30k), nothing else.")
+    positions = word_positions(result)
+    if lex is None or not positions:
+        st.info("No training evidence here: " + ("this sentence has no word." if lex is not None else
+                                                  "the lexical table is not installed (python -m model.silver)."))
+        return
+    if st.session_state.get("evidence_word") not in positions:
+        unknown = [i for i in positions if result.src_unknown[i]]
+        st.session_state.evidence_word = (unknown or positions)[0]
+    st.markdown("**A word of the sentence**")
+    i = st.segmented_control("Word", positions, key="evidence_word", required=True,
+                             format_func=lambda i: result.src_tokens[i])
+    ev = lex.word(result.src_tokens[i], ctx.translator.src_vocab)
+    word = literal(ev.word)
+    if ev.sentences == 0:
+        st.markdown(f"“{word}” never occurs in the training data: the model reads it as `<unk>`, a word it does not "
+                    "know, and guesses from the rest of the sentence.")
+    else:
+        rare = "" if ev.known else (" Too rare to get its own vector (a word needs two occurrences), it reads as "
+                                    "`<unk>` all the same.")
+        st.markdown(f"“{word}” occurs in **{ev.sentences:,}** of the 29,000 training sentences ({ev.occurrences:,} "
+                    f"times).{rare}")
+    if ev.aligned:
+        total = sum(n for _, n in ev.aligned)
+        st.markdown("The English words a statistical aligner (eflomal) linked it to in those sentences:")
+        st.dataframe(pd.DataFrame({"English word": [w for w, _ in ev.aligned], "links": [n for _, n in ev.aligned],
+                                   "share of these links": [round(n / total, 3) for _, n in ev.aligned]}),
+                     hide_index=True)
+    if ev.pairs:
+        st.markdown(f"Training pairs that contain it (the first {len(ev.pairs)}):")
+        st.markdown("".join(f"<p>{marked(de, ev.word)}<br><i>{literal(en)}</i> <small>(line {line + 1:,})"
+                            "</small></p>" for line, de, en in ev.pairs), unsafe_allow_html=True)
+    steps_view(ctx)
+    downloads(ctx)
+
+
+def steps_view(ctx: Context):
+    result, found = ctx.result, step_index(ctx.checkpoint)
+    st.markdown("**A step of the decoding**")
+    if found is None:
+        st.info("This checkpoint ships no index of training steps (python -m model.familiarity).")
+        return
+    T = len(result.steps)
+    if st.session_state.get("evidence_step") not in range(T):
+        st.session_state.evidence_step = 0
+    t = st.select_slider("Step", list(range(T)), key="evidence_step",
+                         format_func=lambda t: f"{t + 1}: {result.steps[t].token}")
+    st.markdown(f"Step {t + 1}: " + token_chips(["<sos>", *[s.token for s in result.steps[:t]]]) + " → "
+                + token_chips([result.steps[t].token], current=0), unsafe_allow_html=True)
+    tr = load_translator(ctx.checkpoint)
+    near = found.nearest(step_state(tr, result, t), lex_texts(), k=5)
+    st.caption("The moments of training (5,000 pairs, teacher-forced on their references) when the decoder's last "
+               "layer was in the most similar state before choosing a word (cosine over the state's 64 principal "
+               "components). Similar states, similar choices: what the model does here, it learned there.")
+    st.dataframe(pd.DataFrame({"training sentence": [n.de for n in near],
+                               "English so far": [" ".join(n.prefix) for n in near],
+                               "its next word": [n.word for n in near],
+                               "distance": [n.distance for n in near], "line": [n.line + 1 for n in near]}),
+                 hide_index=True)
+
+
+def lex_texts() -> dict:
+    return lexicon().texts()

@@ -1,0 +1,62 @@
+"""What the model knows: a note under a translation of a sentence unlike the photo descriptions it learned from.
+
+The measures and the verdict are model/familiarity.py's (docs/contract.md, "Familiarity"); a familiar sentence
+gets no note. The index of the training sources is loaded once per checkpoint, owned here like the models.
+"""
+
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+from model.checkpoint import DEFAULT_CHECKPOINT
+from model.familiarity import Familiarity, Index
+
+from .common import MODEL_CHOICE, literal, load_translator, translate
+
+_INDEXES: dict = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def index(checkpoint: str | None) -> Index | None:
+    """The checkpoint's training index and thresholds, or None when it ships none (a checkpoint of one's own)."""
+    folder = Path(checkpoint or DEFAULT_CHECKPOINT)
+    with _INDEXES_LOCK:
+        if folder not in _INDEXES:
+            _INDEXES[folder] = Index(folder) if Index.exists(folder) else None
+        return _INDEXES[folder]
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def familiarity(checkpoint: str | None, sentence: str) -> Familiarity | None:
+    """How familiar the sentence is to the model (None without an index)."""
+    found = index(checkpoint)
+    if found is None:
+        return None
+    from model.familiarity import measure
+    return measure(load_translator(checkpoint), translate(checkpoint, sentence), found)
+
+
+def try_sentence(sentence: str):
+    """A neighbour picked: it becomes the sentence, as if typed (what belonged to the old one goes)."""
+    st.session_state.sentence, st.session_state.reference, st.session_state.example = sentence, "", ""
+    st.session_state.what_if = MODEL_CHOICE
+
+
+def familiarity_note(checkpoint: str | None, sentence: str):
+    """Under the translation: nothing for a familiar sentence; for an unusual or unfamiliar one, what the model
+    learned from, what in this sentence is unlike it, and the nearest training sentences to try instead."""
+    f = familiarity(checkpoint, sentence)
+    if f is None or f.verdict == "familiar":
+        return
+    box = st.warning if f.verdict == "unfamiliar" else st.info
+    head = ("This sentence is unlike anything the model learned from" if f.verdict == "unfamiliar" else
+            "This sentence is unusual for the model")
+    box(f"**{head}.** It learned German only from 29,000 short descriptions of photos (Multi30k: people, animals "
+        f"and what they do). Here {literal('; '.join(f.reasons))}. Its translation and maps show a model out of its "
+        "depth, not how it works at its best. Sentences from its training data that are nearest to this one:",
+        icon="🧭" if f.verdict == "unusual" else "⚠️")
+    row = st.container(horizontal=True, gap="small")
+    for i, n in enumerate(f.neighbours):
+        row.button(literal(n.de), key=f"neighbour_{i}", on_click=try_sentence, args=(n.de,),
+                   help=f"Training sentence {n.line + 1:,}: “{literal(n.en)}”. Click to translate it.")
