@@ -6,6 +6,7 @@
     python -m model.inspect contributions "Ein Hund läuft."
     python -m model.inspect decoderlens "Ein Hund läuft."
     python -m model.inspect familiarity "Ein Hund läuft."
+    python -m model.inspect attribute --method METHOD [--contrast WORD] [--reference TEXT] "Ein Hund läuft."
 
 Each prints one JSON object; all but `decoderlens` teacher-force the greedy translation of
 the sentence in one pass. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
@@ -21,6 +22,10 @@ one per generated token: token, source_share, source (one number per source toke
 decoder input up to that step, <sos> included); each step's source and prefix sum to 1.
 `decoderlens` (Langedijk et al., 2024): layers, one per encoder layer k (from 1): encoder_layer, tokens
 and text of the greedy output when the decoder reads encoder layer k's output; the last is the translation.
+`attribute` (model/attribute.py): src_tokens, tgt_tokens, method and steps, one per output word: token, f (the
+target at the input), source (one number per source token), prefix (one per decoder input up to the step),
+source_share, and for integrated_gradients completeness_gap and baseline_f, for a contrastive target foil;
+`--method all`: src_tokens, tgt_tokens and methods {method: steps}.
 `familiarity` (model/familiarity.py): verdict (familiar, unusual, unfamiliar), reasons, words, unknown_words,
 unknown_share, mean_logprob, logprob_percentile, language, language_counts, nearest_distance,
 distance_percentile, score and neighbours (line, de, en, distance), nearest first.
@@ -49,6 +54,13 @@ def main(argv=None):
     sub.add_parser("contributions", parents=[common],
                    help="ALTI+: each source and prefix token's contribution to every generated token")
     sub.add_parser("decoderlens", parents=[common], help="the greedy output decoded from each encoder layer")
+    attr = sub.add_parser("attribute", parents=[common], help="gradient and perturbation attributions of every "
+                                                             "output word to the source and prefix tokens")
+    attr.add_argument("--method", default="integrated_gradients", help="gradient, input_x_gradient, "
+                      "integrated_gradients, leave_one_out, value_zeroing, contrastive, or all")
+    attr.add_argument("--contrast", help="a foil word: F = log p(word) - log p(foil) (default for contrastive: each "
+                                         "step's runner-up)")
+    attr.add_argument("--reference", help="attribute this English reference, teacher-forced, not the translation")
     sub.add_parser("familiarity", parents=[common], help="how far the sentence is from the training data: every "
                                                          "measure, the verdict and the nearest training sentences")
     args = p.parse_args(argv)
@@ -62,6 +74,13 @@ def main(argv=None):
         out = translator.contributions(args.sentence).to_json()
     elif args.command == "decoderlens":
         out = translator.decoder_lens(args.sentence).to_json()
+    elif args.command == "attribute":
+        from .attribute import METHODS
+
+        methods = METHODS if args.method == "all" else (args.method,)
+        found = [translator.attribute(args.sentence, m, args.reference, args.contrast).to_json() for m in methods]
+        out = found[0] if len(found) == 1 else {**{k: found[0][k] for k in ("src_tokens", "tgt_tokens")},
+                                                "methods": {f["method"]: f["steps"] for f in found}}
     elif args.command == "familiarity":
         from .familiarity import Index, measure
 

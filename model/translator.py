@@ -271,6 +271,18 @@ class Translator:
                              output_tokens=out_tokens, source=c["source"], prefix=c["prefix"],
                              source_share=c["source_share"], layers=c["layers"], rollout=c["rollout"])
 
+    def attribute(self, sentence: str, method: str, reference: str | None = None, contrast: str | None = None,
+                  output_tokens: list | None = None, progress=None):
+        """Gradient or perturbation attributions of every step of the greedy translation (or a reference,
+        teacher-forced) to each source and prefix token: an Attribution (model/attribute.py), arrays read-only."""
+        from .attribute import attribute
+
+        a = attribute(self, sentence, method, reference, contrast, output_tokens, progress=progress)
+        for v in (a.f, a.source, a.prefix, a.completeness_gap, a.baseline_f):
+            if v is not None:
+                v.setflags(write=False)
+        return a
+
     @torch.no_grad()
     def decoder_lens(self, sentence: str, max_len: int = MAX_OUTPUT) -> DecoderLens:
         """DecoderLens (Langedijk et al., 2024): greedy decoding with the decoder cross-attending to the output

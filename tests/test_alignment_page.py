@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import CHECKPOINT, array, charts, from_url, markdown
+from conftest import CHECKPOINT, array, charts, from_url, markdown, shown
 from model import align
 from model.translator import Translator
 from model.vocab import tokenize
@@ -46,7 +46,7 @@ def test_alignment_view_by_link_scores_an_annotated_sentence_as_the_library_does
 def test_alignment_view_for_a_typed_sentence_and_a_bad_link(monkeypatch):
     at = from_url(monkeypatch, s="Zwei Hunde spielen im Schnee.", view="align", rule="best", head="12")
     assert not at.exception
-    assert "rule='best'" in at.warning[0].value and "head='12'" in at.warning[0].value
+    assert "rule='best'" in shown(at.warning[0].value) and "head='12'" in shown(at.warning[0].value)
     assert "Not one of the annotated test sentences" in markdown(at)
 
 

@@ -374,6 +374,8 @@ def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
 # 4.5:1 on its pink (light) and 3.6:1 (dark). Captions take the theme's text colour at 80% instead (6:1 light,
 # 10:1 dark: still quieter than the body), and picked segments the text colour itself: the primary-coloured
 # border and tint still mark them.
+# A button cuts its label to one line with an ellipsis: the familiarity note's buttons (views/familiarity.py) hold
+# whole training sentences, cut in half on a phone; they wrap instead.
 # Focus: Streamlit's focus ring is the primary colour at 50% alpha, about 2:1 against the page, under the 3:1
 # a focus indicator needs; a solid outline in the element's own text colour adds it, in both themes.
 # !important where Streamlit's own class rules (`outline: none`, the primary colour) outrank a rule on the element.
@@ -391,6 +393,7 @@ div[data-testid="stCaptionContainer"] {color:inherit; opacity:0.8}
 div[data-testid="stSliderThumbValue"] {color:inherit !important}
 :is(button, a, summary):focus-visible {outline:2px solid currentColor !important; outline-offset:2px}
 [data-testid="stButtonGroup"] [role="toolbar"] {flex-wrap:wrap; overflow-x:visible}
+[class*="st-key-neighbour_"] button :is(div, p) {white-space:normal; text-align:left}
 @media (max-width: 1100px) {
   [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"]) {
     flex-wrap:wrap}

@@ -1,0 +1,239 @@
+"""Beyond attention: gradient and perturbation attributions of every output word to the source and the prefix.
+
+For each generated word y_t (the model's own prefix y_<t, or a reference's, teacher-forced) and the target
+F_t = log p(y_t | y_<t, x) -- or, contrastive, F_t = log p(y_t | ...) - log p(y'_t | ...) for a foil y'_t --
+every source token x_i and every decoder input (prefix token, <sos> included) gets a score
+(docs/contract.md, "Attributions"):
+
+- gradient (saliency; Simonyan et al., 2014; Ding, Xu and Koehn, WMT 2019): ||dF_t/de_i||_2, e_i the token's
+  embedding row (the nn.Embedding output, before x sqrt(d) and the position are added);
+- input_x_gradient (Shrikumar et al., 2016): e_i . dF_t/de_i, signed;
+- integrated_gradients (Sundararajan, Taly and Yan, ICML 2017): (e_i - e'_i) . integral_0^1 dF_t/de_i at
+  e' + a (e - e') da, on both token-embedding layers at once; the baseline e' puts <unk> at every content
+  position and keeps <sos>, <eos> (and padding) as they are (the model builds its masks from the ids, so a
+  <pad> baseline would change what attends to what); Gauss-Legendre quadrature, 64 points (Captum's default
+  rule); the completeness gap |sum_i score_i - (F_t(x) - F_t(x'))| is reported per step;
+- leave_one_out (Li, Monroe and Jurafsky, 2016): F_t(x) - F_t(x with token i replaced by <unk>), the prefix
+  kept; one teacher-forced pass per replaced token gives every step at once (a prefix token j is an input of
+  steps t >= j only: it scores 0 for the steps before it);
+- value_zeroing (Mohebbi et al., EACL 2023): model/value_zeroing.py, rolled out as ALTI+ is;
+- contrastive (Yin and Neubig, EMNLP 2022): input x gradient of the contrastive target, the foil at each step
+  its runner-up, or one word the person picks ("why this word and not that one").
+
+The gradient methods are Captum's (the PyTorch team's attribution library): LayerGradientXActivation and
+LayerIntegratedGradients on the two token-embedding layers. Where this differs from inseq: inseq attributes
+Hugging Face models only and aggregates by default with the L2 norm over the embedding for every gradient
+method; here input x gradient and integrated gradients keep their signed dot product (their sum is what
+completeness speaks of), and the gradient source share (`source_share`) takes inseq's convention: the L2 norms
+of the gradients, L1-normalised over source and prefix together.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .errors import InputError
+from .transformer import Extras
+from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
+
+METHODS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_out", "value_zeroing", "contrastive")
+SIGNED = {"input_x_gradient", "integrated_gradients", "leave_one_out", "contrastive"}
+IG_STEPS = 64  # Gauss-Legendre points of integrated gradients
+SPECIALS = (SOS_ID, EOS_ID, PAD_ID)  # kept in the integrated-gradients baseline
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """One method's scores for every step of an output (row t: the step that chose output_tokens[t])."""
+
+    method: str
+    src_tokens: list  # S: <sos> tokens <eos>
+    tgt_tokens: list  # T decoder inputs: <sos> then every output token but the last
+    output_tokens: list  # T: the steps' words, <eos> included when produced
+    f: np.ndarray  # (T,) the target F_t at the input
+    source: np.ndarray  # (T, S)
+    prefix: np.ndarray  # (T, T), zero above the diagonal
+    completeness_gap: np.ndarray | None = None  # (T,) integrated gradients only: |sum of scores - (F - F')|
+    baseline_f: np.ndarray | None = None  # (T,) integrated gradients only: F_t at the baseline, F'_t
+    foils: list | None = None  # T foil words, contrastive only
+
+    @property
+    def source_share(self) -> np.ndarray:
+        """(T,) the share of |score| that lies on the source, of source and prefix together (for the gradient
+        method, inseq's convention: L2 norms, L1-normalised)."""
+        s, p = np.abs(self.source).sum(1), np.abs(self.prefix).sum(1)
+        return s / np.maximum(s + p, 1e-30)
+
+    def to_json(self, digits: int = 6) -> dict:
+        """The `python -m model.inspect attribute` object."""
+        r = lambda v: [round(float(x), digits) for x in v]  # noqa: E731
+        steps = []
+        for t, token in enumerate(self.output_tokens):
+            step = {"token": token, "f": round(float(self.f[t]), digits), "source": r(self.source[t]),
+                    "prefix": r(self.prefix[t, :t + 1]), "source_share": round(float(self.source_share[t]), digits)}
+            if self.completeness_gap is not None:
+                step["completeness_gap"] = round(float(self.completeness_gap[t]), digits)
+                step["baseline_f"] = round(float(self.baseline_f[t]), digits)
+            if self.foils is not None:
+                step["foil"] = self.foils[t]
+            steps.append(step)
+        return {"src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens, "method": self.method, "steps": steps}
+
+
+def step_targets(model, src, tgt, steps, words, foils=None):
+    """F of each row b: log p(words[b]) at decoder position steps[b] (minus log p(foils[b]): contrastive).
+    src (B, S), tgt (B, T) ids; steps, words, foils (B,) long tensors."""
+    logits = model(src, tgt, Extras(need_weights=False)).logits  # (B, T, V)
+    logp = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+    rows = torch.arange(src.size(0), device=src.device)
+    f = logp[rows, steps, words]
+    return f if foils is None else f - logp[rows, steps, foils]
+
+
+def baseline(ids: torch.Tensor) -> torch.Tensor:
+    """The integrated-gradients baseline: <unk> at every content position, specials as they are."""
+    keep = torch.zeros_like(ids, dtype=torch.bool)
+    for special in SPECIALS:
+        keep |= ids == special
+    return torch.where(keep, ids, torch.full_like(ids, UNK_ID))
+
+
+class Attributor:
+    """Attributions of one output of a translator (its greedy translation, or a reference)."""
+
+    def __init__(self, translator, sentence: str, reference: str | None = None, output_tokens: list | None = None):
+        self.tr, self.model = translator, translator.model
+        self.src_tokens, src_ids, _ = translator.source_ids(sentence)
+        if reference is not None:
+            words = tokenize(reference, "en")
+            if not any(w.strip() for w in words):
+                raise InputError("the reference is empty: type an English translation")
+            output_tokens = [*words[:translator.cfg.max_positions - 1], "<eos>"]
+        elif output_tokens is None:
+            output_tokens = [s.token for s in translator.translate_batch([sentence], with_maps=False)[0].steps]
+        self.output_tokens = list(output_tokens)
+        out_ids = [translator.tgt_vocab.stoi.get(t, UNK_ID) for t in self.output_tokens]
+        self.out = torch.tensor(out_ids, device=translator.device)
+        self.src = torch.tensor([src_ids], device=translator.device)
+        self.tgt = torch.tensor([[SOS_ID, *out_ids[:-1]]], device=translator.device)
+        self.tgt_tokens = ["<sos>", *self.output_tokens[:-1]]
+        self.T = len(out_ids)
+
+    # targets ------------------------------------------------------------------------------------
+    def foils(self, contrast: str | None) -> torch.Tensor:
+        """The foil of each step: the given word, or the step's most likely word other than its own."""
+        if contrast is not None:
+            if contrast not in self.tr.tgt_vocab.stoi:
+                raise InputError(f"the foil {contrast!r} is not in the model's English vocabulary")
+            return torch.full((self.T,), self.tr.tgt_vocab.stoi[contrast], device=self.out.device)
+        with torch.no_grad():
+            logits = self.model(self.src, self.tgt, Extras(need_weights=False)).logits[0].float()  # (T, V)
+        logits[torch.arange(self.T), self.out] = -float("inf")
+        return logits.argmax(-1)
+
+    def rows(self, steps=None):
+        """Inputs repeated once per step, with each row's step and word: one backward gives every step."""
+        steps = torch.arange(self.T, device=self.out.device) if steps is None else torch.as_tensor(steps)
+        n = len(steps)
+        return self.src.expand(n, -1), self.tgt.expand(n, -1), steps, self.out[steps]
+
+    def f(self, foils=None) -> np.ndarray:
+        src, tgt, steps, words = self.rows()
+        with torch.no_grad():
+            return step_targets(self.model, src, tgt, steps, words, foils).cpu().numpy()
+
+    # methods ------------------------------------------------------------------------------------
+    def gradients(self, multiply: bool, foils=None) -> tuple[np.ndarray, np.ndarray]:
+        """(T, S, D), (T, T, D): dF_t/de_i (multiply=False) or e_i * dF_t/de_i per dimension, every step at once."""
+        from captum.attr import LayerGradientXActivation
+
+        method = LayerGradientXActivation(lambda s, t, st, w, fo: step_targets(self.model, s, t, st, w, fo),
+                                          [self.model.src_embed.tok, self.model.tgt_embed.tok],
+                                          multiply_by_inputs=multiply)
+        src, tgt, steps, words = self.rows()
+        with torch.enable_grad():
+            g_src, g_tgt = method.attribute((src, tgt), additional_forward_args=(steps, words, foils))
+        return g_src.detach().float().cpu().numpy(), g_tgt.detach().float().cpu().numpy()
+
+    def integrated_gradients(self, n_steps: int = IG_STEPS, steps=None, foils=None, progress=None,
+                             rule: str = "gausslegendre"):
+        """(source (n, S), prefix (n, T), F at the input (n,), F at the baseline (n,), completeness gap (n,)) for the
+        given steps (default: all), one step at a time (progress(done, total) after each). rule: Captum's
+        quadrature (the tests compare "riemann_middle" with a hand-written midpoint sum)."""
+        from captum.attr import LayerIntegratedGradients
+
+        with warnings.catch_warnings():  # "Multiple layers provided": the two embedding layers do not feed each other
+            warnings.simplefilter("ignore", UserWarning)
+            method = LayerIntegratedGradients(lambda s, t, st, w, fo: step_targets(self.model, s, t, st, w, fo),
+                                              [self.model.src_embed.tok, self.model.tgt_embed.tok])
+        steps = list(range(self.T)) if steps is None else list(steps)
+        out = []
+        for done, t in enumerate(steps, 1):
+            src, tgt, st, w = self.rows([t])
+            fo = None if foils is None else foils[[t]]
+            with torch.enable_grad():
+                (a_src, a_tgt), delta = method.attribute(
+                    (src, tgt), baselines=(baseline(src), baseline(tgt)), additional_forward_args=(st, w, fo),
+                    n_steps=n_steps, method=rule, return_convergence_delta=True)
+            with torch.no_grad():
+                fx = step_targets(self.model, src, tgt, st, w, fo)
+                fb = step_targets(self.model, baseline(src), baseline(tgt), st, w, fo)
+            out.append((a_src[0].sum(-1).detach().cpu().numpy(), a_tgt[0].sum(-1).detach().cpu().numpy(),
+                        float(fx), float(fb), abs(float(delta))))
+            if progress:
+                progress(done, len(steps))
+        return (np.stack([o[0] for o in out]), np.stack([o[1] for o in out]), np.array([o[2] for o in out]),
+                np.array([o[3] for o in out]), np.array([o[4] for o in out]))
+
+    def leave_one_out(self, foils=None) -> tuple[np.ndarray, np.ndarray]:
+        """F_t(x) - F_t(x with one token replaced by <unk>): every source token and every decoder input, as rows of
+        one batch (each row gives every step)."""
+        S, T = self.src.size(1), self.T
+        src = self.src.repeat(1 + S + T, 1)
+        tgt = self.tgt.repeat(1 + S + T, 1)
+        src[1 + torch.arange(S), torch.arange(S)] = UNK_ID
+        tgt[1 + S + torch.arange(T), torch.arange(T)] = UNK_ID
+        with torch.no_grad():
+            logp = torch.log_softmax(self.model(src, tgt, Extras(need_weights=False)).logits.float(), -1)
+        f = logp[:, torch.arange(T), self.out]  # (1 + S + T, T)
+        if foils is not None:
+            f = f - logp[:, torch.arange(T), foils]
+        drop = (f[:1] - f[1:]).T.cpu().numpy()  # (T, S + T)
+        prefix = np.tril(drop[:, S:])  # a prefix token j is an input of steps t >= j only
+        return drop[:, :S], prefix
+
+
+def attribute(translator, sentence: str, method: str, reference: str | None = None, contrast: str | None = None,
+              output_tokens: list | None = None, n_steps: int = IG_STEPS, progress=None) -> Attribution:
+    """One method's Attribution of the greedy translation (or the reference's tokens, teacher-forced)."""
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    a = Attributor(translator, sentence, reference, output_tokens)
+    base = dict(method=method, src_tokens=a.src_tokens, tgt_tokens=a.tgt_tokens, output_tokens=a.output_tokens)
+    foils = a.foils(contrast) if method == "contrastive" or contrast is not None else None
+    if method in ("gradient", "input_x_gradient", "contrastive"):
+        g_src, g_tgt = a.gradients(method != "gradient", foils)
+        if method == "gradient":
+            source, prefix = np.linalg.norm(g_src, axis=-1), np.linalg.norm(g_tgt, axis=-1)
+        else:
+            source, prefix = g_src.sum(-1), g_tgt.sum(-1)
+        f = a.f(foils)
+    elif method == "integrated_gradients":
+        source, prefix, f, fb, gap = a.integrated_gradients(n_steps, foils=foils, progress=progress)
+        return Attribution(**base, f=f, source=source, prefix=prefix, completeness_gap=gap, baseline_f=fb,
+                           foils=None if foils is None else words(translator, foils))
+    elif method == "leave_one_out":
+        source, prefix = a.leave_one_out(foils)
+        f = a.f(foils)
+    else:
+        from .value_zeroing import value_zeroing
+        vz = value_zeroing(translator, sentence, a.output_tokens)
+        source, prefix, f = vz["source"], vz["prefix"], a.f()
+    return Attribution(**base, f=f, source=np.asarray(source), prefix=np.asarray(prefix),
+                       foils=None if foils is None else words(translator, foils))
+
+
+def words(translator, ids) -> list:
+    return [translator.tgt_vocab.itos[int(i)] for i in ids]
