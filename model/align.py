@@ -38,6 +38,11 @@ THRESHOLD = 0.25  # fixed in advance, not tuned on the reference
 # The method of the per-head grid `heads.cross` (`heads_by_method` has both): the row that writes a word, the
 # reading the page's cross-attention map invites ("this English word came from that German word").
 HEAD_METHOD = "argmax"
+# Attributions scored as alignments (model/attribute.py; Ding, Xu and Koehn, WMT 2019, found saliency alignments
+# better than attention): each English word links to the German word with the largest score for it.
+ATTRIBUTIONS = {"gradient": "gradient", "input_x_gradient": "input x gradient",
+                "integrated_gradients": "integrated gradients", "leave_one_out": "leave-one-out",
+                "value_zeroing": "value zeroing"}
 ROUTES = ("argmax", "shift", "threshold")
 
 
@@ -157,7 +162,7 @@ def method_names(n_layers: int, attention_only: bool = False) -> list[str]:
     if attention_only:
         return names
     names += [f"norms L{l} {r}" for l in range(1, n_layers + 1) for r in ("argmax", "shift")]
-    return names + ["ALTI+ argmax", "ALTI+ shift"]
+    return names + ["ALTI+ argmax", "ALTI+ shift", *(f"{ATTRIBUTIONS[m]} argmax" for m in ATTRIBUTIONS)]
 
 
 def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = False) -> dict:
@@ -182,9 +187,13 @@ def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = 
     attention = torch.stack(out.cross_attentions)[:, 0].float().cpu().numpy()
     if attention_only:
         return {"attention": attention}
+    from .attribute import attribute
+
+    output = translator.tgt_vocab.decode(out_ids)  # the words as the model reads them (<unk> for unknown ones)
     return {"attention": attention,
             "norms": weighted_norms(capture, translator.model)["cross"],
-            "alti": contributions(capture, translator.model)["source"]}
+            "alti": contributions(capture, translator.model)["source"],
+            **{m: attribute(translator, sentence, m, output_tokens=output).source for m in ATTRIBUTIONS}}
 
 
 def pair_links(maps: dict, n_src: int, n_tgt: int) -> tuple[dict, dict]:
@@ -198,6 +207,8 @@ def pair_links(maps: dict, n_src: int, n_tgt: int) -> tuple[dict, dict]:
             methods[f"norms L{l + 1} {r}"] = links_of(word_rows(norms[l].mean(0), n_src, n_tgt, r), r)
     for r in ("argmax", "shift") if "alti" in maps else ():
         methods[f"ALTI+ {r}"] = links_of(word_rows(maps["alti"], n_src, n_tgt, r), r)
+    for m, name in ATTRIBUTIONS.items() if "alti" in maps else ():  # the score of each source word, its argmax
+        methods[f"{name} argmax"] = links_of(word_rows(maps[m], n_src, n_tgt, "argmax"), "argmax")
     heads = {r: [[links_of(word_rows(att[l, h], n_src, n_tgt, r), r) for h in range(att.shape[1])]
                  for l in range(att.shape[0])] for r in ("argmax", "shift")}
     return methods, heads

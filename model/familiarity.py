@@ -34,10 +34,11 @@ import torch
 from . import cli, files
 from .data import pad
 from .errors import InputError
+from .evidence import TRAIN_TEXTS, quantise, unit
+from .evidence import build as build_steps
 from .vocab import PAD_ID, SPECIALS
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN_TEXTS = {"de": ROOT / "assets/multi30k/train.de.gz", "en": ROOT / "assets/multi30k/train.en.gz"}
 INDEX_FILE = "training_index.npz"
 THRESHOLDS_FILE = "familiarity.json"
 UNUSUAL, UNFAMILIAR = 0.95, 0.995  # quantiles of the validation scores: beyond them, unusual and unfamiliar
@@ -87,17 +88,6 @@ def sentence_vectors(translator, sentences: list[str], batch_size: int = 128) ->
         mean = (memory * keep).sum(1) / keep.sum(1)
         out[chunk] = torch.nn.functional.normalize(mean.float(), dim=-1).cpu().numpy()
     return out
-
-
-def quantise(vectors: np.ndarray) -> np.ndarray:
-    """Unit vectors as int8 (x 127, rounded): a quarter of float32's bytes; cosines change by about 1e-3."""
-    return np.clip(np.rint(vectors * 127), -127, 127).astype(np.int8)
-
-
-def unit(stored: np.ndarray) -> torch.Tensor:
-    """quantise's rows back as float32 unit rows (their norms rescaled: the rounding moves only their angle)."""
-    v = torch.from_numpy(stored.astype(np.float32))
-    return v / v.norm(dim=1, keepdim=True)
 
 
 @dataclass(frozen=True)
@@ -266,8 +256,6 @@ def main(argv=None):
     args = p.parse_args(argv)
     from .checkpoint import checkpoint_folder
     from .data import default_data_dir
-
-    from .evidence import build as build_steps
 
     translator = cli.load_translator(args)
     data_dir = args.data_dir or default_data_dir()

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import CHECKPOINT, from_url, shown
-from model.evidence import (DIMS, LEXICON, STEP_FILE, Lexicon, StepIndex, decoder_states, lexicon_table, step_lines,
-                            step_state)
-from model.familiarity import TRAIN_TEXTS
+from model.evidence import (DIMS, LEXICON, STEP_FILE, TRAIN_TEXTS, Lexicon, StepIndex, decoder_states, lexicon_table,
+                            step_lines, step_state)
 from model.silver import TRAIN_LINKS
 from model.translator import Translator
 from model.vocab import SOS_ID, tokenize

@@ -5,7 +5,7 @@ lives here, one module per view or family of views. Views never read app.py's gl
 VIEWS is the one list of them: the view switch, the link (views/share.py) and the tests read it.
 """
 
-from . import alignment, evidence, inside, interventions, stats, trace, training, walk
+from . import alignment, attributions, evidence, inside, interventions, stats, trace, training, walk
 from .attention import view_entry
 from .common import Context, View
 from .contributions import contributions_view
@@ -25,6 +25,8 @@ VIEWS = {v.label: v for v in (
     View("trace", "Decoding trace", trace.trace_view, trace.read_link, trace.link_params, trace.judge_link),
     View("flow", "Source flow", flow_view),
     View("contributions", "Contributions", contributions_view),
+    View("attribute", "Attributions", attributions.attributions_view, attributions.read_link,
+         attributions.link_params),
     View("align", "Alignment", alignment.alignment_view, alignment.read_link, alignment.link_params),
     View("training", "Training", training.training_view, training.read_link, training.link_params),
     View("evidence", "Training evidence", evidence.evidence_view, evidence.read_link, evidence.link_params),

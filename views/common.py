@@ -1,5 +1,6 @@
 """What every view shares: the context it is given, the cached model calls, token chips and CLI hints."""
 
+import contextvars
 import json
 import logging
 import os
@@ -291,6 +292,14 @@ def score_reference(checkpoint: str | None, sentence: str, reference: str):
 HEAVY = TakeTurns(at_once=1)
 
 
+def outside_cache(update):
+    """`update` called as if from the view, not from the cached function that calls it: st.cache_data records every
+    element call made while it runs, to replay on a hit, and a replayed call on an element made outside the cached
+    function (a progress bar) fails with CacheReplayClosureError. The view's context (captured here) records none."""
+    outer = contextvars.copy_context()
+    return lambda *args: outer.run(update, *args)
+
+
 @contextmanager
 def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
     """A progress bar saying how many heavy computations are ahead, shown only while one waits; gone after."""
@@ -301,7 +310,7 @@ def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
         box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy "
                      f"computation{'s' * (ahead > 1)} on this server (they take turns, so the class keeps its speed)…")
     try:
-        yield waiting
+        yield outside_cache(waiting)  # called from inside the cached computations: not recorded for their replay
     finally:
         box.empty()
 
