@@ -59,6 +59,21 @@ def sentence_typed():
         st.session_state.example = ""  # so that picking the same example again works
 
 
+def view_picked():
+    st.session_state.view_picked = True  # the run this pick starts moves the keyboard focus into the view
+
+
+# The view switch is a radio group: its arrow keys move the focus to the next view, and Enter picks that one. Right
+# after a pick, a view whose ← → keys step (the walk, the decoding trace) was left instead of stepped. So a pick
+# moves the focus into the view just picked; Tab back to the switch and its keys are the radio group's again. A
+# component, not an inline <script>: the deployed page's policy runs no inline script (deploy/security-headers.conf).
+focus_view = st.components.v2.component("explorer_focus", js="""export default function () {
+  const box = document.querySelector(".st-key-view_box");
+  box.tabIndex = -1;
+  box.focus({preventScroll: true});
+}""")
+
+
 def safely(read, *args) -> list[str]:
     """A reading of the link, its notes; a link that still breaks it (a case no reader foresaw) is one note and one
     log line, and the page goes on with its defaults."""
@@ -170,7 +185,10 @@ if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
                "words it tends to invent a scene around them. Full sentences show it at its best.")
 
 st.session_state.setdefault("view", DEFAULT_VIEW)
-view = st.segmented_control("View", list(VIEWS), key="view", required=True)
+view = st.segmented_control("View", list(VIEWS), key="view", required=True, on_change=view_picked)
 st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
            "exactly what you see.")
-VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (share.page_view)
+with st.container(key="view_box"):
+    VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (share.page_view)
+    if st.session_state.pop("view_picked", False):
+        focus_view(data=VIEWS[view].slug)  # last in the box, where its empty element moves nothing

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import array, charts, fresh_page, from_url, markdown, shown
 from model.attribute import METHODS, SIGNED
-from views.attributions import FOIL_KEY, METHOD_KEY, NAMES, RUNNER_UP
+from views.attributions import DEFAULT_METHOD, FOIL_KEY, METHOD_KEY, NAMES, RUNNER_UP
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +104,7 @@ def test_a_bad_method_or_foil_in_the_link_is_a_note(monkeypatch, params, note):
     assert note in shown(at.warning[0].value), at.warning[0].value
     link = dict(at.query_params)  # what the page shows instead: the default method, each runner-up as the foil
     assert "foil" not in link and link["method"] == (params["method"] if params["method"] in METHODS
-                                                     else "integrated_gradients")
+                                                     else DEFAULT_METHOD)
 
 
 @pytest.mark.browser

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import CHECKPOINT, array, charts, from_url, maps_data, markdown
+from conftest import CHECKPOINT, array, charts, from_url, maps_data, markdown, shown
 from views.instant import unpacked
 from viz.contributions import LOW_COLOR
 
@@ -132,7 +132,7 @@ def test_the_norms_in_the_line_view_and_the_decoder_view(monkeypatch, translator
 
 def test_bad_values_in_the_link_is_named(monkeypatch):
     at = from_url(monkeypatch, s="Ein Hund rennt.", view="enc", values="sizes")
-    assert not at.exception and "values='sizes' is not one of weights, norms" in at.warning[0].value
+    assert not at.exception and "values='sizes' is not one of weights, norms" in shown(at.warning[0].value)
     assert "values" not in dict(at.query_params)
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from conftest import CHECKPOINT, TRAINING_PAIRS, assert_error_line, charts, from_url, markdown, write_multi30k
+from conftest import (CHECKPOINT, TRAINING_PAIRS, assert_error_line, charts, from_url, markdown, shown,
+                      write_multi30k)
 from model import replay
 from model import train as train_cli
 from model.translator import Translator
@@ -145,7 +146,7 @@ def test_the_training_view_by_link(monkeypatch):
     assert all(w in markdown(at) for w in words[:3])
     assert dict(at.query_params)["at"] == str(p["step"])
     at = from_url(monkeypatch, s="Ein Satz, der kein Beispiel ist.", view="training", at="12345")
-    assert "not a snapshot of the replay" in at.warning[0].value
+    assert "not a snapshot of the replay" in shown(at.warning[0].value)
     assert any("covers the built-in examples" in i.value for i in at.info)
 
 

@@ -4,7 +4,7 @@ into the detailed views (AppTest on the shipped model: slow tier)."""
 import numpy as np
 import pytest
 
-from conftest import array, charts, from_url, markdown
+from conftest import array, charts, from_url, markdown, shown
 from views.walk import STOPS
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ def test_every_stop_opens_by_link_and_keeps_its_place(monkeypatch):
         assert at.query_params["stop"] == str(stop) and at.query_params["view"] == "walk"
         assert any(f"Stop {stop} of {len(STOPS)}" in c.value for c in at.caption)
     at = from_url(monkeypatch, s=SENTENCE, view="walk", stop=str(len(STOPS) + 1))
-    assert f"stop='{len(STOPS) + 1}' is not a number from 1 to {len(STOPS)}" in at.warning[0].value
+    assert f"stop='{len(STOPS) + 1}' is not a number from 1 to {len(STOPS)}" in shown(at.warning[0].value)
 
 
 def test_next_and_previous_step_and_stop_at_the_ends(monkeypatch):

@@ -97,7 +97,9 @@ def scores_section(report: dict, cfg):
         st.dataframe(df, hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.3f")
                                                           for c in df.columns if c != "method"})
         st.caption("attention Lk: the mean of layer k's heads; norms: norm-based attention (Kobayashi et al., 2020); "
-                   "ALTI+: the source contributions (Ferrando et al., 2022). argmax: the row that writes the English "
+                   "ALTI+: the source contributions (Ferrando et al., 2022); gradient, input x gradient, leave-one-out "
+                   "and value zeroing: the Attributions view's scores of each German word for the English word. "
+                   "argmax: the row that writes the English "
                    "word; shift: the row that reads it (Chen et al., 2020); threshold: every German word with at "
                    f"least {align.THRESHOLD:g} of the row.")
     return df

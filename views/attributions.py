@@ -26,7 +26,7 @@ from .export import downloads
 from .share import page_view
 
 METHOD_KEY, FOIL_KEY = "attr_method", "attr_foil"
-DEFAULT_METHOD = "integrated_gradients"
+DEFAULT_METHOD = "input_x_gradient"  # cheap (one backward for every step); integrated gradients takes seconds
 HEAVY_METHODS = {"integrated_gradients", "value_zeroing"}  # seconds on a long sentence: they take turns (HEAVY)
 RUNNER_UP = "each step's runner-up"  # the foil picker's default: each step against its own second choice
 FOIL_WORDS = 2000  # the foil picker offers the English vocabulary's first (most frequent) words

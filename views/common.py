@@ -374,10 +374,11 @@ def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
 
 # Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
 # they read in light and dark mode alike (white on pale grey was unreadable in dark mode).
-# Pills wrap onto a second line where a column is narrow (the ablation view's 8 heads at 800 px), instead
-# of hiding the last heads in a horizontal scroll. Below 1100 px, three or more charts side by side (the
-# layers x heads grids of importance and statistics) stack instead: a third of 800 px left 11 px a head,
-# too narrow for the numbers in the cells.
+# Pills and segmented controls wrap onto a second line where a column is narrow (the ablation view's 8 heads at
+# 800 px, "Compare with" at 390 px), instead of hiding the last options in a horizontal scroll: inside a horizontal
+# container or a column Streamlit keeps them on one scrolling row (their `wrap=None` default), so the rule is here,
+# for every one of them. Below 1100 px, three or more charts side by side (the layers x heads grids of importance
+# and statistics) stack instead: a third of 800 px left 11 px a head, too narrow for the numbers in the cells.
 # Contrast (axe-core, tests/test_access.py; WCAG 2.1 AA asks 4.5:1 of text this size): Streamlit's caption grey
 # reads 3.9:1 on the light theme's white, and the primary red of a picked segment or pill, and of a slider's value,
 # 4.5:1 on its pink (light) and 3.6:1 (dark). Captions take the theme's text colour at 80% instead (6:1 light,
@@ -401,7 +402,7 @@ div[data-testid="stCaptionContainer"] {color:inherit; opacity:0.8}
 [data-testid="stButtonGroup"] button:is([aria-checked="true"], [aria-pressed="true"]) {color:inherit !important}
 div[data-testid="stSliderThumbValue"] {color:inherit !important}
 :is(button, a, summary):focus-visible {outline:2px solid currentColor !important; outline-offset:2px}
-[data-testid="stButtonGroup"] [role="toolbar"] {flex-wrap:wrap; overflow-x:visible}
+[data-testid="stButtonGroup"] :is([role="toolbar"], [role="radiogroup"]) {flex-wrap:wrap; overflow-x:visible}
 [class*="st-key-neighbour_"] button :is(div, p) {white-space:normal; text-align:left}
 @media (max-width: 1100px) {
   [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"]) {

@@ -6,11 +6,13 @@ figure goes through `plain`, which escapes it: the user's text is always text.
 """
 
 import html
+import string
 
 import numpy as np
 
 ARROW = " → "
-# What one attention map of each kind shows, for the page and the HTML report (map_caption fills in the words).
+# What one attention map of each kind shows, for the page and the HTML report (map_caption fills in the words and
+# escapes all of it: "<sos>" is text).
 MAP_CAPTIONS = {
     "enc": "Each German token (row) builds its new representation as a weighted mix of all German tokens "
            "(columns). Each row sums to 1.",
@@ -24,9 +26,14 @@ MAP_CAPTIONS = {
 
 
 def map_caption(kind: str, steps: list, escape=html.escape) -> str:
-    """The caption of a map of this kind, its example rows named by the output's first words, each `escape`d."""
+    """The caption of a map of this kind, its example rows named by the output's first words, all of it `escape`d.
+
+    The template's own text is escaped too (its "<sos>" is text, not a tag), piece by piece between its
+    {placeholders}: escaping the whole template first would also escape the braces `format` needs
+    (views.common.literal does)."""
     words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0])
-    return MAP_CAPTIONS[kind].format(**{k: escape(v) for k, v in words.items()})
+    return "".join(escape(text) + (escape(words[name]) if name else "")
+                   for text, name, _, _ in string.Formatter().parse(MAP_CAPTIONS[kind]))
 
 
 def plain(token: str) -> str:

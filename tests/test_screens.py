@@ -1,0 +1,80 @@
+"""What a screen shows and where its keys go: the report's captions keep "<sos>", the arrow keys step the view just
+picked, and every segmented control fits a phone's width."""
+
+import html
+import re
+
+import pytest
+
+from bench.appserver import INPUT_LABEL, wait_idle
+from conftest import fresh_page
+from model.export import provenance
+from model.report import report_html
+from views.common import literal
+from viz import map_caption
+
+LINK = "/?s=Zwei+Männer+spielen+Fußball+auf+einer+Wiese.&view=cross"
+
+
+def test_the_reports_cross_caption_keeps_sos(tiny_translator):
+    """MAP_CAPTIONS' own "<sos>" is escaped like the words filled in: an HTML parser reads it as text, not a tag."""
+    r = tiny_translator.translate("Zwei Männer im Park.")
+    text = report_html(r, provenance(tiny_translator))
+    caption = re.search(r'<section id="cross">.*?<p class="caption">(.*?)</p>', text, re.S).group(1)
+    assert f"“&lt;sos&gt; → {html.escape(r.steps[0].token)}”" in caption, caption
+    assert "<" not in caption
+
+
+def test_the_pages_captions_are_text_whatever_the_words():
+    """The page's escape (literal) also escapes braces: the template is split on its placeholders, never escaped
+    whole and then formatted; every character reads as written, the words' own braces and markup too."""
+    for kind in ("enc", "dec", "cross"):
+        caption = map_caption(kind, ["{b}", "<i>x</i>"], literal)
+        assert "<" not in caption and "{" not in caption
+    assert "“<sos> → {b}”" in html.unescape(map_caption("cross", ["{b}", "<i>x</i>"], literal))
+    assert "“{b} → <i>x</i>”" in html.unescape(map_caption("dec", ["{b}", "<i>x</i>"], literal))
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("label, slug, after", [("Walk through the model", "walk", "Stop 2 of 11"),
+                                                ("Decoding trace", "trace", "Step 2 of")])
+def test_the_arrow_keys_step_the_view_just_picked(browser, server, label, slug, after):
+    """A click on the view switch, then →: the view steps (the page says the arrow keys step), instead of the focus
+    moving to the next view on the switch, which Enter would then open."""
+    ctx, pg, errors = fresh_page(browser, server + LINK)
+    pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+    pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
+    wait_idle(pg, 120_000)
+    # The focus leaves the switch once the run that draws the view is done (app.py focus_view).
+    pg.wait_for_function("() => !document.activeElement.closest('[role=radiogroup]')", timeout=30_000)
+    pg.keyboard.press("ArrowRight")
+    pg.get_by_text(after).wait_for(timeout=30_000)
+    pg.keyboard.press("Enter")  # the focus is in the view, not on another view's button
+    wait_idle(pg, 60_000)
+    assert pg.get_by_text(after).is_visible()
+    assert pg.evaluate("new URLSearchParams(location.search).get('view')") == slug
+    ctx.close()
+    assert not errors, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_every_segmented_control_fits_a_phone(browser, server):
+    """At 390 px every option of every segmented control (Streamlit's and the maps' own) is on screen: "Compare
+    with" wraps onto a second row instead of hiding "heads switched off" past the right edge."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server + LINK)
+    pg.get_by_label(INPUT_LABEL).wait_for(timeout=60_000)
+    wait_idle(pg, 120_000)
+    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=60_000)
+    boxes = pg.evaluate("""() => [...document.querySelectorAll('[role=radiogroup] [role=radio]')].map(b => {
+        const r = b.getBoundingClientRect(); return [b.textContent, r.left, r.right]; })""")
+    names = [name for name, _, _ in boxes]
+    assert "heads switched off" in names and "a forced word" in names and "Walk through the model" in names, names
+    assert [(name, left, right) for name, left, right in boxes if left < 0 or right > 390] == []
+    ctx.close()
+    assert not errors, errors
