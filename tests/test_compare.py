@@ -197,3 +197,25 @@ def test_every_view_works_with_the_sinusoidal_model(monkeypatch):
         at.segmented_control(key="view").set_value(view).run()
         assert not at.exception and not at.error, (view, at.exception, [e.value for e in at.error])
         assert at.session_state.model == "sinusoidal"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, off", [("enc", "enc.2.4"), ("cross", "cross.2.8"), ("cross", "cross.3.1")])
+def test_a_comparison_says_which_layers_stay_the_same_and_why(monkeypatch, translator, kind, off):
+    """Switching a head off leaves its own layer's maps and those before it as they were (only the head's output is
+    dropped): the page names exactly the layers whose maps do not change -- found here from two teacher-forced
+    passes -- and says why, or nothing when every layer changes."""
+    at = from_url(monkeypatch, s=PAIR[0], view=kind, vs="off", off=off)
+    assert not at.exception and not at.error
+    original = translator.translate(PAIR[0])
+    ids = translator.tgt_vocab.encode([s.token for s in original.steps])
+    field = {"enc": "encoder_attentions", "cross": "cross_attentions"}[kind]
+    base = getattr(translator.analyze(PAIR[0], ids), field)
+    ablated = getattr(translator.analyze(PAIR[0], ids, heads_off=f"{off.split('.')[0]}.{int(off.split('.')[1]) - 1}"
+                                                                  + "".join(f".{int(h) - 1}" for h in off.split(".")[2:])),
+                      field)
+    same = [i + 1 for i in range(base.shape[0]) if np.array_equal(base[i], ablated[i])]
+    said = [c.value for c in at.caption if "the same in both runs" in c.value]
+    assert same, "every layer changed: the case tests nothing"
+    assert len(said) == 1 and f"layer{'s' * (len(same) > 1)} {', '.join(map(str, same))}:" in said[0], said
+    assert "still computes its weights" in said[0]

@@ -7,6 +7,7 @@ far key j actually moved query i (model/contributions.py, docs/contract.md "Atte
 
 from dataclasses import dataclass
 
+import numpy as np
 import streamlit as st
 
 import viz
@@ -214,6 +215,31 @@ class Shown:
         return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {name}" + (", norms ‖α·f(x)‖" if self.norms else "")
 
 
+SAME = 5e-5  # a difference under half the last decimal the page shows is none
+WHY_THE_SAME = {
+    "off": "a switched-off head still computes its weights; only its output is dropped, so the maps change only "
+           "where that output is read: in the layers after it (and, for an encoder head, in every cross-attention "
+           "layer)",
+    "force": "a forced word changes only what comes after it: the rows of the steps up to it read the same inputs",
+}
+
+
+def say_where_the_same(d, kind: str, vs: str | None):
+    """A caption naming the layers whose maps are the same in both runs (every difference under SAME: the page
+    shows 4 decimals, and the first run's maps come from cached step-by-step decoding, the second's from one
+    teacher-forced pass, which differ by float rounding), and why a comparison of this kind leaves them so."""
+    same = [i for i in range(d.shape[0]) if np.nanmax(np.abs(d[i])) < SAME]
+    if not same or len(same) == d.shape[0] and vs not in WHY_THE_SAME:
+        return
+    where = ", ".join(str(i + 1) for i in same)
+    differ = [i + 1 for i in range(d.shape[0]) if i not in same]
+    st.caption(f"{KIND_NAMES[kind]} layer{'s' * (len(same) > 1)} {where}: the same in both runs, so the difference "
+               "there is blank" + (f" ({WHY_THE_SAME[vs]})" if vs in WHY_THE_SAME else "") + ". "
+               + (f"The change shows in layer{'s' * (len(differ) > 1)} {', '.join(map(str, differ))}."
+                  if differ else "No layer of this kind reads it: look at the other kinds of attention, or at the "
+                                 "words themselves (Ablate heads, the decoding trace)."))
+
+
 def difference(first: Translation, second: Translation, shown: "Shown", second_name: str) -> dict | None:
     """Second minus first as a panel of the component, when both runs' maps have the same shape; otherwise None,
     and a caption says why there is none."""
@@ -231,6 +257,7 @@ def difference(first: Translation, second: Translation, shown: "Shown", second_n
     causal = shown.kind == "dec"
     masked = viz.causal_mask(*a.shape[2:]) if causal else None
     d = with_means(b) - with_means(a)
+    say_where_the_same(d, shown.kind, st.session_state.get("vs"))
     # Differences are small next to weights: the colours always span +-the largest one (the bar says how large).
     scales = [[[viz.heat_scale(d[i, h], masked, stretch=True, signed=True)] * 2 for h in range(H + 1)]
               for i in range(L)]
