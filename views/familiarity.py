@@ -12,7 +12,7 @@ import streamlit as st
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.familiarity import Familiarity, Index
 
-from .common import MODEL_CHOICE, literal, load_translator, translate
+from .common import MODEL_CHOICE, literal, load_translator, log, translate
 
 _INDEXES: dict = {}
 _INDEXES_LOCK = threading.Lock()
@@ -46,7 +46,11 @@ def try_sentence(sentence: str):
 def familiarity_note(checkpoint: str | None, sentence: str):
     """Under the translation: nothing for a familiar sentence; for an unusual or unfamiliar one, what the model
     learned from, what in this sentence is unlike it, and the nearest training sentences to try instead."""
-    f = familiarity(checkpoint, sentence)
+    try:
+        f = familiarity(checkpoint, sentence)
+    except Exception:  # the note is an aid: its failure never costs the page its translation (the log keeps it)
+        log.exception("familiarity of %r failed", sentence)
+        return
     if f is None or f.verdict == "familiar":
         return
     box = st.warning if f.verdict == "unfamiliar" else st.info
