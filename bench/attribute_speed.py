@@ -6,30 +6,22 @@ Bars (issue 38): gradient and input x gradient for every step at most 10x the ba
 at most 10x, value zeroing at most 15x, integrated gradients for one step at most 15x.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.decode_speed import median_ms  # noqa: E402
-from bench.familiarity_speed import SENTENCE  # noqa: E402
+from bench.familiarity_speed import SENTENCE, start  # noqa: E402
 from model.attribute import Attributor, attribute  # noqa: E402
-from model.translator import Translator  # noqa: E402
 
 BARS = {"gradient": 10, "input_x_gradient": 10, "leave_one_out": 10, "contrastive": 10, "value_zeroing": 15}
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeat", type=int, default=5)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
-    tr = Translator.load(None, "cpu")
+    args, tr = start(__doc__, repeat=5)
     r = tr.translate(SENTENCE)
     print(f"sentence: {len(r.src_tokens) - 2} tokens, {len(r.steps)} steps; {args.threads} thread(s)")
     bare = median_ms(lambda: tr.translate(SENTENCE), args.repeat)

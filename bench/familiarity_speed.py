@@ -25,13 +25,18 @@ from model.translator import Translator  # noqa: E402
 SENTENCE = "Ein älterer Mann mit einem roten Hut und einer blauen Jacke verkauft am Rand des Marktes frisches Obst."
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def start(doc: str, repeat: int):
+    """A bench's command line (--threads, --repeat) and the shipped model on the CPU with that many threads."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--repeat", type=int, default=repeat)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    tr = Translator.load(None, "cpu")
+    return args, Translator.load(None, "cpu")
+
+
+def main():
+    args, tr = start(__doc__, repeat=20)
     index, steps, texts = Index(ROOT / "checkpoints"), StepIndex(ROOT / "checkpoints"), Lexicon().texts()
     result = tr.translate(SENTENCE)
     print(f"sentence: {len(result.src_tokens) - 2} tokens, {len(result.steps)} steps; {args.threads} thread(s)")

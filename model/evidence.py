@@ -13,6 +13,7 @@ each checkpoint: the states projected on their 64 principal components and store
 and the step of each). The nearest by cosine are the training moments the model was in the most similar state.
 """
 
+import functools
 import gzip
 import json
 import time
@@ -38,6 +39,26 @@ SHOWN_PAIRS = 5  # training pairs kept per word
 def quantise(vectors: np.ndarray) -> np.ndarray:
     """Unit vectors as int8 (x 127, rounded): a quarter of float32's bytes; cosines change by about 1e-3."""
     return np.clip(np.rint(vectors * 127), -127, 127).astype(np.int8)
+
+
+@functools.cache
+def training_texts() -> dict:
+    """The training split, {"de": [...], "en": [...]}, read once for every index and view that shows it."""
+    return {lang: gzip.decompress(p.read_bytes()).decode("utf-8").splitlines() for lang, p in TRAIN_TEXTS.items()}
+
+
+def principal_components(rows: np.ndarray, dims: int = None, centred: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The mean (D,) and the first `dims` principal directions (D, dims) of rows (N, D), float32; not centred:
+    a zero mean and the directions of the rows as they are (their cosines kept as far as dims allow)."""
+    mean = rows.mean(0) if centred else np.zeros(rows.shape[1], rows.dtype)
+    _, _, vt = np.linalg.svd(rows - mean, full_matrices=False)
+    return mean.astype(np.float32), vt[:dims or DIMS].T.astype(np.float32)
+
+
+def projected(rows: np.ndarray, mean: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """(N, D) -> (N, dims) unit rows in the principal components: what the indexes store and compare."""
+    z = (rows - mean) @ basis
+    return z / np.linalg.norm(z, axis=-1, keepdims=True)
 
 
 def unit(stored: np.ndarray) -> torch.Tensor:
@@ -71,13 +92,9 @@ class Lexicon:
 
     def __init__(self, path=LEXICON):
         self.table = json.loads(gzip.decompress(Path(path).read_bytes()))
-        self._texts = None
 
     def texts(self) -> dict:
-        if self._texts is None:
-            self._texts = {lang: gzip.decompress(p.read_bytes()).decode("utf-8").splitlines()
-                           for lang, p in TRAIN_TEXTS.items()}
-        return self._texts
+        return training_texts()
 
     def word(self, token: str, src_vocab) -> WordEvidence:
         sentences, occurrences, aligned, lines = self.table.get(token, [0, 0, [], []])
@@ -144,8 +161,7 @@ class StepIndex:
 
     def project(self, states: np.ndarray) -> np.ndarray:
         """(N, D) -> (N, DIMS) unit rows in the principal components."""
-        z = (states - self.mean) @ self.basis
-        return z / np.linalg.norm(z, axis=-1, keepdims=True)
+        return projected(states, self.mean, self.basis)
 
     def nearest(self, state: np.ndarray, texts: dict, k: int = 5) -> list[StepNeighbour]:
         cos = self.vectors @ torch.from_numpy(self.project(state[None]).astype(np.float32)[0])
@@ -176,17 +192,13 @@ def build(translator, folder, data_dir, log=print) -> dict:
     tgt = [[SOS_ID, *translator.tgt_vocab.encode(tokenize(en[i], "en")[:keep - 1])] for i in lines]
     states = decoder_states(translator, src, tgt)
     flat = np.concatenate(states)
-    mean = flat.mean(0)
-    _, _, vt = np.linalg.svd(flat - mean, full_matrices=False)
-    basis = vt[:DIMS].T.astype(np.float32)  # (D, DIMS)
-    z = (flat - mean) @ basis
-    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    mean, basis = principal_components(flat)
+    z = projected(flat, mean, basis)
     rows = np.concatenate([np.full(len(s), line) for line, s in zip(lines, states)]).astype(np.int32)
     steps = np.concatenate([np.arange(len(s)) for s in states]).astype(np.int16)
     with files.replacing(Path(folder) / STEP_FILE) as tmp:
         with open(tmp, "wb") as f:
-            np.savez_compressed(f, mean=mean.astype(np.float32), basis=basis, line=rows, step=steps,
-                                vectors=np.clip(np.rint(z * 127), -127, 127).astype(np.int8))
+            np.savez_compressed(f, mean=mean, basis=basis, line=rows, step=steps, vectors=quantise(z))
     report = {"pairs": len(lines), "states": len(flat), "dims": DIMS,
               "bytes": (Path(folder) / STEP_FILE).stat().st_size, "seconds": round(time.perf_counter() - start, 1)}
     log(files.dumps(report))

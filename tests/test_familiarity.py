@@ -9,7 +9,8 @@ import pytest
 
 from conftest import CHECKPOINT, ROOT, from_url, shown
 from model.data import default_data_dir, load_split
-from model.familiarity import (INDEX_FILE, MEASURES, THRESHOLDS_FILE, TRAIN_TEXTS, Index, language, measure, score,
+from model.evidence import DIMS, TRAIN_TEXTS
+from model.familiarity import (INDEX_FILE, MEASURES, THRESHOLDS_FILE, Index, language, measure, score,
                                sentence_vectors, tail, thresholds_from)
 from model.translator import Translator
 
@@ -38,8 +39,8 @@ def test_the_shipped_index_and_thresholds_are_small_and_complete():
     for folder in FOLDERS:
         with np.load(folder / INDEX_FILE) as f:
             v = f["vectors"]
-        assert v.shape == (29_000, 256) and v.dtype == np.int8
-        assert (folder / INDEX_FILE).stat().st_size < 6_000_000  # 7.4 MB of int8, compressed
+        assert v.shape == (29_000, DIMS) and v.dtype == np.int8
+        assert (folder / INDEX_FILE).stat().st_size < 2_000_000  # 1.9 MB of int8, compressed
         norms = np.linalg.norm(v.astype(np.float32) / 127, axis=1)
         assert np.allclose(norms, 1, atol=0.02)  # unit rows, up to int8 rounding
         t = json.loads((folder / THRESHOLDS_FILE).read_text())

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from model.checkpoint import DEFAULT_CHECKPOINT
-from model.evidence import LEXICON, Lexicon, StepIndex, step_state
+from model.evidence import LEXICON, Lexicon, StepIndex, step_state, training_texts
 
 from .common import Context, int_param, literal, load_translator, token_chips
 from .export import downloads
@@ -123,7 +123,7 @@ def steps_view(ctx: Context):
     st.markdown(f"Step {t + 1}: " + token_chips(["<sos>", *[s.token for s in result.steps[:t]]]) + " → "
                 + token_chips([result.steps[t].token], current=0), unsafe_allow_html=True)
     tr = load_translator(ctx.checkpoint)
-    near = found.nearest(step_state(tr, result, t), lex_texts(), k=5)
+    near = found.nearest(step_state(tr, result, t), training_texts(), k=5)
     st.caption("The moments of training (5,000 pairs, teacher-forced on their references) when the decoder's last "
                "layer was in the most similar state before choosing a word (cosine over the state's 64 principal "
                "components). Similar states, similar choices: what the model does here, it learned there.")
@@ -133,6 +133,3 @@ def steps_view(ctx: Context):
                                "distance": [n.distance for n in near], "line": [n.line + 1 for n in near]}),
                  hide_index=True)
 
-
-def lex_texts() -> dict:
-    return lexicon().texts()
