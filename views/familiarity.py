@@ -59,7 +59,7 @@ def familiarity_note(checkpoint: str | None, sentence: str):
     box(f"**{head}.** It learned German only from 29,000 short descriptions of photos (Multi30k: people, animals "
         f"and what they do). Here {literal('; '.join(f.reasons))}. Its translation and maps show a model out of its "
         "depth, not how it works at its best. Sentences from its training data that are nearest to this one:",
-        icon="🧭" if f.verdict == "unusual" else "⚠️")
+        icon=":material/explore:" if f.verdict == "unusual" else ":material/warning:")  # bundled: no emoji font needed
     row = st.container(horizontal=True, gap="small")
     for i, n in enumerate(f.neighbours):
         row.button(literal(n.de), key=f"neighbour_{i}", on_click=try_sentence, args=(n.de,),
