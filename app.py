@@ -18,11 +18,12 @@ import torch
 
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
-from views import DEFAULT_VIEW, VIEWS, Context
-from views.common import (CSS, MODEL_CHOICE, MODEL_NAMES, literal, load_translator, models, text_box, token_chips,
-                          translate)
+from views import Context
+from views.calls import MODEL_NAMES, load_translator, models, translate
 from views.familiarity import familiarity_note
-from views.share import judge_url, read_model, read_url, write_url
+from views.registry import DEFAULT_VIEW, VIEWS
+from views.state import MODEL_CHOICE, judge_url, read_model, read_url, write_url
+from views.widgets import CSS, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
 # Streamlit serialises each figure with plotly.io.to_json. Its orjson engine first walks every list in
@@ -185,10 +186,11 @@ if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
                "words it tends to invent a scene around them. Full sentences show it at its best.")
 
 st.session_state.setdefault("view", DEFAULT_VIEW)
-view = st.segmented_control("View", list(VIEWS), key="view", required=True, on_change=view_picked)
+view = st.segmented_control("View", list(VIEWS), key="view", required=True, on_change=view_picked,
+                            format_func=lambda slug: VIEWS[slug].label)  # slugs, as the link names them
 st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
            "exactly what you see.")
 with st.container(key="view_box"):
-    VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (share.page_view)
+    VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
     if st.session_state.pop("view_picked", False):
-        focus_view(data=VIEWS[view].slug)  # last in the box, where its empty element moves nothing
+        focus_view(data=view)  # last in the box, where its empty element moves nothing

@@ -108,15 +108,16 @@ def payload_bytes(translator, sentence: str) -> tuple[int, int, int]:
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # the views' caches, used here without a server
     import viz
-    from views.attention import FIELDS, Shown, labels, panel, sides
+    from views.attention import Shown, panel
     from views.instant import figure_json
+    from viz.labels import SIDES, token_labels
 
     r = translator.translate(sentence)
     total = maps = 0
-    for kind in FIELDS:
-        p = panel(r, Shown(kind, 0, None), getattr(r, FIELDS[kind]))
-        (q, qu), (k, ku) = (labels(r, s) for s in sides(kind))
-        grid = figure_json(viz.model_view(getattr(r, FIELDS[kind]), q, k, causal=kind == "dec", query_unknown=qu,
+    for kind in SIDES:
+        p = panel(r, Shown(kind, 0, None), r.maps(kind))
+        (q, qu), (k, ku) = (token_labels(r, s) for s in SIDES[kind])
+        grid = figure_json(viz.model_view(r.maps(kind), q, k, causal=kind == "dec", query_unknown=qu,
                                           key_unknown=ku, cells=False))  # as views/attention.py sends it
         total += len(json.dumps(p)) + len(json.dumps(grid))
         maps += len(p["maps"]["b64"])

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from model.data import default_data_dir, load_split  # noqa: E402
-from model.transformer import Extras  # noqa: E402
+from model.extras import Extras  # noqa: E402
 from model.translator import Translator  # noqa: E402
 from model.vocab import SOS_ID  # noqa: E402
 

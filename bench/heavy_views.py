@@ -7,7 +7,7 @@ case fills the model's 100 positions and makes it write the longest output the p
 (50 tokens): a list of 90 nouns with commas (cut at 100 tokens, as the page cuts it); a plain
 long sentence gets a short output (89 words of test2016: 93 tokens in, 28 out). Prints the seconds
 of each computation the views start, and its ratio to the greedy translation measured in the same
-run; the ones that hold a core longest go behind the page's server-wide limit (views/common.py).
+run; the ones that hold a core longest go behind the page's server-wide limit (views/calls.py HEAVY).
 """
 
 import argparse

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.decode_speed import SENTENCE, median_ms  # noqa: E402
-from model.transformer import KINDS  # noqa: E402
+from model.extras import KINDS  # noqa: E402
 from model.translator import Translator  # noqa: E402
 
 def main():

@@ -19,7 +19,7 @@ replicas) and drives headless Chromium sessions with Playwright.
 --heavy K: each round twice, side by side: as above, then again while K more sessions keep opening the
   heaviest views (live head importance, contributions, beam search of width 8) by link, each on a new
   100-token sentence (no cache helps them). The page runs such computations one at a time server-wide
-  (views/common.py, HEAVY): the classroom must keep its bar at 20 sessions. Prints both rounds and how
+  (views/calls.py, HEAVY): the classroom must keep its bar at 20 sessions. Prints both rounds and how
   many heavy pages were drawn meanwhile, and how long they took.
 --memory: the server's resident memory after that many different sentences, each opened with an
   intervention (heads switched off, beam search, a reference), four sessions at a time
@@ -433,7 +433,7 @@ async def lost_replica_run(browser, base: str, run_dir: Path, port: int, sentenc
     async def come_back(i: int) -> tuple[float, float, str]:
         """The page notices the lost socket and opens a new one through the proxy, to a new, empty session (the
         page keeps showing what it showed). Its first interaction, here the next sentence and Enter, is that
-        session's first run: it reads the link, and the sentence the browser sent wins (views/share.py read_url).
+        session's first run: it reads the link, and the sentence the browser sent wins (views/state.py read_url).
         Returns (seconds to the new socket, seconds to the translation, the translation shown)."""
         page = pages[i]
         while not any(t > killed for t in page.ws_opened):

@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from model.config import ModelConfig  # noqa: E402
 from model.data import bucket_batches, default_data_dir, encode_pairs, load_split, pad  # noqa: E402
+from model.extras import Extras  # noqa: E402
 from model.metrics import token_loss  # noqa: E402
-from model.transformer import Embedding, Extras, Transformer  # noqa: E402
+from model.transformer import Embedding, Transformer  # noqa: E402
 from model.vocab import Vocab, tokenize  # noqa: E402
 
 

@@ -173,7 +173,7 @@ def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = 
     import torch
 
     from .contributions import contributions, weighted_norms
-    from .transformer import Extras
+    from .extras import Extras
     from .vocab import EOS_ID, SOS_ID
 
     _, ids, _ = translator.source_ids(sentence)  # a long source is cut to the model's positions, as everywhere

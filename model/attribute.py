@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from .errors import InputError
-from .transformer import Extras
+from .extras import Extras
 from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_out", "value_zeroing", "contrastive")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .transformer import Extras
+from .extras import Extras
 from .vocab import EOS_ID, PAD_ID, SOS_ID
 
 

@@ -33,10 +33,10 @@ from tqdm import tqdm
 from . import cli, files
 from .data import encode_pairs, pad
 from .decoding import greedy_ids
+from .extras import KINDS, Extras
 from .heads import n_layers
 from .metrics import (BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, mean_loss, paired_bootstraps,
                       sentence_losses)
-from .transformer import KINDS, Extras
 from .translator import MAX_OUTPUT
 from .vocab import EOS_ID, SOS_ID
 

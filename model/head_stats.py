@@ -39,7 +39,6 @@ from . import cli
 from .errors import InputError
 
 KINDS = ("enc", "dec", "cross")  # as model.transformer.KINDS; not imported: this module stays free of torch
-MAP_KEYS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}  # (L, H, Q, K)
 SELF = ("enc", "dec")
 BATCH_SIZE = 64  # sentences per greedy batch (Translator.translate_batch)
 
@@ -68,6 +67,11 @@ STATS = tuple(DEFINITIONS)
 APPLIES = {stat: KINDS for stat in STATS} | {  # the kinds each statistic is defined for; null elsewhere
     "mean_distance": SELF, "diagonal_share": SELF, "previous_share": SELF, "next_share": ("enc",),
     "eos_share": ("enc", "cross"), "monotonicity": ("cross",), "alignment_spearman": ("cross",)}
+# {stat: its short name}: how the page's pickers, tables and charts name it (Head statistics, Training)
+NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "mean_distance": "mean distance",
+         "diagonal_share": "on itself", "previous_share": "on the previous token", "next_share": "on the next token",
+         "sos_share": "on <sos>", "eos_share": "on <eos>", "punctuation_share": "on punctuation",
+         "max_weight": "max weight", "monotonicity": "monotonicity", "alignment_spearman": "alignment Spearman"}
 
 
 def is_punctuation(token: str) -> bool:
@@ -95,7 +99,7 @@ def sentence_stats(maps: dict, src_tokens: list, tgt_tokens: list, eos_step: boo
 
 def translation_stats(result) -> dict:
     """sentence_stats of a Translation (model/result.py) made with its maps."""
-    maps = {k: getattr(result, MAP_KEYS[k]) for k in KINDS}
+    maps = {k: result.maps(k) for k in KINDS}  # (L, H, Q, K) each
     eos_step = bool(result.steps) and result.steps[-1].token == "<eos>"
     return sentence_stats(maps, result.src_tokens, result.tgt_tokens, eos_step)
 

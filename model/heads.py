@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 
 from .errors import InputError
-from .transformer import KINDS
+from .extras import KINDS
+from .result import KIND_NAMES
 
-KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
 KIND_SHORT = {"enc": "encoder", "dec": "decoder", "cross": "cross"}  # table columns and chips
 
 

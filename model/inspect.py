@@ -7,6 +7,7 @@
     python -m model.inspect decoderlens "Ein Hund läuft."
     python -m model.inspect familiarity "Ein Hund läuft."
     python -m model.inspect attribute --method METHOD [--contrast WORD] [--reference TEXT] "Ein Hund läuft."
+    python -m model.inspect faithfulness [--step T] "Ein Hund läuft."
 
 Each prints one JSON object; all but `decoderlens` teacher-force the greedy translation of
 the sentence in one pass. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
@@ -26,6 +27,10 @@ and text of the greedy output when the decoder reads encoder layer k's output; t
 target at the input), source (one number per source token), prefix (one per decoder input up to the step),
 source_share, and for integrated_gradients completeness_gap and baseline_f, for a contrastive target foil;
 `--method all`: src_tokens, tgt_tokens and methods {method: steps}.
+`faithfulness` (model/faithfulness.py): src_tokens, tgt_tokens, removal, orders and steps, one per output word:
+token, p, and for source and prefix (null where a step has no such token) tokens and methods {method:
+comprehensiveness, sufficiency, tau, order, deletion, kept} and random {orders, comprehensiveness, sufficiency,
+comprehensiveness_range, deletion, deletion_range}; `--step T` (from 0) measures that step only (the others: null).
 `familiarity` (model/familiarity.py): verdict (familiar, unusual, unfamiliar), reasons, words, unknown_words,
 unknown_share, mean_logprob, logprob_percentile, language, language_counts, nearest_distance,
 distance_percentile, score and neighbours (line, de, en, distance), nearest first.
@@ -61,6 +66,9 @@ def main(argv=None):
     attr.add_argument("--contrast", help="a foil word: F = log p(word) - log p(foil) (default for contrastive: each "
                                          "step's runner-up)")
     attr.add_argument("--reference", help="attribute this English reference, teacher-forced, not the translation")
+    faith = sub.add_parser("faithfulness", parents=[common], help="every explanation's comprehensiveness, "
+                           "sufficiency and agreement with leave-one-out, by removal, per step")
+    faith.add_argument("--step", type=cli.whole, default=None, help="one step, from 0 (default: every step)")
     sub.add_parser("familiarity", parents=[common], help="how far the sentence is from the training data: every "
                                                          "measure, the verdict and the nearest training sentences")
     args = p.parse_args(argv)
@@ -81,6 +89,13 @@ def main(argv=None):
         found = [translator.attribute(args.sentence, m, args.reference, args.contrast).to_json() for m in methods]
         out = found[0] if len(found) == 1 else {**{k: found[0][k] for k in ("src_tokens", "tgt_tokens")},
                                                 "methods": {f["method"]: f["steps"] for f in found}}
+    elif args.command == "faithfulness":
+        from .checkpoint import checkpoint_folder
+        from .faithfulness import aligning_head, measure
+
+        head = aligning_head(checkpoint_folder(args.checkpoint))
+        out = measure(translator, args.sentence, steps=None if args.step is None else [args.step],
+                      heads=() if head is None else (head,)).to_json()
     elif args.command == "familiarity":
         from .familiarity import Index, measure
 

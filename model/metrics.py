@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from .data import bucket_batches, encode_pairs, pad
-from .transformer import Extras
+from .extras import Extras
 from .vocab import PAD_ID, tokenize
 
 

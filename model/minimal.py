@@ -1,8 +1,8 @@
 """The same Transformer in plain functions over its weights: the paper's equations and nothing else.
 
-No head masks, no cache, no capture, no dropout (inference only): read this first, then
-model/transformer.py, which adds those. Given the weights of a `Transformer` (its state_dict),
-`forward` returns the same logits bit for bit (tests/test_transformer.py checks it).
+No head masks, no cache, no capture, no dropout (inference only): read this first, on its own (it needs
+only the config), then model/transformer.py, which adds those. Given the weights of a `Transformer`
+(its state_dict), `forward` returns the same logits bit for bit (tests/test_transformer.py checks it).
 """
 
 import math
@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from .config import ModelConfig
-from .transformer import sinusoidal_table
 
 
 def linear(w: dict, name: str, x):
@@ -39,11 +38,18 @@ def feed_forward(w: dict, name: str, x):
     return linear(w, f"{name}.fc2", F.relu(linear(w, f"{name}.fc1", x)))
 
 
+def sinusoidal_table(n_positions: int, d_model: int):
+    """Section 3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...), in float64, then float32."""
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (P, 1)
+    angle = pos / torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (P, D/2)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1).float()  # (P, D): sin, cos, sin, cos, ...
+
+
 def embed(w: dict, name: str, ids, cfg: ModelConfig):
     """Sections 3.4-3.5: token embedding x sqrt(d_model) plus the position's vector."""
     T = ids.size(1)
-    table = w[f"{name}.pos.weight"] if cfg.positions == "learned" else sinusoidal_table(cfg.max_positions, cfg.d_model)
-    return F.embedding(ids, w[f"{name}.tok.weight"]) * math.sqrt(cfg.d_model) + table[:T]
+    positions = w[f"{name}.pos.weight"][:T] if cfg.positions == "learned" else sinusoidal_table(T, cfg.d_model)
+    return F.embedding(ids, w[f"{name}.tok.weight"]) * math.sqrt(cfg.d_model) + positions
 
 
 def forward(w: dict, cfg: ModelConfig, src, tgt):

@@ -30,12 +30,12 @@ from tqdm import tqdm
 
 from . import cli, files
 from .errors import InputError
+from .result import KIND_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets/examples.json"
 LEVELS = 255  # uint8 quantization of a weight w in [0, 1]: round(255 w); the error is at most 1/510
 N_STATS, N_SHARE = 200, 100  # validation sentences for the head statistics and for the source share
-KIND_KEYS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
 
 
 def quantize(weights) -> np.ndarray:
@@ -80,7 +80,7 @@ def sentence_point(translator, sentence: str) -> dict:
     r = translator.translate(sentence, top_k=1)
     return {"src_tokens": r.src_tokens, "tgt_tokens": r.tgt_tokens, "output_tokens": r.output_tokens,
             "steps": [s.token for s in r.steps],
-            "maps": {k: quantize(getattr(r, key)) for k, key in KIND_KEYS.items()}}
+            "maps": {k: quantize(r.maps(k)) for k in KIND_NAMES}}
 
 
 def replay_sentence(folder, sentence: str, device=None, progress: bool = False) -> list[dict]:

@@ -10,6 +10,10 @@ import numpy as np
 
 from .errors import InputError
 
+# The three kinds of attention map a Translation holds (encoder self, decoder self, cross), by their names on the
+# page (each kind's attention view) and in the HTML report (viz/report.py).
+KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
+
 
 @dataclass(frozen=True)
 class Step:
@@ -48,6 +52,14 @@ class Translation:
     def text(self) -> str:
         """The translation as model.translate prints it: output tokens joined by single spaces."""
         return " ".join(self.output_tokens)
+
+    def maps(self, kind: str) -> np.ndarray:
+        """The attention maps of one kind (KIND_NAMES), every layer and head: "enc" (L, H, S, S), "dec" (L, H, T, T),
+        "cross" (L, H, T, S)."""
+        maps = {"enc": self.encoder_attentions, "dec": self.decoder_attentions, "cross": self.cross_attentions}
+        if kind not in maps:
+            raise ValueError(f"kind {kind!r} is not one of {', '.join(maps)}")
+        return maps[kind]
 
     def to_json(self) -> dict:
         """The `--json` line of model.translate (docs/contract.md)."""

@@ -29,8 +29,9 @@ from .checkpoint import save_checkpoint
 from .config import ModelConfig
 from .data import bucket_batches, encode_pairs, pad
 from .device import describe, pick_device
+from .extras import Extras
 from .metrics import evaluate_loss, token_loss
-from .transformer import Extras, Transformer
+from .transformer import Transformer
 from .vocab import SPECIALS, UNK_ID, Vocab, tokenize
 
 

@@ -1,13 +1,15 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), written out so every
-weight shows. Read it beside the paper: each class names the section it implements.
+weight shows. Read it beside the paper: each class names the section it implements, from equation 1 (attention) up
+to the whole model (figure 1). model/minimal.py is the same model in plain functions.
 
 Shape legend: B batch, S source length, T target length, L layers, H heads,
 D d_model, hs head size (D / H), V vocabulary.
 
 One call returns the logits and every attention map (after softmax, before dropout) in a small `Output`;
 nothing is kept on the modules, so one loaded model serves any number of users. What no equation of the
-paper needs rides in one `Extras` object per call: heads switched off (a head mask, never an edit of the
-weights), the cache of step-by-step decoding, and a capture dict that receives every intermediate.
+paper needs rides in one `Extras` object per call (model/extras.py): heads switched off (a head mask, never
+an edit of the weights), the cache of step-by-step decoding, and a capture dict that receives every
+intermediate. Every sub-layer takes its own slice of it as its last argument.
 """
 
 import math
@@ -18,71 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
-
-KINDS = ("enc", "dec", "cross")  # encoder self, decoder masked self, decoder-encoder attention
-
-# A head mask maps a kind to an (L, H) tensor of 1.0 (keep) and 0.0 (switch off), the same for every batch
-# row, or to a (B, L, H) tensor, one mask per batch row (many masked variants in one pass); missing kinds keep all.
-HeadMask = dict[str, torch.Tensor]
-
-# Which kind of attention each sub-layer of a stack is.
-SUBLAYER_KINDS = {"encoder": {"self": "enc"}, "decoder": {"self": "dec", "cross": "cross"}}
-
-
-def record(capture: dict | None, **values):
-    """Keep intermediates for a caller who passed a capture dict; without one, do nothing."""
-    if capture is not None:
-        capture.update(values)
-
-
-def part(capture: dict | None, key: str, n: int | None = None):
-    """A fresh dict (or a list of n) at capture[key] for a sub-module to record into; None without a capture.
-
-    Fresh on every call: this call's values replace any earlier ones.
-    """
-    if capture is None:
-        return None if n is None else [None] * n
-    capture[key] = {} if n is None else [{} for _ in range(n)]
-    return capture[key]
-
-
-@dataclass(frozen=True)
-class Extras:
-    """The per-call extras that no equation of the paper needs; the defaults give the plain model.
-
-    For encode / decode / forward:
-        head_mask     HeadMask: {kind: (L, H) or (B, L, H)} of 1.0 keep / 0.0 off
-        cache         decoder only: a list with one dict per layer, owned by the caller (`new_cache`), so
-                      that step-by-step decoding feeds only the new position
-        capture       a caller's dict that receives every intermediate (see `Transformer.forward`)
-        need_weights  False runs the fused attention kernel and returns no maps (training: less memory)
-    The same object walks down the model: `layers` gives each layer its slice (head masks keyed by
-    sub-layer, its cache dict, its capture dict) and `sublayer` each attention sub-layer's
-    (head mask (H,) or (B, H), cache dict, capture dict).
-    """
-
-    head_mask: dict | torch.Tensor | None = None
-    cache: list | dict | None = None
-    capture: dict | None = None
-    need_weights: bool = True
-
-    @property
-    def explicit(self) -> bool:
-        """Attention needs its weights (to return or to record): the written-out path, not the fused kernel."""
-        return self.need_weights or self.capture is not None
-
-    def layers(self, stack: str, n: int) -> list["Extras"]:
-        """The extras of each of the n layers of the "encoder" or "decoder" stack."""
-        kinds, masks = SUBLAYER_KINDS[stack], self.head_mask or {}
-        captures = part(self.capture, stack, n)
-        return [Extras({sub: masks[kind][..., i, :] for sub, kind in kinds.items() if kind in masks},
-                       None if self.cache is None else self.cache[i], captures[i], self.need_weights)
-                for i in range(n)]
-
-    def sublayer(self, name: str) -> "Extras":
-        """The extras of one layer's "self" or "cross" attention sub-layer."""
-        cache = None if self.cache is None else self.cache.setdefault(name, {})
-        return Extras((self.head_mask or {}).get(name), cache, part(self.capture, name), self.need_weights)
+from .extras import Extras, part, record
+from .sinusoid import sinusoidal_table
 
 
 def attention(q, k, v, mask=None, dropout_p=0.0, extras: Extras = Extras()):
@@ -176,32 +115,44 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, capture: dict | None = None):
+    def forward(self, x, extras: Extras = Extras()):
         """x (B, T, D) -> (B, T, D); a capture receives `hidden` (B, T, d_ff), after the ReLU."""
         hidden = F.relu(self.fc1(x))
-        record(capture, hidden=hidden)
+        record(extras.capture, hidden=hidden)
         return self.fc2(self.dropout(hidden))
 
 
 class AddNorm(nn.LayerNorm):
     """The connection around every sub-layer (section 3.1, dropout from 5.4): LayerNorm(x + Dropout(Sublayer(x))).
 
-    A LayerNorm with the residual step in front (post-LN, as in the paper). A capture receives `residual`
-    (x + the dropped-out sub-layer output) and `normed`.
+    A LayerNorm with the residual step in front (post-LN, as in the paper). It records into the capture of the
+    sub-layer it closes (the same extras): `residual` (x + the dropped-out sub-layer output) and `normed`.
     """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg.d_model)
         self.p = cfg.dropout
 
-    def forward(self, x, sublayer_out, capture: dict | None = None):
+    def forward(self, x, sublayer_out, extras: Extras = Extras()):
         residual = x + F.dropout(sublayer_out, self.p, self.training)
         normed = super().forward(residual)
-        record(capture, residual=residual, normed=normed)
+        record(extras.capture, residual=residual, normed=normed)
         return normed
 
 
-class EncoderLayer(nn.Module):
+class Layer(nn.Module):
+    """What the encoder's and the decoder's layers share (section 3.1): each ends with the feed-forward network
+    inside its AddNorm (`ffn`, `ln_ffn`), whose output is the layer's."""
+
+    def feed_forward(self, x, extras: Extras):
+        """x (B, T, D) -> the layer's output (B, T, D). A capture gets "ffn" and `output`."""
+        ffn = extras.sublayer("ffn")
+        x = self.ln_ffn(x, self.ffn(x, ffn), ffn)
+        record(extras.capture, output=x)
+        return x
+
+
+class EncoderLayer(Layer):
     """One of the encoder's N identical layers (section 3.1): self-attention, then the feed-forward network,
     each inside an AddNorm."""
 
@@ -216,14 +167,11 @@ class EncoderLayer(nn.Module):
         """x (B, S, D) -> (B, S, D) and the self-attention weights. A capture gets "self", "ffn", `output`."""
         attn = extras.sublayer("self")
         a, weights = self.self_attn(x, x, src_mask, attn)
-        x = self.ln_self(x, a, attn.capture)
-        ffn = part(extras.capture, "ffn")
-        x = self.ln_ffn(x, self.ffn(x, ffn), ffn)
-        record(extras.capture, output=x)
-        return x, weights
+        x = self.ln_self(x, a, attn)
+        return self.feed_forward(x, extras), weights
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(Layer):
     """One of the decoder's N identical layers (section 3.1): masked self-attention over the words written so
     far, cross-attention over the encoder output ("memory"), then the feed-forward network, each inside
     an AddNorm."""
@@ -243,23 +191,10 @@ class DecoderLayer(nn.Module):
         A capture gets "self", "cross", "ffn" and `output`."""
         self_x, cross_x = extras.sublayer("self"), extras.sublayer("cross")
         a, self_weights = self.self_attn(x, x, tgt_mask, self_x)
-        x = self.ln_self(x, a, self_x.capture)
+        x = self.ln_self(x, a, self_x)
         a, cross_weights = self.cross_attn(x, memory, src_mask, cross_x)
-        x = self.ln_cross(x, a, cross_x.capture)
-        ffn = part(extras.capture, "ffn")
-        x = self.ln_ffn(x, self.ffn(x, ffn), ffn)
-        record(extras.capture, output=x)
-        return x, self_weights, cross_weights
-
-
-def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
-    """The paper's fixed encodings (section 3.5): PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)."""
-    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (P, 1)
-    div = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
-    table = torch.zeros(n_positions, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(pos / div)
-    table[:, 1::2] = torch.cos(pos / div)
-    return table.float()  # (P, D)
+        x = self.ln_cross(x, a, cross_x)
+        return self.feed_forward(x, extras), self_weights, cross_weights
 
 
 class Embedding(nn.Module):
@@ -273,8 +208,9 @@ class Embedding(nn.Module):
         self.max_positions = cfg.max_positions
         if cfg.positions == "learned":
             self.pos = nn.Embedding(cfg.max_positions, cfg.d_model)
-        else:  # not a parameter and not saved: it is a formula
-            self.register_buffer("pos_table", sinusoidal_table(cfg.max_positions, cfg.d_model), persistent=False)
+        else:  # not a parameter and not saved: it is a formula (model/sinusoid.py, float64 rounded to float32)
+            table = torch.from_numpy(sinusoidal_table(cfg.max_positions, cfg.d_model)).float()  # (P, D)
+            self.register_buffer("pos_table", table, persistent=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
     def position_table(self) -> torch.Tensor:

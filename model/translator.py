@@ -27,10 +27,10 @@ from .data import pad
 from .decoding import beam_search, greedy_decode, greedy_ids, step_stats
 from .device import describe, pick_device
 from .errors import InputError
+from .extras import Extras
 from .heads import parse_head_mask
 from .result import (AttentionNorms, BeamSearch, Candidate, Contributions, DecoderLens, Inside, LogitLens,
                      ReferenceScore, Step, Translation)
-from .transformer import Extras
 from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)

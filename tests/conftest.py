@@ -29,7 +29,7 @@ from model.transformer import Transformer
 from model.translator import Translator
 from model.vocab import Vocab
 from views.instant import unpacked
-from views.share import COUNT_RUNS
+from views.state import COUNT_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "checkpoints"
@@ -263,7 +263,7 @@ def maps_data(app) -> list[dict]:
 
 def shown(markdown_source: str) -> str:
     """What the browser shows of an element's Markdown source: character references decoded, the invisible word
-    joiners that keep addresses from becoming links (views.common.literal) left out."""
+    joiners that keep addresses from becoming links (views.widgets.literal) left out."""
     return html.unescape(markdown_source).replace("\u2060", "")
 
 

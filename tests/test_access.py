@@ -1,4 +1,4 @@
-"""Keyboard and screen-reader access: every map's "show as a table" alternative (views.common.map_table), the
+"""Keyboard and screen-reader access: every map's "show as a table" alternative (views.widgets.map_table), the
 decoding trace stepped with the arrow keys, a visible focus, and axe-core over every view in both themes.
 
 axe-core comes inside the axe-playwright-python package (its axe.min.js is injected into the page: no network).
@@ -12,7 +12,7 @@ import pytest
 from bench.appserver import wait_idle
 import viz
 from conftest import fresh_page, from_url, maps_data
-from views.common import map_frame, table_labels
+from views.widgets import map_frame, table_labels
 from views.instant import unpacked
 
 SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
@@ -22,7 +22,7 @@ LINK = "/?s=Zwei%20M%C3%A4nner%20spielen%20Fu%C3%9Fball%20auf%20einer%20Wiese."
 SKIPPED = [
     # st.code's syntax highlighting (Prism, Streamlit's palette for both themes): options such as `-m` in light
     # blue reach 2.7:1 on the code block's grey, `echo` 3.6:1 (light) and 4.0:1 (dark). The command lines of
-    # views.common.cli_hint read the same without the colours, and the copy button takes them whole.
+    # views.widgets.cli_hint read the same without the colours, and the copy button takes them whole.
     {"rule": "color-contrast", "selector": "[data-testid='stCode'] .token"},
 ]
 
@@ -64,7 +64,7 @@ def test_the_map_table_holds_the_map_and_names_hostile_tokens_as_typed(monkeypat
     assert panel["causal"]  # the browser writes "masked" above the diagonal, as the chart greys it
     steps = table_labels(viz.predicting(r.tgt_tokens, [s.token for s in r.steps]))
     assert panel["table"]["rows"] == panel["table"]["cols"] == steps
-    at.segmented_control(key="view").set_value("Encoder self-attention").run()  # the source's names as typed: the browser sets them as text, never markup
+    at.segmented_control(key="view").set_value("enc").run()  # the source's names as typed: the browser sets them as text, never markup
     assert maps_data(at)[0]["panels"][0]["table"]["cols"] == table_labels(r.src_tokens, r.src_unknown)
     assert any("<" in name or "*" in name for name in table_labels(r.src_tokens))
     assert panel["titles"][1][2] + panel["table"]["axes"] == (
@@ -132,13 +132,13 @@ def show_tables(page, expected: int) -> int:
 def test_no_serious_axe_violations_in_any_view(browser, server, scheme):
     """Every view, its tables shown, in the light and the dark theme: no critical or serious axe-core violation
     but those SKIPPED names (Streamlit's own); moderate and minor ones are printed."""
-    from views import VIEWS
+    from views.registry import VIEWS
 
     ctx, pg, errors = fresh_page(browser, server + LINK, color_scheme=scheme)
     switch = pg.get_by_role("radiogroup", name="View")
     found, minor, tables = {}, {}, {}
-    for label, view in VIEWS.items():
-        switch.get_by_role("radio", name=label, exact=True).click()
+    for view in VIEWS.values():
+        switch.get_by_role("radio", name=view.label, exact=True).click()
         pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=view.slug,
                              timeout=60_000)
         wait_idle(pg, 120_000)

@@ -56,7 +56,7 @@ def test_sentence_gives_translation_and_views(app):
     assert len(specs) == 2  # the chosen head and the model view of the default (cross-attention) view
     assert specs[0]["layout"]["xaxis"]["ticktext"][:3] == ["&lt;sos&gt;", "ein", "mann"]
     assert specs[0]["layout"]["yaxis"]["ticktext"][:2] == ["&lt;sos&gt; → a", "a → man"]  # rows say what they predict
-    for view in ["Decoder self-attention", "Encoder self-attention", "Decoding trace", "Positional encodings"]:
+    for view in ["dec", "enc", "trace", "positions"]:
         app.segmented_control(key="view").set_value(view).run()
         assert not app.exception, view
         assert charts(app), view
@@ -68,7 +68,7 @@ def test_every_layer_and_head_reaches_the_browser_with_its_title_and_colours(app
     typed(app, "Zwei Hunde spielen im Schnee.")
     want = translator.translate("Zwei Hunde spielen im Schnee.")
     for kind, field in (("cross", "cross_attentions"), ("enc", "encoder_attentions"), ("dec", "decoder_attentions")):
-        view(app, KIND_NAMES[kind])
+        view(app, kind)
         data = maps_data(app)[0]
         maps, L, H = getattr(want, field), data["layers"], data["heads"]
         got = unpacked(data["panels"][0]["maps"])
@@ -88,7 +88,7 @@ def test_every_step_of_the_trace_reaches_the_browser(app, translator):
     """What the browser steps through (views/trace.js): each step's numbers, candidates and logit lens, and where
     every head looked, to the 4 decimals the page shows."""
     typed(app, "Eine Frau singt auf einer Bühne.")
-    view(app, "Decoding trace")
+    view(app, "trace")
     data = trace_data(app)
     r = translator.translate("Eine Frau singt auf einer Bühne.")
     assert data["step"] == 0 and data["n"] == len(r.steps) == len(data["steps"]) == len(data["bars"])
@@ -108,7 +108,7 @@ def test_every_step_of_the_trace_reaches_the_browser(app, translator):
 
 def test_the_servers_step_survives_a_new_sentence_and_is_clamped(app):
     typed(app, "Ein kleines Mädchen in einem rosa Kleid klettert auf einen großen Baum im Park.")
-    view(app, "Decoding trace")
+    view(app, "trace")
     app.session_state.trace_step = 6  # as a what-if at step 6 leaves it (the browser's own steps: test_instant)
     typed(app, "Ein Junge springt ins Wasser und lacht laut.")
     assert app.session_state.trace_step == 6 and trace_data(app)["step"] == 5  # did not jump back to the start
@@ -181,15 +181,15 @@ def test_example_picker_fills_the_sentence(app):
     assert "Multi30k reference" in "\n".join(c.value for c in app.caption)
 
 
-def view(app, name):
-    app.segmented_control(key="view").set_value(name).run()
+def view(app, slug):
+    app.segmented_control(key="view").set_value(slug).run()  # the view switch's options are the links' slugs
     assert not app.exception, app.exception
     return app
 
 
 def test_ablation_view_shows_new_translation_and_probability_change(app):
     typed(app, "Ein Mann fährt Fahrrad.")
-    view(app, "Ablate heads")
+    view(app, "ablate")
     assert "Pick heads" in app.info[0].value
     for layer in range(3):  # every head of every cross-attention layer: the whole layers
         app.pills(key=f"ablate_cross_{layer}").set_value(list(range(8))).run()
@@ -205,7 +205,7 @@ def test_ablation_view_shows_new_translation_and_probability_change(app):
 
 def test_what_if_decoding(app):
     typed(app, "Ein Mann fährt Fahrrad.")
-    view(app, "Decoding trace")
+    view(app, "trace")
     alt = trace_data(app)["steps"][1]["others"][0]  # what the browser's box offers at step 2
     app.session_state.trace_step, app.session_state.what_if = 2, alt  # what picking it there asks the server
     app.run()
@@ -219,7 +219,7 @@ def test_what_if_decoding(app):
 def test_reference_view(app):
     options = app.selectbox(key="example").options
     app.selectbox(key="example").set_value(options[1]).run()
-    view(app, "Reference")
+    view(app, "reference")
     assert app.text_input(key="reference").value  # the example brought its reference
     bleu, loss, ppl = (float(m.value) for m in app.metric)
     assert 0 <= bleu <= 100 and loss > 0 and abs(ppl - 2.718281828 ** loss) < 0.01 * ppl
@@ -230,7 +230,7 @@ def test_reference_view(app):
 
 def test_beam_view_width_one_is_greedy(app):
     typed(app, "Zwei Hunde spielen im Schnee.")
-    view(app, "Beam search")
+    view(app, "beam")
     app.slider(key="beam_width").set_value(1).run()
     md = markdown(app)
     assert "Beam search (width 1)" in md and "chip del" not in md and "chip add" not in md
@@ -246,13 +246,13 @@ def test_head_importance_links_to_the_head_view(app):
     if not (CHECKPOINT / "head_importance.json").is_file():
         pytest.skip("no head_importance.json shipped")
     typed(app, "Ein Hund.")
-    view(app, "Head importance")
+    view(app, "importance")
     assert len(charts(app)) == 6  # the test set's three grids, then this sentence's (computed live)
     pick = app.selectbox(key="importance_pick").value  # the most important head comes first (a model.heads.Head)
     app.button[0].click().run()
     assert not app.exception
     name = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}[pick.kind]
-    assert app.session_state.view == name
+    assert app.session_state.view == pick.kind
     assert charts(app)[0]["layout"]["title"]["text"] == f"{name}, layer {pick.layer + 1}, head {pick.head + 1}"
 
 
@@ -262,7 +262,7 @@ def test_a_typed_sentence_is_not_scored_against_the_old_examples_reference(app):
     assert app.session_state.reference  # the example brought its reference
     typed(app, "Ein Hund rennt durch den Schnee.")
     assert app.session_state.reference == "" and app.selectbox(key="example").value == ""
-    view(app, "Reference")
+    view(app, "reference")
     assert "Type an English reference" in app.info[0].value and not app.metric
 
 
@@ -278,7 +278,7 @@ def test_picking_the_same_example_again_works(app):
 
 def test_a_what_if_choice_does_not_carry_over_to_a_new_sentence(app):
     typed(app, "Ein Mann fährt Fahrrad.")
-    view(app, "Decoding trace")
+    view(app, "trace")
     app.session_state.what_if = trace_data(app)["steps"][0]["others"][0]
     app.run()
     assert "What-if translation" in markdown(app)
@@ -297,11 +297,10 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
     assert "2+2 layers, 4 heads" in "\n".join(c.value for c in at.caption)
     data = maps_data(at)[0]
     assert (data["layers"], data["heads"]) == (2, 4)  # the browser's layer and head switches
-    for name in ["Encoder self-attention", "Decoder self-attention", "Decoding trace", "Positional encodings",
-                 "Ablate heads", "Beam search"]:
-        view(at, name)
-        assert not at.error, (name, at.error)
-    view(at, "Positional encodings")
+    for slug in ["enc", "dec", "trace", "positions", "ablate", "beam"]:
+        view(at, slug)
+        assert not at.error, (slug, at.error)
+    view(at, "positions")
     assert at.multiselect(key="pos_dims").value == [0, 1, 2, 4, 8]
     neighbours = next(c.value for c in at.caption if "Mean cosine of neighbouring" in c.value)
     assert "nan" not in neighbours and "(24 positions): " in neighbours and "past it" not in neighbours  # 24 < 46
@@ -310,7 +309,7 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
 def test_a_link_restores_view_layer_and_head(monkeypatch):
     at = from_url(monkeypatch, s="Zwei Männer spielen Fußball auf einer Wiese.", view="enc", layer="2", head="5")
     assert not at.exception and not at.warning
-    assert at.session_state.view == "Encoder self-attention"
+    assert at.session_state.view == "enc"
     assert charts(at)[0]["layout"]["title"]["text"] == "Encoder self-attention, layer 2, head 5"
     assert maps_data(at)[0]["pick"] == {"layer": 1, "head": 4, "draw": "map", "stretch": False}
     assert dict(at.query_params) == {"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "enc",
@@ -396,7 +395,7 @@ def test_a_bad_device_is_the_pages_own_message(monkeypatch, device, says):
 
 def test_logit_lens_last_layer_is_the_steps_real_choice(app):
     typed(app, "Zwei Männer spielen Fußball auf einer Wiese.")
-    view(app, "Decoding trace")
+    view(app, "trace")
     data = trace_data(app)
     lens, step = data["lens"], steps_table(app).iloc[1]  # step 2
     assert len(lens["chosen"]) == 3  # after decoder layers 1, 2, 3
@@ -406,7 +405,7 @@ def test_logit_lens_last_layer_is_the_steps_real_choice(app):
 
 def test_inside_a_head_and_source_flow_views(app, translator):
     typed(app, "Zwei Männer spielen Fußball auf einer Wiese.")
-    view(app, "Inside a head")
+    view(app, "inside")
     app.segmented_control(key="inside_kind").set_value("dec").run()
     app.session_state.inside_query = 3  # as a link sets it (the browser's own picks: test_instant)
     app.run()
@@ -419,7 +418,7 @@ def test_inside_a_head_and_source_flow_views(app, translator):
     text = scores["data"][2]["text"]  # the weights' labels: query 3 may see keys 0-3, the rest is the future
     assert "masked" not in text[:4] and text[4:] == ["masked"] * (len(text) - 4)
     assert abs(sum(float(t) for t in text[:4]) - 1) < 0.003  # 3 decimals each
-    view(app, "Source flow")
+    view(app, "flow")
     assert not app.exception and len(charts(app)) == 2
 
 
@@ -431,7 +430,7 @@ def test_a_failing_view_is_the_pages_own_message(app, monkeypatch):
 
     monkeypatch.setattr(views.flow, "coverage", broken)
     typed(app, "Ein Hund rennt durch den Schnee.")
-    view(app, "Source flow")
+    view(app, "flow")
     assert "This view could not be drawn (RuntimeError)" in app.error[0].value
     assert "boom" not in app.error[0].value  # details go to the server log, not the page
 
@@ -446,9 +445,9 @@ def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
     assert title["subtitle"]["text"] == "Zwei Hunde spielen im Schnee."  # a saved picture names its sentence
     app.segmented_control(key="image_format").set_value("SVG").run()
     assert maps_data(app)[0]["image_format"] == "svg"
-    view(app, "Decoding trace")
+    view(app, "trace")
     assert trace_data(app)["image_format"] == "svg"
-    view(app, "Positional encodings")  # a chart Streamlit draws: the same choice
+    view(app, "positions")  # a chart Streamlit draws: the same choice
     config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
     assert config["format"] == "svg" and config["scale"] == 2
 
@@ -459,7 +458,7 @@ HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\
 def test_markdown_latex_and_html_are_shown_literally_in_every_view(app):
     """What the user typed (and what the model wrote from it) is text in every view: no bold, no link, no
     formula, no tag, wherever it reaches a markdown element (a sentence is not the page's markup)."""
-    from views import VIEWS
+    from views.registry import VIEWS
 
     typed(app, HOSTILE_TEXT)
     for view in VIEWS:
@@ -479,11 +478,11 @@ ODD_INPUTS = {"nul": "Ein\x00Hund läuft\x00", "only_nul": "\x00", "controls": "
 def test_odd_input_gets_through_every_view(app, name):
     """Control, zero-width and bidi characters, a NUL byte, a 500-letter token, numbers or punctuation only
     (what a pasted text brings): every view draws (or says why not) without an error or an exception."""
-    from views import VIEWS
+    from views.registry import VIEWS
 
     typed(app, ODD_INPUTS[name])
     for view in VIEWS:
         app.segmented_control(key="view").set_value(view).run()
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
-        if "attention" in view:  # something unknown is still a token: the maps are drawn
+        if "attention" in VIEWS[view].label:  # something unknown is still a token: the maps are drawn
             assert charts(app), view

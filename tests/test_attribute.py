@@ -9,7 +9,7 @@ from torch import nn
 
 from conftest import CHECKPOINT, seeded_translator
 from model.attribute import METHODS, Attributor, attribute, baseline, step_targets
-from model.transformer import Extras
+from model.extras import Extras
 from model.vocab import UNK_ID
 
 SENTENCE = "Ein Hund läuft im Park."  # in the tiny vocabularies of conftest

@@ -30,7 +30,7 @@ def not_available(at) -> bool:
 def test_every_method_draws_the_translators_scores(monkeypatch, translator, method):
     at = from_url(monkeypatch, s=S, view="attribute", method=method)
     assert not at.exception and not at.error and not at.warning, (at.exception, [e.value for e in at.error])
-    assert at.session_state.view == "Attributions" and at.session_state[METHOD_KEY] == method
+    assert at.session_state.view == "attribute" and at.session_state[METHOD_KEY] == method
     assert dict(at.query_params) == {"s": S, "view": "attribute", "method": method}
     if method == "value_zeroing" and not_available(at):  # model/value_zeroing.py is not there yet
         return

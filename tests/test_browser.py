@@ -68,17 +68,17 @@ def test_missing_checkpoint_page(browser, tmp_path):
 
 
 def test_every_view_renders_in_the_browser(page):
-    from views import VIEWS  # the registry the view switch shows: every view, as it is added
+    from views.registry import VIEWS  # the registry the view switch shows: every view, as it is added
 
     translate_in_page(page, "Ein Mann fährt Fahrrad.")
     switch = page.get_by_role("radiogroup", name="View")
     for view in VIEWS:
-        switch.get_by_role("radio", name=view, exact=True).click()
-        page.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=VIEWS[view].slug,
+        switch.get_by_role("radio", name=VIEWS[view].label, exact=True).click()
+        page.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=view,
                                timeout=60_000)
         wait_idle(page, 60_000)
         assert page.locator("[data-testid='stException']").count() == 0, view
-        assert page.get_by_text("could not be drawn").count() == 0, view  # views.share.page_view's message
+        assert page.get_by_text("could not be drawn").count() == 0, view  # views.state.page_view's message
     page.get_by_role("radio", name="Ablate heads").click()
     wait_idle(page)
     pills = page.get_by_role("toolbar", name="Cross-attention, layer 3: heads to switch off")

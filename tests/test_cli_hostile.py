@@ -24,8 +24,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from conftest import CHECKPOINT, ROOT, assert_error_line, run, tiny_config, write_multi30k
-from model import (align, checkpoint, cli, evaluate, familiarity, files, head_importance, head_stats, inspect,
-                   replay, report, silver, source_share, train, train_lengths, translate)
+from model import (align, checkpoint, cli, evaluate, faithfulness, familiarity, files, head_importance, head_stats,
+                   inspect, replay, report, silver, source_share, train, train_lengths, translate)
 from model.errors import InputError
 from model.transformer import Transformer
 
@@ -189,7 +189,8 @@ def tool_modules() -> list[str]:
     return sorted(p.stem for p in (ROOT / "model").glob("*.py") if "cli.run(main)" in p.read_text(encoding="utf-8"))
 
 
-TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, evaluate, familiarity, head_importance, head_stats,
+TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, evaluate, faithfulness, familiarity, head_importance,
+                                                      head_stats,
                                                       inspect, replay, report, silver, source_share, train,
                                                       train_lengths, translate)}
 
@@ -236,6 +237,8 @@ def out_tools(ck: str, tmp: Path, src: Path, ref: Path, out: Path) -> dict:
             "align": (align.main, ["--checkpoint", ck, "--src", src, "--ref", ref, "--gold",
                                    gold_file(tmp / "g.jsonl"), "--silver", "none", "--out", out / "al.json",
                                    "--no-progress"]),
+            "faithfulness": (faithfulness.main, ["--checkpoint", ck, "--src", src, "--n", "2", "--out", out / "f.json",
+                                                 "--no-progress"]),
             "train_lengths": (train_lengths.main, ["--data-dir", write_multi30k(tmp / "data")])}
 
 

@@ -190,7 +190,7 @@ def test_head_statistics_leave_a_statistic_a_head_does_not_have_empty(monkeypatc
 @pytest.mark.slow
 @pytest.mark.skipif(not (SIN / "model.safetensors").is_file(), reason="no checkpoints/sinusoidal")
 def test_every_view_works_with_the_sinusoidal_model(monkeypatch):
-    from views import VIEWS
+    from views.registry import VIEWS
 
     at = from_url(monkeypatch, s=PAIR[0], model="sinusoidal")
     for view in VIEWS:

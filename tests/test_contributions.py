@@ -17,8 +17,9 @@ import torch
 from conftest import CHECKPOINT, ENGLISH, GERMAN, assert_error_line, run, seeded_translator, tiny_config
 from model import inspect as inspect_cli
 from model.contributions import attention_sublayers, decompose
+from model.extras import KINDS
 from model.source_share import main as source_share_main
-from model.transformer import KINDS, Transformer
+from model.transformer import Transformer
 from model.translator import Translator
 from model.vocab import Vocab
 

@@ -35,7 +35,7 @@ def shipped_threshold() -> float:
 def test_the_view_by_link_draws_the_translators_shares_and_flags_the_low_ones(monkeypatch, translator, sentence):
     at = from_url(monkeypatch, s=sentence, view="contributions")
     assert not at.exception and not at.error and not at.warning
-    assert at.session_state.view == "Contributions" and dict(at.query_params)["view"] == "contributions"
+    assert at.session_state.view == "contributions" and dict(at.query_params)["view"] == "contributions"
     c = translator.contributions(sentence)
     bars = chart(at, "Source share of every step")
     np.testing.assert_allclose(array(bars["data"][0]["y"]), c.source_share, atol=1e-6)

@@ -181,7 +181,7 @@ def test_every_view_runs_under_the_policy(served):
 
     from bench.appserver import BROWSER_VIEWS
     from bench.load_test import idle
-    from views import VIEWS
+    from views.registry import VIEWS
 
     _, port, _ = served
     sentence = "Zwei Hunde spielen im Schnee."

@@ -11,10 +11,10 @@ import torch
 from conftest import GERMAN, random_batch, seeded_translator, tiny_config
 from model.data import encode_pairs
 from model.decoding import greedy_decode, greedy_ids
+from model.extras import Extras
 from model.head_importance import (head_importance, head_importance_for_sentence, head_importance_one_at_a_time,
                                    main, shared_encoding, single_head_masks)
 from model.metrics import loss_stats
-from model.transformer import Extras
 from model.vocab import EOS_ID
 
 SENT = "Ein Hund läuft im Park."

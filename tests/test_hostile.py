@@ -9,7 +9,8 @@ import pytest
 
 from bench.appserver import free_port, start_app, stop_app
 from conftest import from_url
-from views.common import MAX_SENTENCE, diff_chips, literal, token_chips, whole_number
+from views.state import MAX_SENTENCE, whole_number
+from views.widgets import diff_chips, literal, token_chips
 
 # What Markdown, KaTeX or HTML would act on in a text shown on the page.
 ACTIVE = set("\\`*_{}[]()#+-.!|~$<>&\"'=")
@@ -50,7 +51,7 @@ HOSTILE_VALUES = {"superscript": "²", "arabic_indic": "-١", "5000_digits": "7"
 
 
 def view_slugs() -> list[str]:
-    from views import VIEWS
+    from views.registry import VIEWS
     return [v.slug for v in VIEWS.values()]
 
 
@@ -183,7 +184,7 @@ def test_a_hostile_link_renders_as_text_on_every_view_in_chromium(browser, serve
 
     from bench.appserver import wait_idle
     from conftest import fresh_page
-    from views import VIEWS
+    from views.registry import VIEWS
 
     url = f"{server}/?" + urlencode({"s": HOSTILE_SENTENCE, "view": "[Anmelden](https://evil.example/login)",
                                      "layer": "![x](https://evil.example/x.png)"})

@@ -15,9 +15,9 @@ import torch
 from conftest import CHECKPOINT, assert_error_line, random_batch
 from model import inspect as inspect_cli
 from model.errors import InputError
+from model.extras import KINDS, Extras
 from model.flow import coverage, rollout
 from model.result import Translation
-from model.transformer import KINDS, Extras
 
 SENTENCE = "Ein Hund läuft im Park."
 

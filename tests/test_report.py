@@ -1,5 +1,6 @@
-"""The self-contained HTML report (model/report.py): its structure, every map in it, hostile text kept as text,
-the CLI; in a real browser from disk with the network off, and the page's download against the CLI's file."""
+"""The self-contained HTML report (viz/report.py, written by the command model/report.py): its structure, every map
+in it, hostile text kept as text, the CLI; in a real browser from disk with the network off, and the page's download
+against the CLI's file."""
 
 import json
 from dataclasses import replace
@@ -13,8 +14,8 @@ import pytest
 from conftest import assert_error_line, download, run
 from model import report
 from model.export import provenance
-from model.report import report_html
 from model.translator import Translator
+from viz.report import DIGITS, report_html
 
 SENTENCE = "Zwei Männer im Park."
 HOSTILE = 'Ein Hund </script><script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> & "zwei"'
@@ -59,7 +60,7 @@ def data_block(doc: Document) -> dict:
 
 
 def expected_cells(maps, causal: bool) -> list:
-    a = np.round(np.asarray(maps, dtype=np.float64), report.DIGITS)
+    a = np.round(np.asarray(maps, dtype=np.float64), DIGITS)
     if causal:
         a = np.where(np.triu(np.ones(a.shape[-2:], bool), k=1), np.nan, a)
     return np.where(np.isnan(a), None, a).tolist()
@@ -98,6 +99,15 @@ def test_the_report_is_one_document_with_every_map(tiny_translator, tiny_report)
     assert text.count("<tr><td class=num>") == len(r.steps)  # the trace: one row per step
     assert doc.text["translation"] == r.text and doc.text["sentence"] == SENTENCE
     assert json.loads(doc.text["provenance"]) == provenance(tiny_translator)
+
+
+def test_maps_of_a_kind_are_that_field(tiny_report):
+    """Translation.maps(kind): the one kind -> field table the report, the views, head_stats and replay read."""
+    r, _ = tiny_report
+    for kind, field in KINDS.items():
+        assert r.maps(kind) is getattr(r, field)
+    with pytest.raises(ValueError, match="'self' is not one of enc, dec, cross"):
+        r.maps("self")
 
 
 def test_the_same_result_gives_the_same_bytes(tiny_translator, tiny_report):

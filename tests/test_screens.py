@@ -9,9 +9,9 @@ import pytest
 from bench.appserver import INPUT_LABEL, wait_idle
 from conftest import fresh_page
 from model.export import provenance
-from model.report import report_html
-from views.common import literal
+from views.widgets import literal
 from viz import map_caption
+from viz.report import report_html
 
 LINK = "/?s=Zwei+Männer+spielen+Fußball+auf+einer+Wiese.&view=cross"
 

@@ -38,3 +38,47 @@ def test_no_module_imports_itself_round_about():
 
     for module in sorted(graph):
         assert cycle_from(module, []) is None, " -> ".join(cycle_from(module, []))
+
+
+def views_imported(path) -> set[str]:
+    """The modules of views/ that one file imports (by their file's stem), those inside functions included."""
+    import ast
+
+    stems = {p.stem for p in (ROOT / "views").glob("*.py")}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:  # from .x import ..., from . import x
+            found |= {node.module} if node.module else {a.name for a in node.names if a.name in stems}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("views."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("views.")}
+    return found
+
+
+def test_views_never_import_one_another():
+    """The registry (views/registry.py) is the one module that imports the views: what several of them share has
+    its own module (state, calls, widgets, ...) or lives in viz/, so that each view reads, and changes, alone."""
+    views = views_imported(ROOT / "views/registry.py")  # the modules whose views the switch shows
+    assert {"walk", "attention", "trace", "stats"} <= views, views
+    for path in sorted((ROOT / "views").glob("*.py")):
+        if path.name != "registry.py":
+            assert not views_imported(path) & views, f"{path.name} imports {sorted(views_imported(path) & views)}"
+
+
+def test_viz_imports_no_torch():
+    """viz/ draws arrays and token lists (the HTML report included): importing it loads no torch."""
+    import subprocess
+    import sys
+
+    probe = "import sys, viz, viz.report; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_walk_names_the_views_it_opens_as_the_switch_does():
+    from views.registry import VIEWS
+    from views.walk import OPENS, STOPS
+
+    assert {stop.opens for stop in STOPS if stop.opens} <= set(OPENS)
+    assert {slug: VIEWS[slug].label for slug in OPENS} == OPENS

@@ -11,9 +11,9 @@ from safetensors.torch import load_file
 
 from conftest import ROOT, assert_error_line, random_batch, write_multi30k
 from model import train as train_cli
+from model.extras import Extras
 from model.metrics import token_loss
 from model.train import lr_at, word_dropout
-from model.transformer import Extras
 from model.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID
 
 @pytest.fixture

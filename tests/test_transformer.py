@@ -9,7 +9,9 @@ from torch import nn
 from conftest import random_batch, tiny_config
 from model import minimal
 from model.config import ModelConfig
-from model.transformer import Extras, Transformer, attention, sinusoidal_table
+from model.extras import Extras
+from model.sinusoid import sinusoidal_table
+from model.transformer import Transformer, attention
 
 
 def test_output_shapes(tiny_model):

@@ -11,7 +11,8 @@ import torch
 
 from conftest import ENGLISH, GERMAN, seeded_translator, tiny_config
 from model.contributions import rollout
-from model.transformer import Extras, Transformer
+from model.extras import Extras
+from model.transformer import Transformer
 from model.translator import Translator
 from model.value_zeroing import value_zeroing, values_zeroed
 from model.vocab import SOS_ID, Vocab
@@ -56,7 +57,7 @@ def literal_layers(tr: Translator, sentence: str, output: list) -> dict:
             return out
         return hook
 
-    def zero_residual(module, args):  # AddNorm(x, sublayer_out, capture): x -> 0
+    def zero_residual(module, args):  # AddNorm(x, sublayer_out, extras): x -> 0
         return (torch.zeros_like(args[0]), *args[1:])
 
     def distance(new, real):  # 1 - cosine, row by row, clipped at 0

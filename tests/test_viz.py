@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import viz
+from model.minimal import sinusoidal_table  # a second route, in torch
 from model.result import Step
-from model.transformer import sinusoidal_table
 
 
 def rows_summing_to_one(Q, K, seed=0, causal=False):

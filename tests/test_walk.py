@@ -60,12 +60,11 @@ def test_the_pictures_are_the_models_own_numbers(monkeypatch, translator):
     assert table["token"].tolist() == r.src_tokens and table["id"].tolist() == translator.source_ids(SENTENCE)[1]
 
 
-@pytest.mark.parametrize("stop, view, layer", [(3, "Inside a head", None), (4, "Encoder self-attention", 0),
-                                               (9, "Cross-attention", 2), (10, "Decoding trace", None)])
+@pytest.mark.parametrize("stop, view, layer", [(3, "inside", None), (4, "enc", 0), (9, "cross", 2),
+                                               (10, "trace", None)])
 def test_a_stop_opens_its_detailed_view(monkeypatch, stop, view, layer):
     at = walk(monkeypatch, stop)
     at.button(key="walk_open").click().run()
     assert at.session_state.view == view and not at.exception
     if layer is not None:
-        kind = {"Encoder self-attention": "enc", "Cross-attention": "cross"}[view]
-        assert at.query_params["layer"] == str(layer + 1) and at.query_params["view"] == kind
+        assert at.query_params["layer"] == str(layer + 1) and at.query_params["view"] == view

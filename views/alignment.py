@@ -16,12 +16,13 @@ from model import align
 from model.errors import InputError
 from model.export import table_csv
 from model.vocab import tokenize
+from viz.labels import subtitle
 
-from .common import (HEAVY, MEAN, Context, chart, checkpoint_json, choice_param, head_link, head_param, head_picker,
-                     int_param, literal, load_translator, map_table, subtitle, table_labels, waiting_notice)
+from . import Context
+from .calls import HEAVY, checkpoint_json, load_translator, waiting_notice
 from .export import downloads
-from .share import page_view
-from .stats import grid_table
+from .state import MEAN, choice_param, head_link, head_param, int_param, page_view
+from .widgets import chart, grid_table, head_picker, literal, map_table, table_labels
 
 SOURCES = {"attention": "attention weights", "norms": "norm-based attention", "alti": "ALTI+ contributions"}
 RULES = {"argmax": "argmax (the step that writes the word)", "shift": "Shift-Att (the step that reads it)",

@@ -14,33 +14,21 @@ import viz
 from model.export import _csv
 from model.heads import KIND_NAMES, n_layers
 from model.result import Translation
-from viz.labels import positioned
+from viz.labels import SIDES, positioned, subtitle, token_labels
 
-from . import compare
-from .common import (MEAN, Context, View, choice_param, head_key, head_link, head_param, int_param, layer_key, literal,
-                     pick_seq_key, subtitle, table_labels, weighted_norms)
+from . import Context, View, compare
+from .calls import weighted_norms
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show, skeleton, with_means
-from .share import page_view
-
-FIELDS = {"enc": "encoder_attentions", "dec": "decoder_attentions", "cross": "cross_attentions"}
+from .state import (MEAN, choice_param, head_key, head_link, head_param, int_param, layer_key, page_view,
+                    pick_seq_key)
+from .widgets import literal, table_labels, trust_line
 
 VALUES = {"weights": "weights α", "norms": "weighted norms ‖α·f(x)‖"}  # what the maps draw: ?values=norms
 # What a map's table holds, rows then columns (its accessible name says so).
 TABLE_AXES = {"enc": "German tokens (queries), columns: German tokens (keys)",
               "dec": "English steps (the token read → the token chosen), columns: English tokens so far (keys)",
               "cross": "English steps (the token read → the token chosen), columns: German tokens (keys)"}
-
-
-def labels(r: Translation, side: str):
-    """Tokens and <unk> flags of one side: the source, or decoder rows named by what they predict."""
-    if side == "src":
-        return r.src_tokens, r.src_unknown
-    return viz.predicting(r.tgt_tokens, [s.token for s in r.steps]), None
-
-
-def sides(kind: str) -> tuple[str, str]:
-    return {"enc": ("src", "src"), "dec": ("tgt", "tgt"), "cross": ("tgt", "src")}[kind]
 
 
 def view_entry(kind: str) -> View:
@@ -80,7 +68,7 @@ def link_params(cfg, kind: str) -> dict:
 @st.fragment
 @page_view
 def attention_view(ctx: Context, kind: str):
-    maps = getattr(ctx.result, FIELDS[kind])
+    maps = ctx.result.maps(kind)  # (L, H, Q, K)
     L, H = maps.shape[:2]
     steps = [s.token for s in ctx.result.steps]
     st.caption(viz.map_caption(kind, steps, literal) +
@@ -107,6 +95,10 @@ def attention_view(ctx: Context, kind: str):
         st.caption("The comparison draws attention weights on both sides: weighted norms are drawn for this "
                    "page's own run alone (pick “nothing” to compare with).")
         norms, norm_maps = False, None
+    if kind != "enc":  # encoder self-attention ranks no output word's inputs: nothing to remove for it
+        name = "norms" if norms else "attention"
+        trust_line(ctx.checkpoint, {f"layer {i + 1}": f"{name} L{i + 1}" for i in range(L)},
+                   "source" if kind == "cross" else "prefix")
     layer, head, style = first_pick(kind, L)
     shown = Shown(kind, layer, head, style, norms)
     if second is None:
@@ -114,7 +106,7 @@ def attention_view(ctx: Context, kind: str):
     else:
         first_name, second_name, other = second
         panels = [panel(ctx.result, shown, maps, header=(first_name, ctx.result.text), which="first"),
-                  panel(other, shown, getattr(other, FIELDS[kind]), header=(second_name, other.text),
+                  panel(other, shown, other.maps(kind), header=(second_name, other.text),
                         which="second")]
         diff = difference(ctx.result, other, shown, second_name)
     if norms:
@@ -122,7 +114,7 @@ def attention_view(ctx: Context, kind: str):
                    "of the key's value after this head's part of W_O (b_V in, b_O out), so it says how much the key "
                    "actually moved the query, not only how much it was weighed. Not a 0–1 scale: the colour bar "
                    "runs from 0 to the largest norm shown; a line is as thick as its norm over the layer's largest.")
-    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(ctx.result, s) for s in sides(kind))
+    (q_tokens, q_unk), (k_tokens, k_unk) = (token_labels(ctx.result, s) for s in SIDES[kind])
     grid_values = "weighted norms, one colour range for every tile" if norms else "weights"
     show("maps", {
         "slug": kind, "seq": st.session_state.get(pick_seq_key(kind), 0), "layers": L, "heads": H,
@@ -157,14 +149,14 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
     """One run's maps for the component: every layer's heads and their mean, packed; the figure viz builds for
     the first pick; the colour range and title of every pick; each layer's line figure; its table and CSV."""
     L, H = maps.shape[:2]
-    (q_tokens, q_unk), (k_tokens, k_unk) = (labels(result, s) for s in sides(shown.kind))
+    (q_tokens, q_unk), (k_tokens, k_unk) = (token_labels(result, s) for s in SIDES[shown.kind])
     full = with_means(maps)  # (L, H + 1, Q, K): head H is the mean
     first = H if shown.head is None else shown.head
     causal = shown.kind == "dec"
     masked = viz.causal_mask(*full.shape[2:]) if causal else None
     picks = [[Shown(shown.kind, i, None if h == H else h, norms=shown.norms) for h in range(H + 1)] for i in range(L)]
     raw = {"src": result.src_tokens, "tgt": result.tgt_tokens}  # the CSV keeps the model's own tokens
-    q_side, k_side = sides(shown.kind)
+    q_side, k_side = SIDES[shown.kind]
     return {
         "header": header,
         "maps": packed(full) if shown.norms else packed(full, step=WEIGHT_STEP),
@@ -243,16 +235,16 @@ def say_where_the_same(d, kind: str, vs: str | None):
 def difference(first: Translation, second: Translation, shown: "Shown", second_name: str) -> dict | None:
     """Second minus first as a panel of the component, when both runs' maps have the same shape; otherwise None,
     and a caption says why there is none."""
-    a, b = (getattr(r, FIELDS[shown.kind]) for r in (first, second))
+    a, b = first.maps(shown.kind), second.maps(shown.kind)
     if a.shape != b.shape:
         st.caption(f"No difference map: the two maps have different shapes ({a.shape[2]}×{a.shape[3]} and "
                    f"{b.shape[2]}×{b.shape[3]} tokens). Same-length sentences, or outputs of the same length, "
                    "give one.")
         return None
     L, H = a.shape[:2]
-    q_side, k_side = sides(shown.kind)
-    (qa, _), (ka, _) = labels(first, q_side), labels(first, k_side)
-    (qb, _), (kb, _) = labels(second, q_side), labels(second, k_side)
+    q_side, k_side = SIDES[shown.kind]
+    (qa, _), (ka, _) = token_labels(first, q_side), token_labels(first, k_side)
+    (qb, _), (kb, _) = token_labels(second, q_side), token_labels(second, k_side)
     both = lambda x, y: [s if s == t else f"{s} | {t}" for s, t in zip(x, y)]  # noqa: E731
     causal = shown.kind == "dec"
     masked = viz.causal_mask(*a.shape[2:]) if causal else None

@@ -4,8 +4,8 @@
     ?s=...&view=attribute&method=integrated_gradients
     ?s=...&view=attribute&method=contrastive&foil=dog      each step against "dog" (no foil: its runner-up)
 
-The numbers are `Translator.attribute` over the page's greedy output; ALTI+'s source share is the Contributions
-view's own cached call (views.common.contributions).
+The numbers are `Translator.attribute` over the page's greedy output; ALTI+'s source share is the cached call the
+Contributions view makes too (views.calls.contributions).
 """
 
 import json
@@ -18,12 +18,13 @@ import streamlit as st
 import viz
 from model.attribute import METHODS, SIGNED
 from model.errors import InputError
+from viz.labels import subtitle, token_labels
 
-from .attention import labels
-from .common import (HEAVY, Context, chart, choice_param, contributions, literal, load_translator, map_table, models,
-                     outside_cache, subtitle, table_labels, waiting_notice)
+from . import Context
+from .calls import HEAVY, contributions, load_translator, models, outside_cache, waiting_notice
 from .export import downloads
-from .share import page_view
+from .state import choice_param, page_view
+from .widgets import chart, literal, map_table, table_labels, trust_line
 
 METHOD_KEY, FOIL_KEY = "attr_method", "attr_foil"
 DEFAULT_METHOD = "input_x_gradient"  # cheap (one backward for every step); integrated gradients takes seconds
@@ -103,6 +104,7 @@ def attributions_view(ctx: Context):
     st.session_state.setdefault(METHOD_KEY, DEFAULT_METHOD)
     method = st.segmented_control("Method", METHODS, key=METHOD_KEY, required=True, format_func=NAMES.get)
     st.caption(literal(EXPLAINED[method]))
+    trust_line(ctx.checkpoint, {"": method})  # the contrastive target is not p(word): it has no line
     foil = None
     if method == "contrastive":
         picked = st.columns([2, 3])[0].selectbox(
@@ -126,7 +128,7 @@ def attributions_view(ctx: Context):
     with waiting_notice("Contributions") as waiting:
         c = contributions(ctx.checkpoint, result.source, output, _waiting=waiting)
 
-    rows, _ = labels(result, "tgt")
+    rows, _ = token_labels(result, "tgt")
     name = NAMES[method]
     signed = method in SIGNED
     target = "log p(its word) − log p(the foil)" if method == "contrastive" else "log p(its word)"

@@ -13,11 +13,19 @@ from model.errors import InputError
 from model.heads import Head, HeadSet
 from model.result import Translation
 
-from .common import (MODEL_NAMES, Context, alternatives, analyze, heads_param, int_param, literal,
-                     offers, other_model, text_box, text_param, translate)
+from . import Context
+from .calls import MODEL_NAMES, analyze, models, translate
+from .state import alternatives, heads_param, int_param, offers, text_param
+from .widgets import literal, text_box
 
 OPTIONS = {"none": "nothing", "model": "the other model", "sentence": "another sentence",
            "off": "heads switched off", "force": "a forced word"}
+
+
+def other_model(checkpoint: str | None) -> tuple[str, str | None] | None:
+    """The other model on offer (its slug and checkpoint), or None when the page has only one."""
+    others = [(slug, c) for slug, c in models().items() if c != checkpoint]
+    return others[0] if others and len(models()) > 1 else None
 
 
 def options(ctx: Context) -> list[str]:

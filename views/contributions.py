@@ -15,12 +15,13 @@ import streamlit as st
 
 import viz
 from model.export import _csv, table_csv
+from viz.labels import subtitle, token_labels
 
-from .attention import labels
-from .common import (Context, chart, checkpoint_json, contributions, literal, map_table, subtitle, table_labels,
-                     waiting_notice)
+from . import Context
+from .calls import checkpoint_json, contributions, waiting_notice
 from .export import downloads
-from .share import page_view
+from .state import page_view
+from .widgets import chart, literal, map_table, table_labels, trust_line
 
 SHARE_FILE = "source_share.json"
 
@@ -57,11 +58,12 @@ def contributions_view(ctx: Context):
         st.info(f"No `{SHARE_FILE}` beside this checkpoint, so the shares are drawn without the test set's "
                 "median and low-share threshold, and no step is flagged. Compute it with `python -m "
                 "model.contributions --src test_2016_flickr.de.gz`.")
-    rows, _ = labels(result, "tgt")
+    rows, _ = token_labels(result, "tgt")
     chart(viz.source_share_bars(rows, c.source_share, median=median, threshold=threshold,
                                 title="Source share of every step (ALTI+)", subtitle=subtitle(result.source)),
           key="contrib_share", name="source-share")
     flags(c, rows, table, threshold)
+    trust_line(ctx.checkpoint, {"": "ALTI+"})
     st.markdown("**Step × token: contributions beside attention**")
     L, H = result.cross_attentions.shape[:2]
     st.caption(f"Left, what each step drew from each source token; middle, from each token of its prefix (grey: "

@@ -15,16 +15,18 @@ import streamlit as st
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.evidence import LEXICON, Lexicon, StepIndex, step_state, training_texts
 
-from .common import Context, int_param, literal, load_translator, token_chips
+from . import Context
+from .calls import load_translator
 from .export import downloads
-from .share import page_view
+from .state import int_param, page_view
+from .widgets import literal, token_chips
 
 _OWNED: dict = {}
 _LOCK = threading.Lock()
 
 
 def owned(key, make):
-    """One lexicon and one step index per checkpoint for every session, like the models (views.common)."""
+    """One lexicon and one step index per checkpoint for every session, like the models (views.calls)."""
     with _LOCK:
         if key not in _OWNED:
             _OWNED[key] = make()

@@ -71,7 +71,7 @@ function loadPlotly(src) {
 }
 
 // --- The address bar -----------------------------------------------------------------------------------------
-// Streamlit writes the link the server knows after a script run (views/share.py write_url), and the server never
+// Streamlit writes the link the server knows after a script run (views/state.py write_url), and the server never
 // hears of a pick made here. So each address Streamlit writes gets this page's picks for its view merged back in,
 // and a pick made here rewrites the address at once: a copied link always opens what is on screen.
 
@@ -171,7 +171,7 @@ function themed(layout, look) {
 function plot(Plotly, chart, data, layout, format, file) {
   // Plotly.react(chart, data, layout) with the chart's options: no logo, no "Share chart..." (plotly.js 4 offers to
   // upload the chart to Plotly's cloud; Streamlit's charts do not), and a camera that saves what the chart shows
-  // now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.common.chart does for
+  // now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.widgets.chart does for
   // Streamlit's charts. The options object stays the same from pick to pick (the camera reads the name when
   // clicked): given options that differ from the last ones, Plotly.react draws the chart anew from nothing, twice
   // (newPlot, then react), which was most of a pick's time.

@@ -4,7 +4,7 @@ The files are made only when a button is clicked (deferred), so drawing a view c
 - the whole result as JSON, line for line the `model.translate --json` format, plus its provenance;
 - every attention map as a compressed .npz (arrays, tokens, provenance), and the same for BertViz;
 - the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart);
-- the whole result as one self-contained HTML page (model/report.py: every map with layer and head switches, the
+- the whole result as one self-contained HTML page (viz/report.py: every map with layer and head switches, the
   trace; plotly.js inside, so it opens offline), byte for byte what `python -m model.report` writes.
 """
 
@@ -13,9 +13,9 @@ import json
 import streamlit as st
 
 from model.export import bertviz_npz, map_csv, maps_npz, provenance, result_json, steps_csv
-from model.report import report_html
+from viz.report import report_html
 
-from .common import Context
+from . import Context
 
 IMAGE_FORMATS = ["PNG (2×)", "SVG"]
 

@@ -4,6 +4,7 @@ The measures and the verdict are model/familiarity.py's (docs/contract.md, "Fami
 gets no note. The index of the training sources is loaded once per checkpoint, owned here like the models.
 """
 
+import logging
 import threading
 from pathlib import Path
 
@@ -12,7 +13,11 @@ import streamlit as st
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.familiarity import Familiarity, Index
 
-from .common import MODEL_CHOICE, literal, load_translator, log, translate
+from .calls import load_translator, translate
+from .state import MODEL_CHOICE
+from .widgets import literal
+
+log = logging.getLogger("explorer")
 
 _INDEXES: dict = {}
 _INDEXES_LOCK = threading.Lock()

@@ -13,11 +13,21 @@ import streamlit as st
 
 import viz
 from model.flow import coverage, rollout
+from viz.labels import subtitle, token_labels
 
-from .attention import labels
-from .common import Context, chart, decoder_lens, diff_chips, map_table, subtitle, table_labels, waiting_notice
+from . import Context
+from .calls import HEAVY, load_translator, waiting_notice
 from .export import downloads
-from .share import page_view
+from .state import page_view
+from .widgets import chart, diff_chips, map_table, table_labels
+
+
+@st.cache_data(max_entries=32, show_spinner="Decoding from every encoder layer (DecoderLens)…")
+def decoder_lens(checkpoint: str | None, sentence: str, _waiting=None):
+    """Greedy decoding from each encoder layer's output, one full decoding per layer (a heavy computation: it
+    takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return load_translator(checkpoint).decoder_lens(sentence)
 
 
 @st.fragment
@@ -43,7 +53,7 @@ def flow_view(ctx: Context):
                "chosen decoder layer's cross-attention is applied on top. An approximation of how information "
                "flows, not a causal attribution: it ignores the values, the feed-forward layers and LayerNorm.")
     flow = rollout(result, layer)  # (T, S)
-    q_tokens, _ = labels(ctx.result, "tgt")
+    q_tokens, _ = token_labels(ctx.result, "tgt")
     chart(viz.attention_heatmap(flow, q_tokens, result.src_tokens, key_unknown=result.src_unknown,
                                 title=f"Rollout through the encoder, then cross-attention of layer {layer + 1}",
                                 stretch=True,  # rollout spreads weight thinly: 0-1 would be one dark square

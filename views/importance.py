@@ -1,17 +1,30 @@
 """Head importance over the test set: BLEU drop and loss rise with each head alone switched off."""
 
 import json
+import time
 
 import numpy as np
 import streamlit as st
 
 import viz
+from model.head_importance import head_importance_for_sentence
 from model.heads import KIND_NAMES, Head
 
-from .common import Context, chart, checkpoint_json, open_head, sentence_importance, waiting_notice
+from . import Context
+from .calls import HEAVY, checkpoint_json, load_translator, waiting_notice
 from .export import downloads
-from .share import page_view
-from .stats import grid_table
+from .state import open_head, page_view
+from .widgets import chart, grid_table
+
+
+@st.cache_data(max_entries=32, show_spinner="Switching each head off in turn…")
+def sentence_importance(checkpoint: str | None, sentence: str, _waiting=None) -> tuple[dict, float]:
+    """Loss rise of this sentence's greedy output with each head masked alone, and the seconds it took (a heavy
+    computation: it takes its turn; the seconds are the computation's own)."""
+    with HEAVY.turn(_waiting):
+        start = time.perf_counter()
+        rise = head_importance_for_sentence(load_translator(checkpoint), sentence)
+        return rise, time.perf_counter() - start
 
 
 @page_view

@@ -11,13 +11,14 @@ import streamlit as st
 
 import viz
 from model.heads import KIND_NAMES, n_layers
-from viz.labels import positioned
+from viz.labels import positioned, token_labels
 
-from .attention import labels
-from .common import Context, int_param, load_translator, table_labels, weighted_norms
+from . import Context
+from .calls import inside, weighted_norms
 from .export import downloads
 from .instant import figure_json, float32, show
-from .share import page_view
+from .state import int_param, page_view
+from .widgets import table_labels
 
 KIND_ORDER = ["cross", "enc", "dec"]
 # What the attention sublayer of each layer computes (Translator.inside's sublayers), as views/inside.js reads it.
@@ -49,12 +50,6 @@ def link_params(cfg) -> dict:
                 head=str(s.get("inside_head", 0) + 1), query=str(s.get("inside_query", 0)))
 
 
-@st.cache_data(max_entries=32, show_spinner="Following the computation…")
-def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
-    """Everything one teacher-forced pass over the greedy output computes, per layer, kind and head."""
-    return load_translator(checkpoint).inside(sentence, list(output_tokens))
-
-
 @st.fragment
 @page_view
 def inside_view(ctx: Context):
@@ -70,7 +65,7 @@ def inside_view(ctx: Context):
     L = n_layers(cfg, kind)
     layer = st.session_state.inside_layer = min(st.session_state.get("inside_layer", 0), L - 1)
     q_side = "src" if kind == "enc" else "tgt"
-    q_labels, _ = labels(result, q_side)
+    q_labels, _ = token_labels(result, q_side)
     query = st.session_state.inside_query = min(st.session_state.get("inside_query", 0), len(q_labels) - 1)
     head = st.session_state.get("inside_head", 0)
     inside_all = inside(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))

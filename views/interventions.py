@@ -1,6 +1,5 @@
 """Interventions and comparisons: switch heads off, score a reference, search with beams."""
 
-
 import streamlit as st
 
 import viz
@@ -9,13 +8,30 @@ from model.export import steps_csv, table_csv
 from model.heads import KIND_NAMES, Head, HeadSet, n_layers
 from model.metrics import sentence_bleu
 
-from .common import (Context, ablate_key, analyze, beam, chart, cli_hint, diff_chips, heads_param,
-                     int_param, literal, map_table, score_reference, table_labels, text_box, text_param, translate,
-                     waiting_notice)
+from . import Context
+from .calls import HEAVY, analyze, load_translator, translate, waiting_notice
 from .export import downloads
-from .share import page_view
+from .state import heads_param, int_param, page_view, text_param
+from .widgets import chart, cli_hint, diff_chips, literal, map_table, table_labels, text_box
 
 MAX_BEAM = 8
+
+
+def ablate_key(kind: str, layer: int) -> str:
+    """The heads switched off in one layer of the ablation view (a list of numbers from 0)."""
+    return f"ablate_{kind}_{layer}"
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def score_reference(checkpoint: str | None, sentence: str, reference: str):
+    return load_translator(checkpoint).score_reference(sentence, reference)
+
+
+@st.cache_data(max_entries=32, show_spinner="Searching with beams…")
+def beam(checkpoint: str | None, sentence: str, width: int, _waiting=None):
+    """Beam search (a heavy computation: it takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return load_translator(checkpoint).beam(sentence, width)
 
 
 def switched_off(cfg) -> HeadSet:

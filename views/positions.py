@@ -9,9 +9,11 @@ import streamlit as st
 import viz
 from model.export import table_csv
 
-from .common import MODEL_NAMES, Context, chart, literal, models, position_tables, translate
+from . import Context
+from .calls import MODEL_NAMES, load_translator, models, translate
 from .export import downloads
-from .share import page_view
+from .state import page_view
+from .widgets import chart, literal
 
 
 LENGTHS = Path(__file__).resolve().parents[1] / "assets/train_lengths.json"  # python -m model.train_lengths
@@ -25,6 +27,11 @@ LONG_SENTENCE = ("Ein Mann in einem pinken Hemd sitzt auf dem Gras und ein Ball 
 @st.cache_data(show_spinner=False)
 def train_lengths() -> dict:
     return json.loads(LENGTHS.read_text(encoding="utf-8"))
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def position_tables(checkpoint: str | None) -> dict:
+    return load_translator(checkpoint).position_tables()
 
 
 def default_dims(d_model: int) -> list[int]:

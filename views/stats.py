@@ -12,17 +12,14 @@ import streamlit as st
 
 import viz
 from model.export import table_csv
-from model.head_stats import APPLIES, DEFINITIONS, STATS, translation_stats
+from model.head_stats import APPLIES, DEFINITIONS, NAMES, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
 
-from .common import Context, chart, checkpoint_json, choice_param, literal, map_table, open_head
+from . import Context
+from .calls import checkpoint_json
 from .export import downloads
-from .share import page_view
-
-NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "mean_distance": "mean distance",
-         "diagonal_share": "on itself", "previous_share": "on the previous token", "next_share": "on the next token",
-         "sos_share": "on <sos>", "eos_share": "on <eos>", "punctuation_share": "on punctuation",
-         "max_weight": "max weight", "monotonicity": "monotonicity", "alignment_spearman": "alignment Spearman"}
+from .state import choice_param, open_head, page_view
+from .widgets import chart, grid_table, literal
 
 
 def read_link(params, cfg, notes: list):
@@ -50,13 +47,6 @@ def table(stats: dict, cfg) -> pd.DataFrame:
                     row[NAMES[s]] = None if x is None or not np.isfinite(x) else round(float(x), 4)
                 rows.append(row)
     return pd.DataFrame(rows)
-
-
-def grid_table(values, caption: str, key: str, digits: int = 4):
-    """The table under a layers x heads grid (views.importance draws the same grids)."""
-    L, H = np.shape(values)
-    map_table(values, [f"layer {i + 1}" for i in range(L)], [f"head {h + 1}" for h in range(H)], caption, key=key,
-              corner="layer \\ head", digits=digits)
 
 
 def row_picked(df: pd.DataFrame):

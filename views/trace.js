@@ -20,7 +20,7 @@ function rowsAt(m, t) {
 }
 
 function chips(tokens, current) {
-  // The output so far as the page's chips (views/common.py CSS), the step's own token highlighted.
+  // The output so far as the page's chips (views/widgets.py CSS), the step's own token highlighted.
   return tokens.map((tok, i) => el("span", {className: i === current ? "chip now" : "chip", textContent: tok || "\u00a0"}));
 }
 

@@ -6,12 +6,12 @@ import streamlit as st
 import viz
 from viz.labels import positioned
 
-from .common import (MODEL_CHOICE, Context, alternatives, chart, cli_hint, diff_chips, int_param, load_translator,
-                     literal, map_table, offers, table_labels, translate,
-                     whole_number)
+from . import Context
+from .calls import load_translator, translate
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show
-from .share import page_view
+from .state import MODEL_CHOICE, alternatives, int_param, offers, page_view, whole_number
+from .widgets import chart, cli_hint, diff_chips, literal, map_table, table_labels
 
 MAX_STEP = 10_000  # a step from the link beyond the output is clamped to its last step
 
@@ -62,7 +62,7 @@ def evidence_picked():
     """The browser asks for the training evidence of its step: that view opens at that step (views/evidence.py)."""
     step = whole_number(str(st.session_state.trace_steps["evidence"] or ""), 1, 10_000)  # a client sends anything
     if step:
-        st.session_state.evidence_step, st.session_state.view = step - 1, "Training evidence"
+        st.session_state.evidence_step, st.session_state.view = step - 1, "evidence"
         st.session_state.evidence_jump = True  # the view switch is outside this fragment: the page reruns
 
 

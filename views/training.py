@@ -12,15 +12,14 @@ import streamlit as st
 import viz
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.export import table_csv
-from model.head_stats import APPLIES, STATS
+from model.head_stats import APPLIES, NAMES, STATS
 from model.heads import KIND_NAMES
 from model.replay import dequantize
 
-from .common import (MEAN, Context, chart, choice_param, head_link, head_param, head_picker, int_param, literal,
-                     map_table, table_labels, token_chips, whole_number)
+from . import Context
 from .export import downloads
-from .share import page_view
-from .stats import NAMES
+from .state import MEAN, choice_param, head_link, head_param, int_param, page_view, whole_number
+from .widgets import chart, head_picker, literal, map_table, table_labels, token_chips
 
 REPLAY = DEFAULT_CHECKPOINT / "replay"
 AER = "cross_aer"  # the alignment error of each cross head, beside the head statistics

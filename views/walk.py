@@ -16,11 +16,12 @@ import streamlit as st
 
 import viz
 from model.heads import KIND_NAMES
+from viz.labels import token_labels
 
-from .attention import labels
-from .common import MEAN, Context, chart, int_param, literal, set_pick, token_chips
-from .inside import inside
-from .share import page_view
+from . import Context
+from .calls import inside
+from .state import MEAN, int_param, page_view, set_pick
+from .widgets import chart, literal, token_chips
 
 STOP_KEY = "walk_stop"  # the stop shown, from 0 (the link counts from 1)
 
@@ -29,29 +30,32 @@ STOP_KEY = "walk_stop"  # the stop shown, from 0 (the link counts from 1)
 class Stop:
     title: str
     equation: str  # LaTeX
-    opens: str | None = None  # the detailed view one can open from here (its label on the switch)
+    opens: str | None = None  # the detailed view one can open from here (its slug: the view switch's key)
 
+
+# The views a stop opens, by their names on the view switch (views/registry.py; the attention views are named by kind)
+OPENS = {**KIND_NAMES, "positions": "Positional encodings", "inside": "Inside a head", "trace": "Decoding trace"}
 
 STOPS = [
     Stop("1. Words become token ids", r"\text{sentence} \rightarrow \text{tokens} \rightarrow \text{ids}"),
     Stop("2. Each id becomes a vector: embedding × √d plus position",
-         r"x_i = E[\mathrm{id}_i]\,\sqrt{d_{model}} + P[i]", "Positional encodings"),
+         r"x_i = E[\mathrm{id}_i]\,\sqrt{d_{model}} + P[i]", "positions"),
     Stop("3. Scaled dot-product attention, one head", r"\mathrm{Attention}(Q,K,V) = "
-         r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V", "Inside a head"),
+         r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V", "inside"),
     Stop("4. Multi-head: every head of the layer at once", r"\mathrm{MultiHead}(x) = "
-         r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O", "Encoder self-attention"),
+         r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O", "enc"),
     Stop("5. Residual connection and LayerNorm", r"x' = \mathrm{LayerNorm}(x + \mathrm{MultiHead}(x))"),
     Stop("6. The feed-forward network", r"y = \mathrm{LayerNorm}(x' + \max(0,\, x'W_1 + b_1)\,W_2 + b_2)"),
     Stop("7. The encoder stack", r"x^{(l+1)} = \mathrm{EncoderLayer}(x^{(l)}), \quad "
-         r"\mathrm{memory} = x^{(N)}", "Encoder self-attention"),
+         r"\mathrm{memory} = x^{(N)}", "enc"),
     Stop("8. Masked decoder self-attention", r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V, "
-         r"\quad M_{ij} = -\infty \text{ for } j > i", "Decoder self-attention"),
+         r"\quad M_{ij} = -\infty \text{ for } j > i", "dec"),
     Stop("9. Cross-attention: the decoder reads the German", r"Q = \text{decoder state},\ "
-         r"K = V = \text{memory (encoder output)}", "Cross-attention"),
+         r"K = V = \text{memory (encoder output)}", "cross"),
     Stop("10. The output layer and softmax: the next word", r"p(y_t \mid y_{<t}, x) = "
-         r"\mathrm{softmax}(h_t W_{out} + b_{out}), \quad y_t = \arg\max p", "Decoding trace"),
+         r"\mathrm{softmax}(h_t W_{out} + b_{out}), \quad y_t = \arg\max p", "trace"),
     Stop("11. The loop: the chosen word goes back in", r"y_t = \arg\max_w p(w \mid y_1 \dots y_{t-1}, x), "
-         r"\ \text{until } \langle eos \rangle", "Decoding trace"),
+         r"\ \text{until } \langle eos \rangle", "trace"),
 ]
 
 
@@ -69,11 +73,11 @@ def move(by: int):
     st.session_state[STOP_KEY] = min(max(st.session_state.get(STOP_KEY, 0) + by, 0), len(STOPS) - 1)
 
 
-def open_view(label: str, kind: str | None = None, layer: int | None = None):
-    """Leave the walk for a detailed view, at the layer (and the mean of heads) this stop showed."""
-    if kind is not None:
-        set_pick(kind, layer, MEAN)
-    st.session_state.view = label
+def open_view(slug: str, layer: int | None = None):
+    """Leave the walk for a detailed view, an attention view at the layer (and the mean of heads) this stop showed."""
+    if slug in KIND_NAMES:
+        set_pick(slug, layer, MEAN)
+    st.session_state.view = slug
 
 
 @page_view  # not a fragment: its way into a detailed view switches the whole page
@@ -91,10 +95,9 @@ def walk_view(ctx: Context):
     word = 1 if len(r.src_tokens) > 2 else 0  # the first real word: the token the pictures follow
     DRAW[n](ctx, ins, word)
     if stop.opens:
-        kind = next((k for k, name in KIND_NAMES.items() if name == stop.opens), None)
-        layer = {"Encoder self-attention": 0 if n == 3 else ctx.cfg.n_enc_layers - 1, "Decoder self-attention": 0,
-                 "Cross-attention": ctx.cfg.n_dec_layers - 1}.get(stop.opens)
-        st.button(f"Open “{stop.opens}” for every detail", on_click=open_view, args=(stop.opens, kind, layer),
+        layer = {"enc": 0 if n == 3 else ctx.cfg.n_enc_layers - 1, "dec": 0,
+                 "cross": ctx.cfg.n_dec_layers - 1}.get(stop.opens)
+        st.button(f"Open “{OPENS[stop.opens]}” for every detail", on_click=open_view, args=(stop.opens, layer),
                   key="walk_open")
 
 
@@ -137,7 +140,7 @@ def all_heads(ctx: Context, ins, word: int):
     text(f"The layer runs {H} such heads side by side, each with its own W_Q, W_K, W_V on a "
          f"{ctx.cfg.d_model // H}-dimensional slice; they look at different things.",
          "W_O mixes their outputs back into one vector per token.")
-    (q, q_unk), (k, k_unk) = labels(ctx.result, "src"), labels(ctx.result, "src")
+    (q, q_unk), (k, k_unk) = token_labels(ctx.result, "src"), token_labels(ctx.result, "src")
     chart(viz.model_view(maps, q, k, query_unknown=q_unk, key_unknown=k_unk,
                          title=f"Encoder layer 1: all {H} heads"), key="walk_heads", name="walk-heads",
           width="content")
@@ -180,7 +183,7 @@ def masked_self(ctx: Context, ins, word: int):
     r = ctx.result
     text("The decoder writes English one token at a time. Its self-attention may look only at what is already "
          "written: the future is masked (grey), so row t sees tokens 0 to t.")
-    q, _ = labels(r, "tgt")
+    q, _ = token_labels(r, "tgt")
     chart(viz.attention_heatmap(r.decoder_attentions[0].mean(0), q, q, causal=True,
                                 title="Decoder layer 1, mean of heads"), key="walk_masked", name="walk-masked",
           width="content")
@@ -192,7 +195,7 @@ def cross(ctx: Context, ins, word: int):
     text("In every decoder layer, after its self-attention, each English position asks the German: the queries "
          "come from the decoder, the keys and values from the encoder's memory.",
          "Here, where the last layer's heads looked, on average, while choosing each word.")
-    (q, _), (k, k_unk) = labels(r, "tgt"), labels(r, "src")
+    (q, _), (k, k_unk) = token_labels(r, "tgt"), token_labels(r, "src")
     chart(viz.attention_heatmap(r.cross_attentions[L - 1].mean(0), q, k, key_unknown=k_unk,
                                 title=f"Cross-attention, layer {L}, mean of heads"), key="walk_cross",
           name="walk-cross", width="content")

@@ -30,7 +30,7 @@ def map_caption(kind: str, steps: list, escape=html.escape) -> str:
 
     The template's own text is escaped too (its "<sos>" is text, not a tag), piece by piece between its
     {placeholders}: escaping the whole template first would also escape the braces `format` needs
-    (views.common.literal does)."""
+    (views.widgets.literal does)."""
     words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0])
     return "".join(escape(text) + (escape(words[name]) if name else "")
                    for text, name, _, _ in string.Formatter().parse(MAP_CAPTIONS[kind]))
@@ -72,6 +72,25 @@ def predicting(inputs, predicted) -> list[str]:
     if len(inputs) != len(predicted):
         raise ValueError(f"{len(inputs)} decoder inputs but {len(predicted)} predicted tokens")
     return [f"{a}{ARROW}{b}" for a, b in zip(inputs, predicted)]
+
+
+# The tokens of each kind of map: its rows (queries), then its columns (keys), from the source ("src") or the decoder
+# ("tgt").
+SIDES = {"enc": ("src", "src"), "dec": ("tgt", "tgt"), "cross": ("tgt", "src")}
+
+
+def token_labels(result, side: str) -> tuple[list, list | None]:
+    """Tokens and <unk> flags of one side of a Translation (model/result.py), as the page and the HTML report label
+    them: the source, or the decoder rows named by what they read and predict (`predicting`; no flags)."""
+    assert side in ("src", "tgt"), f"a side is src or tgt, got {side!r}"
+    if side == "src":
+        return result.src_tokens, result.src_unknown
+    return predicting(result.tgt_tokens, [s.token for s in result.steps]), None
+
+
+def subtitle(sentence: str, width: int = 120) -> str:
+    """The sentence under a figure's title (escaped), shortened with an ellipsis so the line fits."""
+    return plain(sentence if len(sentence) <= width else sentence[:width - 1] + "…")
 
 
 def check_tokens(tokens, name: str):

@@ -3,14 +3,7 @@
 import numpy as np
 import plotly.graph_objects as go
 
-
-def sinusoidal(n_positions: int, d_model: int) -> np.ndarray:
-    """The paper's table (section 3.5): PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)."""
-    pos = np.arange(n_positions)[:, None]
-    angle = pos / np.power(10000.0, np.arange(0, d_model, 2) / d_model)[None, :]  # (P, D/2)
-    table = np.zeros((n_positions, d_model))
-    table[:, 0::2], table[:, 1::2] = np.sin(angle), np.cos(angle)
-    return table
+from model.sinusoid import sinusoidal_table as sinusoidal  # the table the model adds (numpy: no torch here)
 
 
 def _check_table(table) -> np.ndarray:

@@ -1,0 +1,16 @@
+"""The paper's fixed position encodings (section 3.5), the one definition that the model and viz/ both use.
+
+numpy, not torch, so that viz/ can draw the very table the model adds (model/minimal.py keeps its own few
+lines in torch, a second route that tests/test_viz.py holds equal to this one).
+"""
+
+import numpy as np
+
+
+def sinusoidal_table(n_positions: int, d_model: int) -> np.ndarray:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(pos / 10000^(2i/D)): (P, D), float64."""
+    pos = np.arange(n_positions)[:, None]  # (P, 1)
+    angle = pos / np.power(10000.0, np.arange(0, d_model, 2) / d_model)[None, :]  # (P, D/2)
+    table = np.zeros((n_positions, d_model))
+    table[:, 0::2], table[:, 1::2] = np.sin(angle), np.cos(angle)
+    return table

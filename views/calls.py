@@ -1,0 +1,145 @@
+"""The models the page offers, and every call into them that more than one view makes: cached by its arguments, so
+that changing a view, layer, head or step never runs the model again; the heavy ones take turns across sessions.
+
+A view's own calls (beam search, a DecoderLens, ...) live in that view, made the same way: cached, and behind HEAVY's
+turn when they hold a core long on a long sentence (bench/heavy_views.py measures which do).
+"""
+
+import contextvars
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import streamlit as st
+
+from model.batching import BatchingTranslator, TakeTurns
+from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
+from model.device import DEVICE_ENV
+from model.translator import Translator
+
+log = logging.getLogger("explorer")
+
+
+# --- the models the page offers ----------------------------------------------------------------------------------
+
+SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the paper's fixed positions, same architecture
+MODEL_NAMES = {"learned": "learned positions", "sinusoidal": "sinusoidal positions (the paper's)"}
+
+
+def models() -> dict[str, str | None]:
+    """slug -> checkpoint of the models to choose from; the first is the default (None: the shipped one).
+
+    $TRANSFORMER_CHECKPOINT replaces the choice with that one checkpoint, as it does for every tool.
+    """
+    if os.environ.get(CHECKPOINT_ENV):
+        return {"custom": os.environ[CHECKPOINT_ENV]}
+    found = {"learned": None}
+    if (SINUSOIDAL / WEIGHTS).is_file():
+        found["sinusoidal"] = str(SINUSOIDAL)
+    return found
+
+
+# --- the calls into them, cached by their arguments --------------------------------------------------------------
+
+# The models are owned by this module, not by st.cache_resource: any client can send Streamlit's `clear_cache`
+# message (the page hides the menu item; the server still takes the message), and a cleared resource cache would
+# load a second model beside the first while the first one's batching thread ran on for ever holding it. Cleared
+# data caches only cost their entries' recomputation.
+_MODELS: dict[tuple, BatchingTranslator] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_translator(checkpoint: str | None) -> Translator:
+    """One model for every session; never mutated (head masks and the like are call arguments).
+
+    Kept by checkpoint and by $TRANSFORMER_DEVICE, so a changed device is never served a stale model.
+    """
+    return _batcher(checkpoint).translator
+
+
+def _batcher(checkpoint: str | None) -> BatchingTranslator:
+    key = (checkpoint, os.environ.get(DEVICE_ENV) or None)
+    with _MODELS_LOCK:  # sessions starting together load it once
+        if key not in _MODELS:
+            with st.spinner("Loading the model…"):
+                _MODELS[key] = BatchingTranslator(Translator.load(*key))
+        return _MODELS[key]
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def translate(checkpoint: str | None, sentence: str, heads_off: str = "", force_step=None, force_token=None):
+    """Greedy translation; sessions translating at the same moment share one batch (model/batching.py)."""
+    if force_step is not None:
+        return load_translator(checkpoint).translate(sentence, heads_off=heads_off, force={force_step: force_token})
+    return _batcher(checkpoint).translate(sentence, heads_off)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def analyze(checkpoint: str | None, sentence: str, output_tokens: tuple, heads_off: str):
+    tr = load_translator(checkpoint)
+    return tr.analyze(sentence, tr.tgt_vocab.encode(list(output_tokens)), heads_off=heads_off)
+
+
+# The computations that hold a core longest on a long sentence (bench/heavy_views.py) take turns across every
+# session of this server, so that one student's 100-token sentence never takes both cores from the class. Only a
+# computation that is not in the cache waits: the turn is taken inside the cached function.
+HEAVY = TakeTurns(at_once=1)
+
+
+def outside_cache(update):
+    """`update` called as if from the view, not from the cached function that calls it: st.cache_data records every
+    element call made while it runs, to replay on a hit, and a replayed call on an element made outside the cached
+    function (a progress bar) fails with CacheReplayClosureError. The view's context (captured here) records none."""
+    outer = contextvars.copy_context()
+    return lambda *args: outer.run(update, *args)
+
+
+@contextmanager
+def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar saying how many heavy computations are ahead, shown only while one waits; gone after."""
+    box, most = st.empty(), [0]
+
+    def waiting(ahead: int):
+        most[0] = max(most[0], ahead)
+        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy "
+                     f"computation{'s' * (ahead > 1)} on this server (they take turns, so the class keeps its speed)…")
+    try:
+        yield outside_cache(waiting)  # called from inside the cached computations: not recorded for their replay
+    finally:
+        box.empty()
+
+
+@st.cache_data(max_entries=32, show_spinner="Measuring each token's contribution (ALTI+)…")
+def contributions(checkpoint: str | None, sentence: str, output_tokens: tuple, _waiting=None):
+    """ALTI+ source and prefix contributions of every step of an output (a heavy computation on a long sentence:
+    it takes its turn)."""
+    with HEAVY.turn(_waiting):
+        return load_translator(checkpoint).contributions(sentence, list(output_tokens))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def weighted_norms(checkpoint: str | None, sentence: str, output_tokens: tuple):
+    """Norm-based attention of every head over an output: one teacher-forced pass, as cheap as the maps."""
+    return load_translator(checkpoint).weighted_norms(sentence, list(output_tokens))
+
+
+@st.cache_data(max_entries=32, show_spinner="Following the computation…")
+def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
+    """Everything one teacher-forced pass over the greedy output computes, per layer, kind and head (Inside a head
+    and the walk)."""
+    return load_translator(checkpoint).inside(sentence, list(output_tokens))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
+    """A JSON file that ships beside a checkpoint (head_importance.json, head_stats.json), or None."""
+    path = Path(checkpoint or DEFAULT_CHECKPOINT) / name
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        log.exception("could not read %s", path)
+        return None

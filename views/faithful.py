@@ -1,0 +1,218 @@
+"""Which explanation can you trust here? Every explanation's faithfulness at one step, measured by removal
+(model/faithfulness.py), above the test-set table shipped beside the checkpoint.
+
+    ?s=...&view=faithful&step=3                the third step, its source tokens removed
+    ?s=...&view=faithful&step=3&side=prefix    its prefix (the English words before it) removed instead
+
+Every explanation except integrated gradients is computed once per sentence and kept (the Attributions view's
+methods, attention, ALTI+, norms); a step adds its integrated gradients and its removals, batched: one heavy
+computation, which takes its turn on the server.
+"""
+
+import json
+import shlex
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from model import faithfulness as F
+from model.checkpoint import checkpoint_folder
+from model.translator import MAX_OUTPUT
+from viz.faithfulness import deletion_curves
+from viz.labels import subtitle
+
+from . import Context
+from .calls import HEAVY, checkpoint_json, load_translator, waiting_notice
+from .export import downloads
+from .state import choice_param, int_param, page_view, state_params
+from .widgets import FAITHFULNESS, chart, literal
+
+STEP_KEY, SIDE_KEY = "faith_step", "faith_side"
+SIDES = {"source": "German source tokens", "prefix": "English words written before"}
+WHAT = {"source": "German tokens", "prefix": "English prefix words"}
+
+
+def read_link(params, cfg, notes: list):
+    """step (from 1; the view clamps it to the output's length) and side (source or prefix)."""
+    step = int_param(params, "step", 1, MAX_OUTPUT, notes)
+    if step is not None:
+        st.session_state[STEP_KEY] = step
+    side = choice_param(params, "side", tuple(SIDES), notes)
+    if side is not None:
+        st.session_state[SIDE_KEY] = side
+
+
+def link_params(cfg) -> dict:
+    s = st.session_state
+    side = s.get(SIDE_KEY, "source")
+    return {"step": str(s.get(STEP_KEY, 1)), **({"side": side} if side != "source" else {})}
+
+
+def drawn_in(method: str, side: str) -> dict:
+    """The link parameters of the view that draws a method's scores."""
+    kind = "cross" if side == "source" else "dec"
+    parts = method.split()
+    if parts[0] in ("attention", "norms"):
+        params = {"view": kind}
+        if len(parts) > 1:
+            params["layer"] = parts[1][1:]
+            params["head"] = parts[2][1:] if len(parts) == 3 else "mean"
+        if parts[0] == "norms":
+            params["values"] = "norms"
+        return params
+    if method == "rollout":
+        return {"view": "flow"}
+    if method == "ALTI+":
+        return {"view": "contributions"}
+    return {"view": "attribute", "method": method}
+
+
+def link_to(ctx: Context, method: str, side: str) -> str:
+    params = {k: v for k, v in state_params(ctx.cfg, None).items()}  # the sentence and the model
+    return "?" + urlencode({**params, **drawn_in(method, side)})
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sentence_explanations(checkpoint: str | None, sentence: str, output_tokens: tuple, _waiting=None):
+    """Every explanation of every step but integrated gradients (added per step), for the steps to share."""
+    head = F.aligning_head(checkpoint_folder(checkpoint))
+    with HEAVY.turn(_waiting):
+        return F.explanations(load_translator(checkpoint), sentence, list(output_tokens), ig_steps=[],
+                              heads=() if head is None else (head,))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def step_faithfulness(checkpoint: str | None, sentence: str, output_tokens: tuple, step: int, _waiting=None):
+    """One step's measures, both sides, as `python -m model.inspect faithfulness --step` prints them."""
+    scores = sentence_explanations(checkpoint, sentence, output_tokens, _waiting=_waiting)
+    fresh = {**scores, "source": dict(scores["source"]), "prefix": dict(scores["prefix"])}
+    for side in ("source", "prefix"):  # the cached scores stay as they are: this step's integrated gradients is its own
+        fresh[side]["integrated_gradients"] = scores[side]["integrated_gradients"].copy()
+    with HEAVY.turn(_waiting):
+        f = F.measure(load_translator(checkpoint), sentence, list(output_tokens), steps=[step], scores=fresh)
+    return f.to_json()["steps"][step]
+
+
+def names(method: str) -> str:
+    return F.display_name(method)
+
+
+@st.fragment
+@page_view
+def faithful_view(ctx: Context):
+    result = ctx.result
+    st.caption("An explanation ranks the tokens a word was predicted from. If it is faithful to the model, replacing "
+               "what it ranks first by <unk> lowers the word's probability most (comprehensiveness), and keeping only "
+               "what it ranks first keeps the probability (low sufficiency) — better than random orders do "
+               "(DeYoung et al., 2020).")
+    shipped = checkpoint_json(ctx.checkpoint, FAITHFULNESS)
+    if shipped is not None:
+        st.markdown(f"**For this model:** {literal(F.verdict(shipped))}")
+
+    T = len(result.steps)
+    tokens = [s.token for s in result.steps]
+    st.session_state[STEP_KEY] = min(max(int(st.session_state.get(STEP_KEY, 1)), 1), T)
+    left, right = st.columns([3, 2])
+    step = left.selectbox("Step", list(range(1, T + 1)), key=STEP_KEY,
+                          format_func=lambda t: f"step {t}: {result.tgt_tokens[t - 1]} → {tokens[t - 1]}")
+    st.session_state.setdefault(SIDE_KEY, "source")
+    side = right.segmented_control("Tokens removed", list(SIDES), key=SIDE_KEY, required=True, format_func=SIDES.get)
+    t = step - 1
+
+    with waiting_notice("Faithfulness") as waiting, st.spinner(f"Removing tokens for step {step}, every method…"):
+        measured = step_faithfulness(ctx.checkpoint, result.source, tuple(tokens), t, _waiting=waiting)
+    m = measured[side]
+    if m is None:
+        st.info(f"Step {step} has no English word before it (only <sos>): there is nothing to remove. Pick a later "
+                "step, or remove source tokens.")
+        return
+    methods, rand = m["methods"], m["random"]
+    n = len(m["tokens"])
+    chart(deletion_curves({names(k): v["deletion"] for k, v in methods.items()}, rand["deletion"],
+                          rand["deletion_range"],
+                          removed_first={names(k): [token(m, p) for p in v["order"]] for k, v in methods.items()},
+                          title=f"Step {step}: p(“{tokens[t]}”) as each method's top {WHAT[side]} go",
+                          subtitle=subtitle(result.source)),
+          key="faith_curves", name=f"faithfulness-step{step}-{side}")
+    st.caption(f"p = {measured['p']:.3f} with nothing removed; {n} tokens can be removed. The grey band holds 95% of "
+               f"{rand['orders']} random orders; a faithful ranking's curve falls below it at once.")
+    step_table(ctx, methods, rand, m, side)
+    test_set_table(ctx, shipped, side)
+    st.caption("The same numbers on the command line, as JSON:")
+    end = ["--"] if result.source.startswith("-") else []
+    st.code(" ".join(["python -m model.inspect faithfulness --step", str(t), *end, shlex.quote(result.source)]),
+            language="bash")
+    downloads(ctx, extra=[("Faithfulness of this step (JSON)", f"faithfulness-step{step}.json", "application/json",
+                           lambda: json.dumps(measured, ensure_ascii=False))])
+
+
+def token(m: dict, position: int) -> str:
+    """The label of a removed token: source positions and decoder inputs both count the first content token as 1."""
+    return m["tokens"][position - 1]
+
+
+def step_table(ctx: Context, methods: dict, rand: dict, m: dict, side: str):
+    rows = [{"method": names(k), "comprehensiveness": v["comprehensiveness"], "sufficiency": v["sufficiency"],
+             "τ with leave-one-out": v["tau"], "removed first": token(m, v["order"][0]),
+             "drawn in": link_to(ctx, k, side)} for k, v in methods.items()]
+    rows.sort(key=lambda r: -r["comprehensiveness"])
+    low, high = rand["comprehensiveness_range"]
+    rows.append({"method": f"random orders ({rand['orders']}; 95%: {low:.3f} to {high:.3f})",
+                 "comprehensiveness": rand["comprehensiveness"], "sufficiency": rand["sufficiency"],
+                 "τ with leave-one-out": None, "removed first": "", "drawn in": None})
+    st.markdown("**This step, every method**")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_step_table",
+                 column_config=number_columns() | {"drawn in": st.column_config.LinkColumn(
+                     "drawn in", display_text="open the view", help="the view that draws this method's scores")})
+    st.caption("Comprehensiveness: how far p falls, on average over k = 0..n, with the top k removed (higher: "
+               "more faithful). Sufficiency: how far it falls with only the top k kept (lower: more faithful). τ: "
+               "Kendall's rank agreement with leave-one-out, which removes one token at a time.")
+
+
+def number_columns() -> dict:
+    f = st.column_config.NumberColumn(format="%.3f")
+    return {"comprehensiveness": f, "sufficiency": f, "τ with leave-one-out": f}
+
+
+def interval(e: dict) -> str:
+    return "—" if e["mean"] is None else f"{e['mean']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
+
+
+def test_set_table(ctx: Context, shipped: dict | None, side: str):
+    st.markdown("**On the test set**")
+    if shipped is None:
+        st.info(f"This checkpoint has no {FAITHFULNESS}: `python -m model.faithfulness --src FILE --out "
+                f"CHECKPOINT/{FAITHFULNESS}` measures it.")
+        return
+    table = shipped[side]
+    rows = []
+    for k, e in table.items():
+        if k == F.RANDOM:
+            continue
+        rows.append({"method": names(k), "comprehensiveness": interval(e["comprehensiveness"]),
+                     "sufficiency": interval(e["sufficiency"]), "τ with leave-one-out": interval(e["tau"]),
+                     **({"alignment error (AER)": e.get("aer")} if side == "source" else {}),
+                     "drawn in": link_to(ctx, k, side)})
+    r = table[F.RANDOM]
+    rows.append({"method": f"random orders ({r['orders']})", "comprehensiveness": interval(r["comprehensiveness"]),
+                 "sufficiency": interval(r["sufficiency"]), "τ with leave-one-out": "—",
+                 **({"alignment error (AER)": None} if side == "source" else {}), "drawn in": None})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_test_table",
+                 column_config={"alignment error (AER)": st.column_config.NumberColumn(format="%.3f"),
+                                "drawn in": st.column_config.LinkColumn("drawn in", display_text="open the view")})
+    data = shipped["data"]
+    diagonal = (shipped.get("baselines") or {}).get("diagonal", {}).get("aer")
+    st.caption(f"{shipped['n_sentences']} sentences of {data['src']}, {shipped['steps_per_sentence']} steps each "
+               f"drawn at random, the model's own translation; mean and 95% bootstrap interval over sentences. "
+               + (f"AER: the alignment error against hand-checked links (lower: more plausible; a diagonal "
+                  f"alignment scores {diagonal:.3f}; — where not measured). " if side == "source" and diagonal else "")
+               + f"Computed offline in {data['seconds'] / 60:.0f} minutes: `{data['command']}`.")
+    if side == "source":
+        with st.expander("How the methods agree with one another (mean Kendall τ over every measured step)"):
+            a = shipped["agreement"]
+            labels = [names(k) for k in a["methods"]]
+            st.dataframe(pd.DataFrame(np.array(a["tau"], dtype=float), index=labels, columns=labels),
+                         width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                                         for c in labels})

@@ -1,0 +1,256 @@
+"""The page's state: in its address, where a copied link opens the same picture, and in the widgets' keys.
+
+    ?s=Zwei+Männer+...&view=cross&layer=3&head=3         an attention view, one head (or head=mean)
+    ?s=...&view=trace&step=4&whatif=boys                   the decoding trace at step 4, step 4 forced
+    ?s=...&view=ablate&off=cross.3,enc.1.4                 heads switched off (a whole layer, or one head)
+    ?s=...&view=reference&ref=Two+men+...                  a reference to score
+    ?s=...&view=beam&beam=5                                beam search of width 5
+    ?s=...&view=cross&layer=2&draw=lines                  the line view of layer 2 (all heads)
+    ?s=...&model=sinusoidal                                the sinusoidal-position model
+    ?s=...&view=cross&vs=model                             compare with the other model (or vs=sentence&s2=...,
+                                                           vs=off with off=..., vs=force with step and whatif)
+    ?s=...&view=inside&kind=cross&layer=2&head=8&query=3   one query through one head (query counts from 0,
+                                                           as the token positions on the page do)
+    ?s=...&view=cross&values=norms                         norm-based attention instead of the weights
+    ?s=...&view=contributions                              how much each word drew on the source (ALTI+)
+    ?s=...&view=walk&stop=5                                the walk through the model, at its 5th stop
+
+Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
+parameters that decide the current view are written, so links stay short. This module reads
+and writes what every page has (the sentence, the model, the view); each view reads and writes
+its own parameters (its entry in views.registry.VIEWS) with the one reader of each kind of
+parameter here (`int_param`, `head_param`, ...). A parameter that does not fit (an unknown view,
+layer 9, a head spec that names no head, a sentence longer than the box takes, a forced word
+the step does not offer) is dropped with a message, and the page shows its default.
+
+The widgets' state has one spelling of each key here, for the views and for the link that sets
+them; `page_view` wraps every view, so that each of its runs leaves its state in the link.
+"""
+
+import functools
+import logging
+import os
+import re
+from collections.abc import Mapping
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state.common import user_key_from_element_id
+
+from model.errors import InputError
+from model.heads import Head, HeadSet
+from model.result import Translation
+
+from . import View
+from .calls import models
+
+log = logging.getLogger("explorer")
+MAX_SENTENCE = 2000  # characters the sentence boxes take (widgets.text_box) and a link's sentence may have
+
+
+# --- the widgets' state: one spelling of each key, for the views and for the link that sets them -----------------
+
+MODEL_CHOICE = "(the model's choice)"  # the what-if box of the decoding trace when no word is forced
+
+
+def layer_key(kind: str) -> str:
+    """The layer picked in the attention view of this kind."""
+    return f"{kind}_layer"
+
+
+def head_key(kind: str) -> str:
+    """The head picked in the attention view of this kind: a number from 0, or "mean"."""
+    return f"{kind}_head"
+
+
+def pick_seq_key(kind: str) -> str:
+    """How many times the server has picked the layer and head of this kind's attention view (a head opened from
+    another view): the browser, which keeps its own picks (views/maps.js), takes the server's when it changes."""
+    return f"{kind}_pick_seq"
+
+
+def set_pick(kind: str, layer: int, head):
+    """Set the attention view of this kind to a layer and a head (a number from 0, or MEAN): the browser takes it
+    over its own picks (views/maps.js)."""
+    st.session_state[layer_key(kind)], st.session_state[head_key(kind)] = layer, head
+    st.session_state[pick_seq_key(kind)] = st.session_state.get(pick_seq_key(kind), 0) + 1
+
+
+def open_head(head: Head):
+    """Show one head in its attention view (each attention view's slug is its kind)."""
+    set_pick(head.kind, head.layer, head.head)
+    st.session_state.view = head.kind
+
+
+def alternatives(result: Translation, t: int) -> list[str]:
+    """The words step t could have said instead: its other top candidates (the trace and the comparison force one)."""
+    return [tok for tok, _ in result.steps[t].top if tok != result.steps[t].token]
+
+
+def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
+    """Whether step t could have said a forced word from the link (no word at all passes); a note when not."""
+    if word in (None, MODEL_CHOICE) or word in alternatives(result, t):
+        return True
+    notes.append(f"whatif={word[:40]!r} is not one of the words step {t + 1} could have said "
+                 f"({', '.join(alternatives(result, t))})")
+    return False
+
+
+def text_param(params: Mapping, key: str, what: str, notes: list) -> str | None:
+    """A sentence from the link (s, s2, ref), or None (with a note) when it is longer than the box takes."""
+    raw = params.get(key)
+    if raw is not None and len(raw) > MAX_SENTENCE:
+        notes.append(f"{what} has {len(raw):,} characters, more than the {MAX_SENTENCE:,} the box takes")
+        return None
+    return raw
+
+
+NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits, few of them: str.isdigit takes "²", int() takes "١" and refuses
+                                    # more than 4,300 digits
+
+
+def whole_number(raw: str, low: int, high: int) -> int | None:
+    """The one reader of a number from a link: ASCII digits (at most 9) in [low, high], or None."""
+    raw = raw.strip()
+    return int(raw) if NUMBER.fullmatch(raw) and low <= int(raw) <= high else None
+
+
+def int_param(params: Mapping, key: str, low: int, high: int, notes: list) -> int | None:
+    """A whole number in [low, high] from the link, or None (with a note) when it is missing or does not fit."""
+    raw = params.get(key)
+    if raw is None:
+        return None
+    number = whole_number(raw, low, high)
+    if number is None:
+        notes.append(f"{key}={raw[:40]!r} is not a number from {low} to {high}")
+    return number
+
+
+def choice_param(params: Mapping, key: str, options, notes: list) -> str | None:
+    """A value from the link that must be one of `options`, or None (with a note) when it is not; None when missing."""
+    raw = params.get(key)
+    if raw is None or raw in options:
+        return raw
+    notes.append(f"{key}={raw[:40]!r} is not one of {', '.join(options)}")
+    return None
+
+
+MEAN = "mean"  # the head pickers' choice of the mean of a layer's heads, on the page and in the link
+
+
+def head_param(params: Mapping, cfg, notes: list) -> int | str | None:
+    """head= from the link: MEAN, or a head counted from 1 given back from 0; None (with a note) when it does not
+    fit this model, or is missing."""
+    if params.get("head") == MEAN:
+        return MEAN
+    head = int_param(params, "head", 1, cfg.n_heads, notes)
+    return None if head is None else head - 1
+
+
+def head_link(head) -> str:
+    """A picked head as the link writes it: "mean", or counted from 1."""
+    return MEAN if head in (None, MEAN) else str(head + 1)
+
+
+def heads_param(params: Mapping, cfg, notes: list) -> HeadSet | None:
+    """off=: heads from the link, counted from 1 (cross.3 is the whole layer); None (with a note) when it names
+    no head of this model, or is missing."""
+    if not params.get("off"):
+        return None
+    try:
+        return HeadSet.parse(params["off"], cfg, base=1)
+    except InputError:
+        notes.append(f"off={params['off'][:60]!r} names no head of this model (e.g. cross.3 or enc.1.4)")
+        return None
+
+
+# --- the link: read once per browser session, judged once the translation is there, written every run ------------
+
+COUNT_RUNS = "EXPLORER_COUNT_RUNS"  # set (tests, benches): each view run shows the number of view runs so far
+
+
+def read_model(available: dict) -> list[str]:
+    """The `model` parameter, read before the model is loaded (it decides which one); a note if it names none."""
+    slug = st.query_params.get("model")
+    if slug is None or slug in available:
+        if slug:
+            st.session_state.model = slug
+        return []
+    return [f"model={slug[:40]!r} is not one of {', '.join(available)}"]
+
+
+def read_url(cfg, views: dict[str, View]) -> list[str]:
+    """Set the widgets' state from the URL, once per browser session; returns a note per dropped parameter.
+
+    views: the view switch's registry (slug -> View); the view the link names reads its own parameters.
+
+    A page that lost its server (a replica killed behind the proxy) reconnects to a new session, and Streamlit's page
+    reruns nothing when it reconnects while idle: the new session's first run is the student's next interaction,
+    say a new sentence and Enter, sent with every widget's value as the page shows it and with the link as it was
+    before. The link holds the rest (every run writes it, views/explorer.js adds the picks made in the browser), but
+    not what was just typed: the text boxes' values the browser sent win.
+    """
+    params, notes = st.query_params, []
+    sentence = text_param(params, "s", "the sentence", notes)
+    if sentence is not None:
+        st.session_state.sentence = sentence
+    slug = params.get("view")
+    if slug is not None and slug not in views:
+        notes.append(f"view={slug[:40]!r} is not one of {', '.join(views)}")
+    view = views.get(slug)
+    if view:
+        st.session_state.view = view.slug
+        view.read(params, cfg, notes)
+    ctx = get_script_run_ctx()
+    for w in ctx.session_state.get_widget_states() if ctx else []:  # none when a page is opened
+        if (key := user_key_from_element_id(w.id)) in ("sentence", "s2", "reference") and w.HasField("string_value"):
+            st.session_state[key] = w.string_value[:MAX_SENTENCE]  # the boxes' keys (widgets.text_box), bounded
+    return notes
+
+
+def judge_url(result, views: dict[str, View]) -> list[str]:
+    """What only the translation can judge in the link (a forced word must be a candidate of its step), checked
+    once, right after read_url's first translation; returns a note per dropped parameter."""
+    notes = []
+    view = views.get(st.session_state.get("view"))  # on the first run, only the link has set it
+    if view:
+        view.judge(result, notes)
+    return notes
+
+
+def state_params(cfg, view: View | None) -> dict:
+    """What decides the current picture, as URL parameters: the sentence, the model, the view and its own."""
+    s = st.session_state
+    sentence = s.get("sentence", "")
+    params = {"s": sentence} if sentence else {}
+    if s.get("model", "learned") != next(iter(models())):  # the default model is not written: links stay short
+        params["model"] = s.model
+    if view:
+        params["view"] = view.slug
+        params.update(view.write(cfg))
+    return params
+
+
+def write_url(cfg, view: View | None):
+    """Put the current state into the address bar (only when it changed: each write is a browser message)."""
+    params = state_params(cfg, view)
+    if dict(st.query_params) != params:
+        st.query_params.from_dict(params)
+
+
+def page_view(view):
+    """Decorate a view: every run of it, a fragment's own reruns too, leaves its state in the URL, and an
+    error inside it is logged with its traceback and shown as the page's own message, never a traceback."""
+    @functools.wraps(view)
+    def run(ctx, *args):
+        try:
+            return view(ctx, *args)
+        except Exception as e:  # st.stop and st.rerun are BaseExceptions: they pass
+            log.exception("view %s failed for %r", view.__name__, ctx.result.source)
+            st.error(f"This view could not be drawn ({type(e).__name__}). Try another sentence or view.")
+        finally:
+            write_url(ctx.cfg, ctx.view)
+            if os.environ.get(COUNT_RUNS):  # tests: how often views ran (a pick drawn in the browser runs none)
+                st.session_state.view_runs = st.session_state.get("view_runs", 0) + 1
+                st.html(f"<span class='view-runs' hidden>{st.session_state.view_runs}</span>")
+    return run

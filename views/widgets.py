@@ -1,0 +1,215 @@
+"""The page's look and the pieces every view draws with: CSS, escaped text, token chips, tables, charts, the text
+box and the head switch, and the command-line hint.
+
+Anything a person or a link typed, and anything the model wrote, is shown through `literal` (as text: never Markdown,
+LaTeX, HTML or a link); a figure's tokens go through viz/ (viz.labels.plain).
+"""
+
+import re
+import shlex
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from .calls import checkpoint_json
+from .state import MAX_SENTENCE, MEAN
+
+# Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
+# they read in light and dark mode alike (white on pale grey was unreadable in dark mode).
+# Pills and segmented controls wrap onto a second line where a column is narrow (the ablation view's 8 heads at
+# 800 px, "Compare with" at 390 px), instead of hiding the last options in a horizontal scroll: inside a horizontal
+# container or a column Streamlit keeps them on one scrolling row (their `wrap=None` default), so the rule is here,
+# for every one of them. Below 1100 px, three or more charts side by side (the layers x heads grids of importance
+# and statistics) stack instead: a third of 800 px left 11 px a head, too narrow for the numbers in the cells.
+# Contrast (axe-core, tests/test_access.py; WCAG 2.1 AA asks 4.5:1 of text this size): Streamlit's caption grey
+# reads 3.9:1 on the light theme's white, and the primary red of a picked segment or pill, and of a slider's value,
+# 4.5:1 on its pink (light) and 3.6:1 (dark). Captions take the theme's text colour at 80% instead (6:1 light,
+# 10:1 dark: still quieter than the body), and picked segments the text colour itself: the primary-coloured
+# border and tint still mark them.
+# A button cuts its label to one line with an ellipsis: the familiarity note's buttons (views/familiarity.py) hold
+# whole training sentences, cut in half on a phone; they wrap instead.
+# Focus: Streamlit's focus ring is the primary colour at 50% alpha, about 2:1 against the page, under the 3:1
+# a focus indicator needs; a solid outline in the element's own text colour adds it, in both themes.
+# !important where Streamlit's own class rules (`outline: none`, the primary colour) outrank a rule on the element.
+CSS = """<style>
+.chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
+       background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
+       font-family: ui-monospace, monospace; font-size:0.92em}
+.chip.unk {background:rgba(224,80,26,0.12); border:1.5px dashed #e0501a}
+.chip.now {background:#c03d00; border-color:#c03d00; color:#ffffff}
+.chip.del {background:rgba(220,38,38,0.14); border-color:rgba(220,38,38,0.55); text-decoration:line-through}
+.chip.add {background:rgba(22,163,74,0.18); border-color:rgba(22,163,74,0.65); font-weight:600}
+.translation {font-size:1.6em; font-weight:600; margin:0.1em 0 0.3em 0}
+div[data-testid="stCaptionContainer"] {color:inherit; opacity:0.8}
+[data-testid="stButtonGroup"] button:is([aria-checked="true"], [aria-pressed="true"]) {color:inherit !important}
+div[data-testid="stSliderThumbValue"] {color:inherit !important}
+:is(button, a, summary):focus-visible {outline:2px solid currentColor !important; outline-offset:2px}
+[data-testid="stButtonGroup"] :is([role="toolbar"], [role="radiogroup"]) {flex-wrap:wrap; overflow-x:visible}
+[class*="st-key-neighbour_"] button :is(div, p) {white-space:normal; text-align:left}
+@media (max-width: 1100px) {
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"]) {
+    flex-wrap:wrap}
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"])
+    > [data-testid="stColumn"] {flex:1 1 100%; min-width:100%}
+}
+</style>"""
+
+
+MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'="}, "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+# Streamlit's Markdown (remark-gfm) turns web and e-mail addresses in text into live links after character
+# references are decoded, so escaping cannot stop it: an invisible word joiner (U+2060) inside each "://", after
+# each "@" and after "www" breaks the patterns it looks for, and the text still reads as typed.
+AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=@)|(?<=www)(?=\.)", re.IGNORECASE)
+
+
+def literal(text: str) -> str:
+    """User or model text for st.markdown/st.caption: shown as typed, never as markdown, LaTeX, HTML or a link.
+
+    Every character markdown, math or HTML could act on becomes a character reference, which they
+    show as the character itself (`**x**` stays two stars, `$$x$$` stays dollars); an address gets AUTOLINK's joiner.
+    """
+    return "".join(MARKDOWN_CHARS.get(c, c) for c in AUTOLINK.sub("\u2060", text))
+
+
+def token_chips(tokens, unknown=None, current=None) -> str:
+    """Tokens as HTML chips for st.markdown: the user's text is shown as text, never Markdown, LaTeX or HTML."""
+    unknown = unknown or [False] * len(tokens)
+    chips = []
+    for i, (t, u) in enumerate(zip(tokens, unknown)):
+        cls = "chip unk" if u else "chip now" if i == current else "chip"
+        tip = ' title="unknown to the model: read as &lt;unk&gt;"' if u else ""
+        chips.append(f'<span class="{cls}"{tip}>{literal(t) or "&nbsp;"}</span>')
+    return " ".join(chips)
+
+
+def table_labels(tokens, unknown=None) -> list[str]:
+    """Row or column names of a map's table: 'i: token', marked ' [unk]' where the model does not know it.
+
+    Positions keep repeated tokens apart (a table's names must be unique); blank tokens get the figures' stand-ins.
+    """
+    unknown = unknown if unknown is not None else [False] * len(tokens)
+    return [f"{i}: {t if t.strip() else '␣' if t else '∅'}{' [unk]' if u else ''}"
+            for i, (t, u) in enumerate(zip(tokens, unknown))]
+
+
+def map_frame(values, row_labels, col_labels, masked=None, digits: int = 4) -> pd.DataFrame:
+    """A map (R, C) as a DataFrame: row labels as the index, column labels as the columns, values rounded to
+    `digits`, NaN where `masked` (R, C) is True (a future position the decoder may not see)."""
+    v = np.asarray(values, dtype=float)
+    assert v.shape == (len(row_labels), len(col_labels)), \
+        f"a {v.shape} map needs as many row and column labels, got {len(row_labels)} and {len(col_labels)}"
+    assert len(set(row_labels)) == len(row_labels) and len(set(col_labels)) == len(col_labels), \
+        "table labels must be unique: name tokens with table_labels (their positions keep repeats apart)"
+    if masked is not None:
+        v = np.where(np.asarray(masked, bool), np.nan, v)
+    return pd.DataFrame(v.round(digits), index=list(row_labels), columns=list(col_labels))
+
+
+def map_table(values, row_labels, col_labels, caption: str, *, key: str, masked=None, digits: int = 4,
+              corner: str = "", label: str = "Show as a table") -> pd.DataFrame | None:
+    """The "show as a table" alternative under a chart, for screen readers and for reading exact numbers.
+
+    A toggle (off: nothing is built or sent), then an HTML table (st.table: screen readers walk it cell by cell
+    with its row and column names) of map_frame's numbers, and map_frame's DataFrame returned (None while off).
+    caption: the table's accessible name (what the chart shows); corner: the index's name, e.g. "query \\ key".
+    st.table renders Markdown, so every name goes through `literal`: a token such as **x** or <b> shows as typed.
+    """
+    if not st.toggle(label, key=key, help=f"The numbers of this chart as a table: {caption}."):
+        return None
+    df = map_frame(values, row_labels, col_labels, masked, digits)
+    hidden = np.zeros(df.shape, bool) if masked is None else np.asarray(masked, bool)
+    text = [["masked" if m else "–" if np.isnan(x) else f"{x:.{digits}f}" for x, m in zip(row, row_hidden)]
+            for row, row_hidden in zip(df.to_numpy(), hidden)]  # –: a value the statistic does not define
+    shown = pd.DataFrame(text, index=pd.Index([literal(r) for r in df.index], name=literal(corner) or None),
+                         columns=[literal(c) for c in df.columns])
+    # A height in pixels (about a row's, capped) makes the table a scroll region that takes the keyboard's focus:
+    # without one, a wide table in a narrow column scrolls sideways out of the keyboard's reach.
+    st.table(shown, alt=caption, height=min(37 * (len(df) + 1) + 3, 560))
+    if hidden.any():
+        st.caption("masked: a later position, which this step may not look at.")
+    return df
+
+
+def grid_table(values, caption: str, key: str, digits: int = 4):
+    """The table under a layers x heads grid (head statistics and head importance draw such grids)."""
+    L, H = np.shape(values)
+    map_table(values, [f"layer {i + 1}" for i in range(L)], [f"head {h + 1}" for h in range(H)], caption, key=key,
+              corner="layer \\ head", digits=digits)
+
+
+def diff_chips(diff) -> str:
+    style = {"same": "chip", "removed": "chip del", "added": "chip add"}
+    return " ".join(f'<span class="{style[op]}">{literal(t)}</span>' for op, t in diff)
+
+
+def chart(fig, key: str, name: str = "", **kwargs):
+    """st.plotly_chart with the toolbar's camera set up: PNG at 2x, or SVG, as chosen in the export section."""
+    fmt = st.session_state.get("image_format", "PNG (2×)")
+    config = {"toImageButtonOptions": {"format": "svg" if fmt == "SVG" else "png", "scale": 2,
+                                       "filename": (name or key).replace(" ", "_")[:80]},
+              "displaylogo": False}
+    return st.plotly_chart(fig, key=key, config=config, **kwargs)
+
+
+def cli_command(sentence: str, *args: str) -> str:
+    """The command line that gives the same result, quoted so that it pastes into a shell as it is."""
+    return " ".join(["echo", shlex.quote(sentence), "|", "python -m model.translate", *(shlex.quote(a) for a in args)])
+
+
+def cli_hint(sentence: str, *args: str) -> None:
+    st.caption("The same on the command line (it counts layers, heads and steps from 0):")
+    st.code(cli_command(sentence, *args), language="bash")
+
+
+FAITHFULNESS = "faithfulness.json"  # the test-set table of model/faithfulness.py, beside each checkpoint
+
+
+def trust_line(checkpoint: str | None, methods: dict, side: str = "source") -> None:
+    """One line under an explanation: how faithful (comprehensiveness against random orders) and how plausible
+    (alignment error) its method was on the test set, from the checkpoint's faithfulness.json; nothing without it.
+
+    methods: {label said in the line ("" for one method): method name in the table}, e.g. {"layer 1": "attention
+    L1", ...}."""
+    shipped = checkpoint_json(checkpoint, FAITHFULNESS)
+    if shipped is None:
+        return
+    found = {label: shipped[side][m] for label, m in methods.items() if m in shipped[side]}
+    if not found:
+        return
+    with_label = lambda label, x: f"{x:.2f}" + (f" ({label})" if label else "")  # noqa: E731
+    drop = ", ".join(with_label(k, e["comprehensiveness"]["mean"]) for k, e in found.items())
+    aer = [with_label(k, e["aer"]) for k, e in found.items() if e.get("aer") is not None]
+    tokens = "German tokens" if side == "source" else "English words before the step"
+    st.caption(f"How far to trust it, on {shipped['n_sentences']} test sentences (the Faithfulness view measures "
+               f"every method): removing the {tokens} it ranks first lowers the probability of the word written by "
+               f"{drop} on average, random orders by {shipped[side]['random']['comprehensiveness']['mean']:.2f}"
+               + (f"; its alignments' error rate is {', '.join(aer)}, a diagonal alignment's "
+                  f"{shipped['baselines']['diagonal']['aer']:.2f}." if aer and shipped.get("baselines") else "."))
+
+
+def text_box(where, label: str, key: str, what: str, on_change: Callable | None = None, **kwargs) -> str:
+    """A text box that takes at most MAX_SENTENCE characters and says so when it cuts a longer text (a paste, or a
+    client that sends more than the page would): the first MAX_SENTENCE are kept, never the whole megabytes.
+
+    No `max_chars`: Streamlit's box then drops a longer paste whole, leaving the box empty with no word why."""
+    def typed():
+        text = st.session_state[key]
+        if len(text) > MAX_SENTENCE:
+            st.session_state[key] = text[:MAX_SENTENCE]
+            st.session_state[f"{key}_cut"] = (f"{what} had {len(text):,} characters, more than the {MAX_SENTENCE:,} "
+                                              f"the box takes: only the first {MAX_SENTENCE:,} were kept.")
+        if on_change:
+            on_change()
+
+    value = where.text_input(label, key=key, on_change=typed, **kwargs)
+    if cut := st.session_state.pop(f"{key}_cut", None):
+        where.warning(cut)
+    return value
+
+
+def head_picker(where, n_heads: int, key: str, **kwargs):
+    """The "Head" switch of a view: the mean of the layer's heads, then each head counted from 1."""
+    return where.segmented_control("Head", [MEAN, *range(n_heads)], key=key, required=True,
+                                   format_func=lambda h: "mean" if h == MEAN else str(h + 1), **kwargs)
