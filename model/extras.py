@@ -52,6 +52,12 @@ class Extras:
         cache         decoder only: a list with one dict per layer, owned by the caller (`new_cache`), so
                       that step-by-step decoding feeds only the new position
         capture       a caller's dict that receives every intermediate (see `Transformer.forward`)
+        patch         activation patching (model/patch.py): {site: edit} where a site is a tuple naming a point
+                      of the forward pass -- ("encoder" | "decoder", "embed"), (stack, layer, "output"), (stack,
+                      layer, "self" | "cross", "heads") -- and edit(value) returns the value to go on with; the
+                      site (stack, layer, sub, "edges") gets edit(out, weights, v) inside attention, before the
+                      head mask. Patched runs take the written-out attention path, as captured runs do, so that
+                      patching a run with its own values changes nothing, bit for bit.
         need_weights  False runs the fused attention kernel and returns no maps (training: less memory)
     The same object walks down the model: `layers` gives each layer its slice (head masks keyed by
     sub-layer, its cache dict, its capture dict) and `sublayer` each sub-layer's: an attention sub-layer's
@@ -62,18 +68,20 @@ class Extras:
     cache: list | dict | None = None
     capture: dict | None = None
     need_weights: bool = True
+    patch: dict | None = None
 
     @property
     def explicit(self) -> bool:
-        """Attention needs its weights (to return or to record): the written-out path, not the fused kernel."""
-        return self.need_weights or self.capture is not None
+        """Attention needs its weights (to return, record or patch): the written-out path, not the fused kernel."""
+        return self.need_weights or self.capture is not None or self.patch is not None
 
     def layers(self, stack: str, n: int) -> list[Extras]:
         """The extras of each of the n layers of the "encoder" or "decoder" stack."""
         kinds, masks = SUBLAYER_KINDS[stack], self.head_mask or {}
         captures = part(self.capture, stack, n)
         return [Extras({sub: masks[kind][..., i, :] for sub, kind in kinds.items() if kind in masks},
-                       None if self.cache is None else self.cache[i], captures[i], self.need_weights)
+                       None if self.cache is None else self.cache[i], captures[i], self.need_weights,
+                       below(self.patch, stack, i))
                 for i in range(n)]
 
     def sublayer(self, name: str) -> Extras:
@@ -82,4 +90,18 @@ class Extras:
         if name == "ffn":
             return Extras(capture=part(self.capture, name), need_weights=self.need_weights)
         cache = None if self.cache is None else self.cache.setdefault(name, {})
-        return Extras((self.head_mask or {}).get(name), cache, part(self.capture, name), self.need_weights)
+        return Extras((self.head_mask or {}).get(name), cache, part(self.capture, name), self.need_weights,
+                      below(self.patch, name))
+
+    def patched(self, point: str, value, *more):
+        """The value at a point of this slice of the model, edited where a patch names it (unchanged otherwise)."""
+        edit = None if self.patch is None else self.patch.get((point,))
+        return value if edit is None else edit(value, *more)
+
+
+def below(patch: dict | None, *prefix) -> dict | None:
+    """The sites of a patch under a prefix (a stack and layer, or a sub-layer), the prefix taken off."""
+    if patch is None:
+        return None
+    n = len(prefix)  # an empty dict, not None, where no site is below: the whole run stays on the written-out path
+    return {site[n:]: edit for site, edit in patch.items() if site[:n] == prefix}

@@ -43,6 +43,7 @@ import torch
 from . import cli, files
 from .checkpoint import checkpoint_folder
 from .errors import InputError
+from .metrics import mean_interval
 from .transformer import Extras
 from .vocab import UNK_ID
 
@@ -398,10 +399,8 @@ def interval(values: np.ndarray, seed: int = SEED) -> dict:
     values = values[np.isfinite(values)]
     if not len(values):
         return {"mean": None, "low": None, "high": None, "n": 0}
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), (BOOTSTRAP, len(values)))].mean(1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": round(float(values.mean()), 4), "low": round(float(low), 4), "high": round(float(high), 4),
+    mean, low, high = mean_interval(values, BOOTSTRAP, seed)
+    return {"mean": round(float(mean), 4), "low": round(float(low), 4), "high": round(float(high), 4),
             "n": int(len(values))}
 
 

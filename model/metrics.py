@@ -185,3 +185,13 @@ def paired_bootstraps(base: CorpusScore, others: list, resamples: int = 1000, se
         out.append({"bleu_drop": tuple(np.quantile(bleu_drop, [tail, 1 - tail]).tolist()),
                     "loss_rise": tuple(np.quantile(loss_rise, [tail, 1 - tail]).tolist())})
     return out
+
+
+def mean_interval(values, resamples: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The mean over the first axis and its 95% percentile-bootstrap interval: resamples of the N rows drawn with
+    replacement (seeded), each resample's mean, their 2.5th and 97.5th percentiles. values (N, ...)."""
+    values = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), (resamples, len(values)))].mean(1)  # (resamples, ...)
+    low, high = np.percentile(means, [2.5, 97.5], axis=0)
+    return values.mean(0), low, high

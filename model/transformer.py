@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
-from .extras import Extras, part, record
+from .extras import Extras, below, part, record
 from .sinusoid import sinusoidal_table
 
 
@@ -82,8 +82,10 @@ class MultiHeadAttention(nn.Module):
         q = self._split(self.w_q(x))  # (B, H, Tq, hs)
         k, v = self._keys_values(kv, extras.cache)  # (B, H, Tk, hs)
         out, weights = attention(q, k, v, mask, self.dropout if self.training else 0.0, extras)  # (B, H, Tq, hs)
+        out = extras.patched("edges", out, weights, v)  # activation patching only (model/patch.py)
         B, H, Tq, hs = out.shape
         heads = out if extras.head_mask is None else out * self._per_head(extras.head_mask, out)
+        heads = extras.patched("heads", heads)
         attn_out = self.w_o(heads.transpose(1, 2).reshape(B, Tq, H * hs))  # (B, Tq, D)
         record(extras.capture, x=x, kv=kv, q=q, k=k, v=v, heads=heads, attn_out=attn_out)
         return attn_out, weights
@@ -147,7 +149,7 @@ class Layer(nn.Module):
     def feed_forward(self, x, extras: Extras):
         """x (B, T, D) -> the layer's output (B, T, D). A capture gets "ffn" and `output`."""
         ffn = extras.sublayer("ffn")
-        x = self.ln_ffn(x, self.ffn(x, ffn), ffn)
+        x = extras.patched("output", self.ln_ffn(x, self.ffn(x, ffn), ffn))
         record(extras.capture, output=x)
         return x
 
@@ -270,6 +272,8 @@ class Transformer(nn.Module):
         assert extras.cache is None, "the encoder reads the whole source at once: no decoding cache"
         mask = self.src_mask(src)
         x = self.src_embed(src, capture=part(extras.capture, "src_embed"))
+        if extras.patch is not None:
+            x = Extras(patch=below(extras.patch, "encoder")).patched("embed", x)
         maps = []
         for layer, layer_x in zip(self.encoder, extras.layers("encoder", len(self.encoder))):
             x, weights = layer(x, mask, layer_x)
@@ -287,6 +291,8 @@ class Transformer(nn.Module):
         assert not (cached and tgt.size(1) > 1 and start), "a cached decode of several positions must start at 0"
         tgt_mask = None if cached and tgt.size(1) == 1 else self.tgt_mask(tgt)
         x = self.tgt_embed(tgt, start, part(extras.capture, "tgt_embed"))
+        if extras.patch is not None:
+            x = Extras(patch=below(extras.patch, "decoder")).patched("embed", x)
         self_maps, cross_maps = [], []
         for layer, layer_x in zip(self.decoder, extras.layers("decoder", len(self.decoder))):
             x, self_weights, cross_weights = layer(x, memory, tgt_mask, src_mask, layer_x)

@@ -24,8 +24,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from conftest import CHECKPOINT, ROOT, assert_error_line, run, tiny_config, write_multi30k
-from model import (align, checkpoint, cli, evaluate, faithfulness, familiarity, files, head_importance, head_stats,
-                   inspect, replay, report, silver, source_share, train, train_lengths, translate)
+from model import (align, checkpoint, cli, contrast, evaluate, faithfulness, familiarity, files, head_importance,
+                   head_stats, inspect, patch, replay, report, silver, source_share, train, train_lengths, translate)
 from model.errors import InputError
 from model.transformer import Transformer
 
@@ -189,8 +189,8 @@ def tool_modules() -> list[str]:
     return sorted(p.stem for p in (ROOT / "model").glob("*.py") if "cli.run(main)" in p.read_text(encoding="utf-8"))
 
 
-TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, evaluate, faithfulness, familiarity, head_importance,
-                                                      head_stats,
+TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, contrast, evaluate, faithfulness, familiarity,
+                                                      head_importance, head_stats, patch,
                                                       inspect, replay, report, silver, source_share, train,
                                                       train_lengths, translate)}
 

@@ -6,7 +6,7 @@ views (they never import one another).
 """
 
 from . import (View, alignment, attention, attributions, contributions, evidence, faithful, flow, importance, inside,
-               interventions, positions, stats, trace, training, walk)
+               interventions, patch, positions, stats, trace, training, walk)
 
 # The view switch, in the order a newcomer meets them: the guided walk, then where the translation reads the source.
 # Each entry: its slug in the link (?view=), its label on the switch, how it draws, what it reads from the link
@@ -23,6 +23,7 @@ VIEWS = {v.slug: v for v in (
     View("attribute", "Attributions", attributions.attributions_view, attributions.read_link,
          attributions.link_params),
     View("faithful", "Faithfulness", faithful.faithful_view, faithful.read_link, faithful.link_params),
+    View("patch", "Causes", patch.patch_view, patch.read_link, patch.link_params),
     View("align", "Alignment", alignment.alignment_view, alignment.read_link, alignment.link_params),
     View("training", "Training", training.training_view, training.read_link, training.link_params),
     View("evidence", "Training evidence", evidence.evidence_view, evidence.read_link, evidence.link_params),

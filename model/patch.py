@@ -1,0 +1,437 @@
+"""Cause, not correlation: activation patching between two sentences that differ in one word.
+
+Two sentences of the same length in tokens, a clean one ("Ein Mann ...") and a corrupted one ("Eine Frau ..."),
+are translated; at the first step t where the translations differ, with the clean translation's prefix y_<t in both
+runs, the logit difference LD = logit(clean word) - logit(corrupted word) at step t is the metric. A site's value in
+one run is replaced by its value in the other (Vig et al., NeurIPS 2020; Meng et al., NeurIPS 2022), and
+
+    effect = (LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)
+
+(Zhang and Nanda, ICLR 2024, section 3: the normalised logit difference; Heimersheim and Nanda, 2024). Two
+directions, the same formula:
+
+- denoising: the corrupted run with one site taken from the clean run. 1: this site alone brings the clean word
+  back; 0: it does nothing alone. It finds what is sufficient to carry the difference.
+- noising: the clean run with one site taken from the corrupted run. 0: this site alone destroys the clean word;
+  1: it does nothing. It finds what is necessary.
+
+Sites (model/extras.py names them; the stacks count layers from 0, the page from 1):
+- the encoder's residual stream at each source position, after the embedding (layer 0) and after each layer;
+- the decoder's residual stream at each position 0..t (the prefix and the step itself), the same way;
+- each head's output (before W_O), all its positions at once: encoder, decoder and cross-attention heads;
+- single cross-attention edges (a head, a query position, a source position): the term alpha_ij v_j of the head's
+  output, replaced by the other run's.
+
+Every residual and head site is a row of shared batches (`ROWS` to a pass). Edges are many (heads x positions x
+source tokens): attribution patching (Nanda, 2023; Kramar et al., 2024) estimates all of them from one backward pass
+of the corrupted run, effect_ij ~ dLD/do_i . (alpha'_ij v'_j - alpha_ij v_j) / (LD_clean - LD_corrupt) with o_i the
+head's output at query i, and the strongest are confirmed by exact patching.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import cli, files
+from .errors import InputError
+from .extras import Extras
+from .vocab import SOS_ID
+
+ROWS = 96  # patched runs per forward pass
+EDGES = 12  # strongest edges (by attribution patching) confirmed by exact patching
+DIRECTIONS = ("denoising", "noising")
+STACKS = ("encoder", "decoder")
+HEAD_SITES = (("encoder", "self", "enc"), ("decoder", "self", "dec"), ("decoder", "cross", "cross"))
+
+
+@dataclass
+class Setup:
+    """Both runs of a pair at its first differing step: ids, the step, the two words and every activation."""
+
+    src: dict  # {"clean" | "corrupt": (1, S) ids}
+    tgt: torch.Tensor  # (1, t + 1): <sos> and the clean translation's first t tokens
+    step: int  # t, the first step where the two translations differ
+    words: tuple  # (clean word id, corrupt word id)
+    src_tokens: dict  # {"clean" | "corrupt": S labels}
+    tgt_tokens: list  # t + 1 labels of the decoder inputs
+    word_tokens: tuple  # (clean word, corrupt word)
+    outputs: dict  # {"clean" | "corrupt": the greedy translation's tokens}
+    acts: dict  # {"clean" | "corrupt": {site: (1, ...) tensor}}
+    ld: dict  # {"clean" | "corrupt": LD of the unpatched run}
+
+
+def activations(capture: dict) -> dict:
+    """A capture's values at every patchable site (model/extras.py names), batch kept."""
+    acts = {}
+    for stack, embed in (("encoder", "src_embed"), ("decoder", "tgt_embed")):
+        acts[stack, "embed"] = capture[embed]["tokens"] + capture[embed]["positions"]  # the first layer's input
+        for layer, c in enumerate(capture[stack]):
+            acts[stack, layer, "output"] = c["output"]
+            for sub in ("self", "cross"):
+                if sub in c:
+                    acts[stack, layer, sub, "heads"] = c[sub]["heads"]
+                    acts[stack, layer, sub, "weights"] = c[sub]["weights"]
+                    acts[stack, layer, sub, "v"] = c[sub]["v"]
+    return acts
+
+
+def logit_difference(logits: torch.Tensor, step: int, words: tuple) -> torch.Tensor:
+    """(B,) logit(clean word) - logit(corrupt word) at the step."""
+    at = logits[:, step].double()
+    return at[:, words[0]] - at[:, words[1]]
+
+
+def setup(translator, clean: str, corrupt: str) -> Setup:
+    """Translate both sentences, find the first step where they differ and capture both runs there."""
+    c_tokens, c_ids, _ = translator.source_ids(clean)
+    x_tokens, x_ids, _ = translator.source_ids(corrupt)
+    if len(c_ids) != len(x_ids):
+        raise InputError(f"the two sentences must have the same number of tokens to patch position by position: "
+                         f"{len(c_ids) - 2} and {len(x_ids) - 2}")
+    if c_ids == x_ids:
+        raise InputError("the two sentences are the same to the model: change a word")
+    outs = [[s.token for s in r.steps] for r in translator.translate_batch([clean, corrupt], with_maps=False)]
+    t = next((i for i, (a, b) in enumerate(zip(*outs)) if a != b), None)
+    if t is None:
+        raise InputError("the two translations are the same word for word: there is no step where they differ "
+                         "to trace back")
+    stoi = translator.tgt_vocab.stoi
+    dev = translator.device
+    tgt = torch.tensor([[SOS_ID, *(stoi[w] for w in outs[0][:t])]], device=dev)
+    return capture_pair(translator.model, torch.tensor([c_ids], device=dev), torch.tensor([x_ids], device=dev), tgt,
+                        t, (stoi[outs[0][t]], stoi[outs[1][t]]), {"clean": c_tokens, "corrupt": x_tokens},
+                        ["<sos>", *outs[0][:t]], (outs[0][t], outs[1][t]), {"clean": outs[0], "corrupt": outs[1]})
+
+
+def capture_pair(model, clean, corrupt, tgt, step: int, words: tuple, src_tokens=None, tgt_tokens=None,
+                 word_tokens=None, outputs=None) -> Setup:
+    """Both runs of a pair captured: clean and corrupt (1, S) source ids, tgt (1, t + 1) the shared decoder inputs,
+    the step and the two word ids whose logit difference is measured."""
+    src = {"clean": clean, "corrupt": corrupt}
+    acts, ld = {}, {}
+    with torch.no_grad():
+        for run in ("clean", "corrupt"):
+            capture = {}
+            logits = model(src[run], tgt, Extras(capture=capture, need_weights=False)).logits
+            acts[run], ld[run] = activations(capture), float(logit_difference(logits, step, words)[0])
+    if math.isclose(ld["clean"], ld["corrupt"], abs_tol=1e-9):
+        raise InputError("the two runs give the same logit difference: nothing to normalise by")
+    return Setup(src, tgt, step, words, src_tokens, tgt_tokens, word_tokens, outputs, acts, ld)
+
+
+# --- the sites and their edits -----------------------------------------------------------------------------------
+def sites(s: Setup, n_enc: int, n_dec: int, n_heads: int) -> list[tuple]:
+    """Every residual and head site, one row each: ("resid", stack, layer or -1 for the embedding, position) and
+    ("head", stack, layer, sub, head)."""
+    S, T = s.src["clean"].size(1), s.tgt.size(1)
+    found = []
+    for stack, L, P in (("encoder", n_enc, S), ("decoder", n_dec, T)):
+        found += [("resid", stack, layer, p) for layer in range(-1, L) for p in range(P)]
+    for stack, sub, _ in HEAD_SITES:
+        found += [("head", stack, layer, sub, h) for layer in range(n_enc if stack == "encoder" else n_dec)
+                  for h in range(n_heads)]
+    return found
+
+
+def key(site: tuple) -> tuple:
+    """The model/extras.py site a row edits."""
+    if site[0] == "resid":
+        _, stack, layer, _ = site
+        return (stack, "embed") if layer < 0 else (stack, layer, "output")
+    _, stack, layer, sub, _ = site
+    return stack, layer, sub, "heads"
+
+
+def edits(rows: list[tuple], source: dict, device) -> dict:
+    """The Extras.patch of a batch: each row replaces its one site by the source run's value (source: the run the
+    values come from). Rows of other sites pass through unchanged."""
+    B = len(rows)
+    by_key = {}
+    for b, site in enumerate(rows):
+        by_key.setdefault(key(site), []).append((b, site))
+    patch = {}
+    for k, members in by_key.items():
+        value = source[k]  # (1, P, D) residual or (1, H, Tq, hs) heads
+        if k[-1] == "heads":
+            where = torch.zeros(B, value.size(1), dtype=torch.bool, device=device)
+            for b, site in members:
+                where[b, site[4]] = True
+            patch[k] = (lambda v, where=where, value=value: torch.where(where[:, :, None, None], value, v))
+        else:
+            where = torch.zeros(B, value.size(1), dtype=torch.bool, device=device)
+            for b, site in members:
+                where[b, site[3]] = True
+            patch[k] = (lambda v, where=where, value=value: torch.where(where[:, :, None], value, v))
+    return patch
+
+
+def edge_edits(edges: list[tuple], source: dict, device) -> dict:
+    """The Extras.patch of a batch of cross-attention edges (layer, head, query, key), one row each: the term
+    alpha_ij v_j of that head's output at that query, replaced by the source run's."""
+    B = len(edges)
+    by_layer = {}
+    for b, e in enumerate(edges):
+        by_layer.setdefault(e[0], []).append((b, e))
+    patch = {}
+    for layer, members in by_layer.items():
+        a_src, v_src = source["decoder", layer, "cross", "weights"], source["decoder", layer, "cross", "v"]
+        H, Tq, Tk = a_src.shape[1:]
+        where = torch.zeros(B, H, Tq, Tk, dtype=torch.float32, device=device)
+        for b, (_, h, i, j) in members:
+            where[b, h, i, j] = 1.0
+
+        def edit(out, weights, v, where=where, a_src=a_src, v_src=v_src):
+            # sum_j where_ij (alpha'_ij v'_j - alpha_ij v_j): (B, H, Tq, hs)
+            return out + (where * a_src) @ v_src - (where * weights) @ v
+        patch["decoder", layer, "cross", "edges"] = edit
+    return patch
+
+
+@torch.no_grad()
+def run_rows(model, s: Setup, base: str, patches: list[dict], sizes: list[int]) -> np.ndarray:
+    """LD of each patched row: the `base` run ("clean" or "corrupt") repeated, each batch with its patch.
+
+    Each batch also holds the base run unpatched, as its row 0 (no edit touches it): a row is reported as its change
+    from that row, added to the base run's own LD, so that a patch which changes nothing gives the base LD exactly
+    (the rows of a batch are computed alike; a batch of another size may round its sums differently)."""
+    out = []
+    for patch, B in zip(patches, sizes):
+        shifted = {site: (lambda *a, edit=edit: shift(edit, *a)) for site, edit in patch.items()}
+        logits = model(s.src[base].expand(B + 1, -1), s.tgt.expand(B + 1, -1),
+                       Extras(need_weights=False, patch=shifted)).logits
+        ld = logit_difference(logits, s.step, s.words).cpu().numpy()
+        out.append(ld[1:] - ld[0] + s.ld[base])
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def shift(edit, value, *more):
+    """An edit made for B rows, applied to rows 1..B of a batch whose row 0 stays as it is."""
+    if more:  # edges: edit(out, weights, v)
+        rest = edit(value[1:], *(m[1:] for m in more))
+    else:
+        rest = edit(value[1:])
+    return torch.cat([value[:1], rest])
+
+
+def effect(ld: np.ndarray, s: Setup) -> np.ndarray:
+    return (ld - s.ld["corrupt"]) / (s.ld["clean"] - s.ld["corrupt"])
+
+
+def patch_sites(translator, s: Setup, direction: str) -> dict:
+    """Every residual and head site patched exactly in one direction: {site: effect}."""
+    cfg = translator.cfg
+    base, source = ("corrupt", "clean") if direction == "denoising" else ("clean", "corrupt")
+    rows = sites(s, cfg.n_enc_layers, cfg.n_dec_layers, cfg.n_heads)
+    chunks = [rows[i:i + ROWS] for i in range(0, len(rows), ROWS)]
+    ld = run_rows(translator.model, s, base, [edits(c, s.acts[source], translator.device) for c in chunks],
+                  [len(c) for c in chunks])
+    return dict(zip(rows, effect(ld, s)))
+
+
+def attribution_patching(translator, s: Setup) -> np.ndarray:
+    """Every cross-attention edge's denoising effect estimated to first order from one backward pass of the
+    corrupted run: (L, H, t + 1, S)."""
+    model = translator.model
+    capture = {}
+    with torch.enable_grad():
+        logits = model(s.src["corrupt"], s.tgt, Extras(capture=capture, need_weights=False)).logits
+        heads = [c["cross"]["heads"] for c in capture["decoder"]]  # L x (1, H, Tq, hs), o_i of each head
+        grads = torch.autograd.grad(logit_difference(logits, s.step, s.words).sum(), heads)
+    found = []
+    for layer, g in enumerate(grads):
+        a_c, v_c = s.acts["clean"]["decoder", layer, "cross", "weights"], s.acts["clean"]["decoder", layer, "cross", "v"]
+        a_x, v_x = s.acts["corrupt"]["decoder", layer, "cross", "weights"], s.acts["corrupt"]["decoder", layer, "cross", "v"]
+        # g_i . (alpha'_ij v'_j - alpha_ij v_j) = alpha'_ij (g_i . v'_j) - alpha_ij (g_i . v_j)
+        d = a_c * (g @ v_c.transpose(-2, -1)) - a_x * (g @ v_x.transpose(-2, -1))  # (1, H, Tq, S)
+        found.append(d[0].double())
+    return (torch.stack(found) / (s.ld["clean"] - s.ld["corrupt"])).cpu().numpy()
+
+
+def exact_edges(translator, s: Setup, edges: list[tuple]) -> np.ndarray:
+    """The denoising effect of each edge (layer, head, query, key), patched exactly, one row each."""
+    if not edges:
+        return np.zeros(0)
+    chunks = [edges[i:i + ROWS] for i in range(0, len(edges), ROWS)]
+    ld = run_rows(translator.model, s, "corrupt", [edge_edits(c, s.acts["clean"], translator.device) for c in chunks],
+                  [len(c) for c in chunks])
+    return effect(ld, s)
+
+
+# --- one pair -----------------------------------------------------------------------------------------------------
+@dataclass
+class Patching:
+    """Every site's effect for one pair, both directions, and the cross-attention edges."""
+
+    clean: str
+    corrupt: str
+    src_tokens: dict
+    tgt_tokens: list
+    outputs: dict
+    step: int
+    words: tuple
+    ld: dict
+    swapped: list  # source positions whose tokens differ
+    encoder: dict  # direction -> (L_enc + 1, S): row 0 the embedding
+    decoder: dict  # direction -> (L_dec + 1, t + 1)
+    heads: dict  # direction -> {"enc" | "dec" | "cross": (L, H)}
+    edges_estimated: np.ndarray  # (L_dec, H, t + 1, S) attribution patching, denoising
+    edges: list  # the strongest by estimate: [{"layer", "head", "query", "key", "estimate", "exact"}]
+
+    def summary(self) -> str:
+        """Where the difference travels, in one computed sentence (denoising effects)."""
+        enc, dec = self.encoder["denoising"], self.decoder["denoising"]
+        j = max(self.swapped, key=lambda p: enc[-1, p])
+        cross = self.heads["denoising"]["cross"]
+        layer, head = np.unravel_index(int(np.argmax(cross)), cross.shape)
+        word = self.src_tokens["clean"][j]
+        carried = ", ".join(f"{dec[layer_, self.step]:.2f} after layer {layer_}" for layer_ in range(1, len(dec) - 1))
+        return (f"“{word}” instead of “{self.src_tokens['corrupt'][j]}” becomes “{self.words[0]}” instead of "
+                f"“{self.words[1]}” at step {self.step + 1}: the difference travels through source position {j} "
+                f"(“{word}”) up the encoder (its last layer there alone restores {enc[-1, j]:.2f} of it), into the "
+                f"decoder mostly by cross-attention layer {layer + 1} head {head + 1} (effect {cross[layer, head]:.2f})"
+                + (f"; the decoder's stream at the step carries {carried}." if carried else "."))
+
+    def to_json(self, digits: int = 4) -> dict:
+        r = lambda a: np.round(np.asarray(a, dtype=float), digits).tolist()  # noqa: E731
+        return {"clean": self.clean, "corrupt": self.corrupt, "src_tokens": self.src_tokens,
+                "tgt_tokens": self.tgt_tokens, "outputs": self.outputs, "step": self.step,
+                "words": list(self.words), "ld": {k: round(v, 6) for k, v in self.ld.items()},
+                "swapped": self.swapped, "metric": "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)",
+                "encoder": {d: r(v) for d, v in self.encoder.items()},
+                "decoder": {d: r(v) for d, v in self.decoder.items()},
+                "heads": {d: {k: r(v) for k, v in h.items()} for d, h in self.heads.items()},
+                "edges": [{k: (round(v, digits) if isinstance(v, float) else v) for k, v in e.items()}
+                          for e in self.edges],
+                "summary": self.summary()}
+
+
+def patch(translator, clean: str, corrupt: str, edges: int = EDGES) -> Patching:
+    """Every residual and head site of a pair patched exactly in both directions; every cross-attention edge by
+    attribution patching, the `edges` strongest confirmed exactly."""
+    s = setup(translator, clean, corrupt)
+    cfg = translator.cfg
+    S, T = s.src["clean"].size(1), s.tgt.size(1)
+    encoder, decoder, heads = {}, {}, {}
+    for direction in DIRECTIONS:
+        found = patch_sites(translator, s, direction)
+        encoder[direction] = np.array([[found["resid", "encoder", layer, p] for p in range(S)]
+                                       for layer in range(-1, cfg.n_enc_layers)])
+        decoder[direction] = np.array([[found["resid", "decoder", layer, p] for p in range(T)]
+                                       for layer in range(-1, cfg.n_dec_layers)])
+        heads[direction] = {kind: np.array([[found["head", stack, layer, sub, h] for h in range(cfg.n_heads)]
+                                            for layer in range(cfg.n_enc_layers if stack == "encoder"
+                                                               else cfg.n_dec_layers)])
+                            for stack, sub, kind in HEAD_SITES}
+    estimated = attribution_patching(translator, s)
+    top = np.argsort(-np.abs(estimated), axis=None, kind="stable")[:edges]
+    picked = [tuple(int(i) for i in np.unravel_index(f, estimated.shape)) for f in top]
+    exact = exact_edges(translator, s, picked)
+    swapped = [p for p in range(S) if int(s.src["clean"][0, p]) != int(s.src["corrupt"][0, p])]
+    return Patching(clean, corrupt, s.src_tokens, s.tgt_tokens, s.outputs, s.step, s.word_tokens, s.ld, swapped,
+                    encoder, decoder, heads, estimated,
+                    [{"layer": e[0], "head": e[1], "query": e[2], "key": e[3], "estimate": float(estimated[e]),
+                      "exact": float(x)} for e, x in zip(picked, exact)])
+
+
+# --- over the contrast set ----------------------------------------------------------------------------------------
+def site_values(p: Patching) -> dict:
+    """The per-pair values the contrast-set table averages: each head's effect, the encoder's residual at the swapped
+    positions (their largest) and elsewhere (their mean) after each layer, the decoder's at the step."""
+    S = p.encoder["denoising"].shape[1]
+    other = [q for q in range(1, S - 1) if q not in p.swapped]
+    out = {}
+    for d in DIRECTIONS:
+        enc = p.encoder[d]
+        pick = np.argmax(np.abs(enc[:, p.swapped]), axis=1)  # the swapped position that carries most, per layer
+        out[d] = {"heads": p.heads[d],
+                  "encoder_swapped": enc[:, p.swapped][np.arange(len(enc)), pick],
+                  "encoder_other": enc[:, other].mean(1) if other else np.zeros(len(enc)),
+                  "decoder_step": p.decoder[d][:, p.step]}
+    return out
+
+
+def contrast_table(translator, pairs: list[dict], progress: bool = False) -> dict:
+    """Every site's mean effect per category with 95% bootstrap intervals over the pairs (model.metrics)."""
+    from tqdm import tqdm
+
+    from .metrics import mean_interval
+
+    found, skipped = {}, []
+    for i, pair in enumerate(tqdm(pairs, disable=not progress, desc="patching", unit="pair")):
+        try:
+            found.setdefault(pair["category"], []).append(site_values(patch(translator, pair["clean"],
+                                                                            pair["corrupt"], edges=0)))
+        except InputError as e:  # the pair does not pass for this model (its translations do not differ)
+            skipped.append({"pair": i, "why": str(e)})
+
+    def summary(rows: list):
+        m, low, high = mean_interval(np.array(rows))
+        return {"mean": np.round(m, 4).tolist(), "low": np.round(low, 4).tolist(), "high": np.round(high, 4).tolist()}
+
+    categories = {}
+    for category, values in found.items():
+        entry = {"n": len(values)}
+        for d in DIRECTIONS:
+            entry[d] = {"heads": {kind: summary([v[d]["heads"][kind] for v in values]) for _, _, kind in HEAD_SITES},
+                        **{k: summary([v[d][k] for v in values])
+                           for k in ("encoder_swapped", "encoder_other", "decoder_step")}}
+        cross = np.array(entry["denoising"]["heads"]["cross"]["mean"])
+        layer, head = np.unravel_index(int(np.argmax(cross)), cross.shape)
+        entry["summary"] = (f"{category}: mostly cross-attention layer {layer + 1} head {head + 1} "
+                            f"(mean effect {cross[layer, head]:.2f} over {len(values)} pairs)")
+        categories[category] = entry
+    return {"metric": "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)", "directions": list(DIRECTIONS),
+            "categories": categories, "skipped": skipped}
+
+
+USAGE = """usage examples:
+    python -m model.patch --clean "Ein Mann spielt Gitarre." --corrupt "Eine Frau spielt Gitarre."
+    python -m model.patch --pairs assets/contrast/pairs.jsonl --out checkpoints/patching.json"""
+
+
+@cli.entry_point
+def main(argv=None):
+    p = cli.Parser(description=__doc__.split("\n\n")[0] + "\n\n" + USAGE)
+    p.add_argument("--clean", help="the clean sentence (with --corrupt: one pair, one JSON object)")
+    p.add_argument("--corrupt", help="the corrupted sentence: the same number of tokens, a word changed")
+    p.add_argument("--pairs", help="a pairs file (JSON lines, model/contrast.py): the contrast-set table")
+    p.add_argument("--out", help="with --pairs: the JSON file to write (the shipped one: CHECKPOINT/patching.json)")
+    p.add_argument("--edges", type=cli.whole, default=EDGES, help=f"edges confirmed exactly (default: {EDGES})")
+    cli.add_checkpoint(p)
+    cli.add_device(p)
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    cli.check(args, edges=cli.Range(0, 1000))
+    if args.pairs is None:
+        if args.clean is None or args.corrupt is None:
+            raise InputError("give --clean and --corrupt (one pair), or --pairs FILE --out FILE (the table)")
+        translator = cli.load_translator(args)
+        print(files.dumps(patch(translator, args.clean, args.corrupt, args.edges).to_json(), ensure_ascii=False))
+        return 0
+    if args.out is None:
+        raise InputError("--pairs needs --out FILE")
+    from .contrast import read_pairs
+
+    pairs = read_pairs(args.pairs)
+    out = cli.output_file(args.out, args.checkpoint, "patching.json")
+    translator = cli.load_translator(args)
+    t0 = time.time()
+    result = contrast_table(translator, pairs, progress=not args.no_progress)
+    result["checkpoint"] = translator.checkpoint_id
+    result["data"] = {"pairs": Path(args.pairs).name, "n": len(pairs), "seconds": round(time.time() - t0, 1),
+                      "threads": torch.get_num_threads(),
+                      "command": " ".join(["python -m model.patch --pairs", Path(args.pairs).name,
+                                           *(["--checkpoint", args.checkpoint] if args.checkpoint else []),
+                                           "--out", Path(args.out).name])}
+    files.write_text(out, files.dumps(result, ensure_ascii=False, indent=1) + "\n")
+    print(files.dumps({"out": str(out), "pairs": len(pairs), "skipped": len(result["skipped"]),
+                       "seconds": result["data"]["seconds"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)
