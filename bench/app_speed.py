@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app,  # noqa: E402
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app,  # noqa: E402
                              stop_app, translate_in_page, wait_idle)
 from model.data import default_data_dir, load_split  # noqa: E402
 
@@ -55,7 +55,7 @@ def bare_model_seconds(translator) -> float:
 
 
 # In the page: from a pick (a radio of a group, a button, a slider value) to the end of the view's redraw (its
-# box's data-drawn count goes up: views/explorer.js `drawn`).
+# box's data-drawn count goes up: views/explorer.js `Explorer.mount`).
 PICK_JS = """async ([box, how, a, b]) => {
     const root = document.querySelector(box);
     const before = Number(root.dataset.drawn || 0);

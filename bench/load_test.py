@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.app_speed import rss_mb  # noqa: E402
-from bench.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app  # noqa: E402
+from tests.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app  # noqa: E402
 from model.data import default_data_dir, load_split  # noqa: E402
 
 TIMEOUT_MS = 120_000

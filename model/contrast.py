@@ -12,7 +12,6 @@ word]) and models ({checkpoint name: {"step": t from 0, "clean": word, "corrupt"
 Sentences come from test2016, then val, then train, until each category has --per-category pairs.
 """
 
-import json
 import re
 import time
 from pathlib import Path
@@ -148,7 +147,7 @@ def main(argv=None):
     translators = {Path(c).name: Translator.load(c, args.device) for c in args.checkpoints}
     t0 = time.time()
     pairs = make_pairs(translators, sentences, args.per_category, progress=not args.no_progress)
-    files.write_text(args.out, "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
+    files.write_text(args.out, "".join(files.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
     counts = {c: sum(p["category"] == c for p in pairs) for c in CATEGORIES}
     print(files.dumps({"out": args.out, "pairs": len(pairs), "categories": counts,
                        "seconds": round(time.time() - t0, 1)}))

@@ -108,10 +108,12 @@ def table_csv(df) -> str:
 def map_csv(weights, query_tokens: list, key_tokens: list) -> str:
     """One attention map (Q, K) as CSV: `query_pos,query_token,key_pos,key_token,weight`, a row per cell.
 
-    Rows go query by query, keys in order (Q * K rows). Positions count from 0, so a token that
-    occurs twice stays two rows apart. Tokens are quoted text (csv_cell: one that a spreadsheet would
-    run as a formula starts with '); weights with repr, so float32 values read back exactly. To read it
-    with pandas keep tokens as text ("nan", "1"):
+    query_tokens name the rows: the page names a decoder row (cross- and decoder self-attention) by the token it
+    read and the token it chose, "<sos> → a" (viz.labels.token_labels(r, "tgt"); views/export.py map_rows): pass
+    those for a CSV that names its rows as the page does. Rows go query by query, keys in order (Q * K rows).
+    Positions count from 0, so a token that occurs twice stays two rows apart. Tokens are quoted text (csv_cell:
+    one that a spreadsheet would run as a formula starts with '); weights with repr, so float32 values read back
+    exactly. To read it with pandas keep tokens as text ("nan", "1"):
         pd.read_csv(io.StringIO(text), dtype={"query_token": str, "key_token": str}, keep_default_na=False)
     """
     weights = np.asarray(weights)

@@ -92,13 +92,6 @@ class HeadSet:
                           for h in _indices(head, cfg.n_heads, "head", item, base)}
         return cls.of(cfg, heads)
 
-    @classmethod
-    def from_mask(cls, mask: dict | None) -> "HeadSet":
-        """The heads a mask ({kind: (L, H) tensor of 1 keep / 0 off}) switches off."""
-        masks = [(k, mask[k]) for k in KINDS if mask and mask.get(k) is not None]
-        heads = (Head(k, layer, h) for k, m in masks for layer, h in (m == 0).nonzero().tolist())
-        return cls(frozenset(heads), masks[0][1].shape[1] if masks else 0)
-
     def __iter__(self):
         return iter(sorted(self.heads, key=Head.order))
 
@@ -159,8 +152,3 @@ def _indices(text: str, n: int, what: str, item: str, base: int) -> list[int]:
 def parse_head_mask(spec: str | None, cfg) -> dict | None:
     """SPEC (from 0) -> {kind: (L, H) float tensor of 1 keep / 0 off}, or None when nothing is masked."""
     return HeadSet.parse(spec, cfg).mask(cfg)
-
-
-def head_mask_spec(mask: dict | None) -> str:
-    """The canonical SPEC of a mask (one ITEM per masked head, whole layers shortened): inverse of parse."""
-    return HeadSet.from_mask(mask).spec()

@@ -326,7 +326,10 @@ def patch(translator, clean: str, corrupt: str, edges: int = EDGES) -> Patching:
                                             for layer in range(cfg.n_enc_layers if stack == "encoder"
                                                                else cfg.n_dec_layers)])
                             for stack, sub, kind in HEAD_SITES}
-    estimated = attribution_patching(translator, s)
+    if not edges:  # the contrast-set table: no edges, no backward pass
+        estimated = np.zeros((cfg.n_dec_layers, cfg.n_heads, T, S))
+    else:
+        estimated = attribution_patching(translator, s)
     top = np.argsort(-np.abs(estimated), axis=None, kind="stable")[:edges]
     picked = [tuple(int(i) for i in np.unravel_index(f, estimated.shape)) for f in top]
     exact = exact_edges(translator, s, picked)

@@ -22,13 +22,12 @@ import numpy as np
 import pytest
 import torch
 
-from bench.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app, wait_idle
+from appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app, wait_idle
 from model.config import ModelConfig
 from model.data import default_data_dir
 from model.transformer import Transformer
 from model.translator import Translator
 from model.vocab import Vocab
-from views.instant import unpacked
 from views.state import COUNT_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,55 +193,47 @@ def app(monkeypatch):
 
 
 def charts(app):
-    """The page's figures in order: Streamlit's charts, then what each maps component (views/maps.js) draws first,
-    before any pick in the browser: each panel's figure for the server's pick (the line figure of its layer in the
-    line view, every head in it), the difference, then the all-heads grid."""
+    """The page's figures in order: Streamlit's charts, then each browser-drawn component's figures as the server
+    sends them. The maps components (views/maps.js) get each panel's figure for the server's pick (its line figure
+    in the line view), the difference's, then the all-heads grid's, all without their cells: the browser fills them
+    from the packed maps (read those with `decoded`; tests/test_instant.py and test_browser.py check what the
+    browser draws). The decoding trace (views/trace.js): its step's three figures. Inside a head (views/inside.js):
+    its figures."""
     found = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
-    for data in maps_data(app):
-        panels = data["panels"] + ([data["difference"]] if data["difference"] else [])
-        layer, head = data["pick"]["layer"], data["pick"]["head"]
-        for p in panels:
-            if data["pick"]["draw"] == "lines" and p["lines"]:  # the layer's lines and hover, as views/maps.js swaps
-                fig, drawn = json.loads(p["lines"]["figure"]), p["lines"]["layers"][layer]
-                segments = iter(drawn["lines"])
-                for trace in fig["data"]:
-                    if trace["mode"] == "lines":
-                        trace["x"], trace["y"] = next(segments)
-                    else:
-                        trace["hovertemplate"] = drawn["hovers"][trace["name"].split()[0]]
-                found.append(fig)
-                continue
-            fig = json.loads(p["figure"])  # sent without its cells: filled as views/maps.js `heatmap` fills them
-            z = unpacked(p["maps"])[layer, head]
-            future = np.triu(np.ones(z.shape, bool), 1) if p["causal"] else np.zeros(z.shape, bool)
-            for i, trace in enumerate(fig["data"]):
-                trace["z"] = np.where(future, np.nan, z).tolist() if i == 0 else np.where(future, 1.0, np.nan).tolist()
-                trace["customdata"] = [[[q, k] for k in p["labels"]["k"]] for q in p["labels"]["q"]]
-            found.append(fig)
-        grid = json.loads(data["grid"])  # its cells as views/maps.js `grid` places them
-        m = unpacked(data["panels"][0]["maps"])[:, :-1]  # (L, H, Q, K) without the means
-        L, H, Q, K = m.shape
-        gap, labels, causal = data["gap"], data["panels"][0]["labels"], data["panels"][0]["causal"]
-        z, future = np.full((2, L * (Q + gap) - gap, H * (K + gap) - gap), np.nan)
-        cells = np.full(z.shape, None, dtype=object)
-        for layer, head, q, k in np.ndindex(m.shape):
-            r, c = layer * (Q + gap) + q, head * (K + gap) + k
-            cells[r, c] = [str(layer + 1), str(head + 1), labels["q"][q], labels["k"][k]]
-            if causal and k > q:
-                future[r, c] = 1.0
-            else:
-                z[r, c] = m[layer, head, q, k]
-        for trace, values in zip(grid["data"], (z, future)):
-            trace.update(z=values.tolist(), customdata=cells.tolist())
-        found.append(grid)
-    for c in app.get("bidi_component"):  # the decoding trace (views/trace.js): its step's three figures
+    for c in app.get("bidi_component"):
         data = json.loads(c.proto.json)
-        if c.proto.component_name == "explorer_trace":
+        if c.proto.component_name == "explorer_maps":
+            lines = data["pick"]["draw"] == "lines"
+            found += [json.loads(p["lines"]["figure"] if lines and p["lines"] else p["figure"]) for p in panels(data)]
+            found.append(json.loads(data["grid"]))
+        elif c.proto.component_name == "explorer_trace":
             found += [json.loads(f) for f in (data["bars"][data["step"]], data["self"]["figure"],
                                               data["cross"]["figure"])]
-        elif c.proto.component_name == "explorer_inside":  # inside a head (views/inside.js): its figures
+        elif c.proto.component_name == "explorer_inside":
             found += [json.loads(f) for f in data["figures"].values()]
     return found
+
+
+def decoded(p: dict) -> np.ndarray:
+    """An array as the server packs it for the browser, decoded as views/explorer.js `Explorer.decode` does:
+    views.instant.packed's uint16 codes {b64, shape, offset, step} as offset + code * step, or views.instant.float32's
+    {b64, shape} as its float32 values."""
+    if "step" in p:
+        codes = np.frombuffer(base64.b64decode(p["b64"]), dtype="<u2").astype(np.float64)
+        return (p["offset"] + codes * p["step"]).reshape(p["shape"])
+    return np.frombuffer(base64.b64decode(p["b64"]), dtype="<f4").reshape(p["shape"])
+
+
+def panels(data: dict) -> list[dict]:
+    """A maps component's panels in page order: each run's, then the difference (views/attention.py)."""
+    return data["panels"] + ([data["difference"]] if data["difference"] else [])
+
+
+def picked_maps(app) -> list[np.ndarray]:
+    """The map of the server's pick (layer, and head or mean) in each maps component's panels, in page order: the
+    packed maps as sent, decoded at that pick."""
+    return [decoded(p["maps"])[data["pick"]["layer"], data["pick"]["head"]] for data in maps_data(app)
+            for p in panels(data)]
 
 
 def component_data(app, name: str) -> dict:

@@ -9,11 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from bench.appserver import wait_idle
+from appserver import wait_idle
 import viz
-from conftest import fresh_page, from_url, maps_data
+from conftest import decoded, fresh_page, from_url, maps_data
 from views.widgets import map_frame, table_labels
-from views.instant import unpacked
 
 SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
 LINK = "/?s=Zwei%20M%C3%A4nner%20spielen%20Fu%C3%9Fball%20auf%20einer%20Wiese."
@@ -60,7 +59,7 @@ def test_the_map_table_holds_the_map_and_names_hostile_tokens_as_typed(monkeypat
     panel = maps_data(at)[0]["panels"][0]
     r = translator.translate(hostile)
     weights = r.decoder_attentions[1, 2]  # layer 2, head 3
-    np.testing.assert_allclose(unpacked(panel["maps"])[1, 2], weights, atol=5.01e-5)
+    np.testing.assert_allclose(decoded(panel["maps"])[1, 2], weights, atol=5.01e-5)
     assert panel["causal"]  # the browser writes "masked" above the diagonal, as the chart greys it
     steps = table_labels(viz.predicting(r.tgt_tokens, [s.token for s in r.steps]))
     assert panel["table"]["rows"] == panel["table"]["cols"] == steps

@@ -51,7 +51,7 @@ def test_alignment_view_for_a_typed_sentence_and_a_bad_link(monkeypatch):
 
 
 def test_alignment_and_training_views_in_the_browser(page, server):
-    from bench.appserver import wait_idle
+    from appserver import wait_idle
 
     page.goto(f"{server}/?s={LINE0.de}&view=align")
     page.get_by_text("Annotated test sentence (line 0)").wait_for(timeout=60_000)

@@ -1,7 +1,6 @@
 """The real app.py under streamlit.testing.v1.AppTest, with the shipped checkpoint (slow tier: each test runs the
 whole page script, often several times)."""
 
-import base64
 import json
 import shlex
 
@@ -9,12 +8,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, from_url, headers, maps_data,
-                      markdown, shown)
+from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, decoded, from_url, headers,
+                      maps_data, markdown, shown)
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
 from model.vocab import Vocab
-from views.instant import unpacked
 from viz import plain
 
 pytestmark = pytest.mark.slow
@@ -28,11 +26,6 @@ def typed(app, sentence):
 def trace_data(app) -> dict:
     """What the decoding trace sends the browser (views/trace.py trace_data)."""
     return component_data(app, "trace")
-
-
-def unpacked32(p: dict) -> np.ndarray:
-    """views/inside.py f32's inverse."""
-    return np.frombuffer(base64.b64decode(p["b64"]), dtype="<f4").reshape(p["shape"])
 
 
 def steps_table(app):
@@ -71,7 +64,7 @@ def test_every_layer_and_head_reaches_the_browser_with_its_title_and_colours(app
         view(app, kind)
         data = maps_data(app)[0]
         maps, L, H = getattr(want, field), data["layers"], data["heads"]
-        got = unpacked(data["panels"][0]["maps"])
+        got = decoded(data["panels"][0]["maps"])
         assert got.shape == (L, H + 1) + maps.shape[2:] and (L, H) == maps.shape[:2]
         np.testing.assert_allclose(got[:, :H], maps, atol=5.01e-5)
         np.testing.assert_allclose(got[:, H], maps.mean(axis=1), atol=5.01e-5)
@@ -95,11 +88,12 @@ def test_every_step_of_the_trace_reaches_the_browser(app, translator):
     for t, (got, want) in enumerate(zip(data["steps"], r.steps)):
         assert (got["read"], got["token"]) == (r.tgt_tokens[t], want.token)
         assert got["prob"] == pytest.approx(want.prob, abs=1e-6)  # the page's batched path: float32 rounding
-        assert got["others"] == [tok for tok, _ in want.top if tok != want.token]
+        # the browser's what-if box: the step's candidates, then the way to any word of the vocabulary
+        assert got["others"] == [*(tok for tok, _ in want.top if tok != want.token), "(another word…)"]
         bar = json.loads(data["bars"][t])
         assert plain(want.token) + "  ◀ chosen" in bar["layout"]["yaxis"]["ticktext"]
-    np.testing.assert_allclose(unpacked(data["self"]["maps"]), r.decoder_attentions, atol=5.01e-5)
-    np.testing.assert_allclose(unpacked(data["cross"]["maps"]), r.cross_attentions, atol=5.01e-5)
+    np.testing.assert_allclose(decoded(data["self"]["maps"]), r.decoder_attentions, atol=5.01e-5)
+    np.testing.assert_allclose(decoded(data["cross"]["maps"]), r.cross_attentions, atol=5.01e-5)
     assert [a["ticktext"] for a in data["self"]["axes"]][1][-1] == r.tgt_tokens[1]  # step 2 reads two keys
     df = steps_table(app)
     assert len(df) >= 4 and df["token"].iloc[-1] == "<eos>"
@@ -349,15 +343,19 @@ def test_bad_link_parameters_give_a_message_and_defaults(monkeypatch, params, no
 
 @pytest.mark.parametrize("params", [{"view": "trace"}, {"view": "cross", "vs": "force"}])
 def test_a_forced_word_the_step_does_not_offer_is_named(monkeypatch, translator, params):
+    """The comparison forces one of the step's candidates; the trace any word of the model's vocabulary, as
+    `model.translate --force` does (tests/test_smaller_things.py): a word outside it is named."""
     s = "Ein Mann fährt Fahrrad."
     step = translator.translate(s).steps[2]
     offered = [t for t, _ in step.top if t != step.token]
-    assert "woman" not in offered
-    at = from_url(monkeypatch, s=s, step="3", whatif="woman", **params)
+    assert "woman" not in offered and "qwxzy" not in translator.tgt_vocab.stoi
+    word = "woman" if params["view"] == "cross" else "qwxzy"
+    at = from_url(monkeypatch, s=s, step="3", whatif=word, **params)
     assert not at.exception and not at.error
     assert (f"whatif='woman' is not one of the words step 3 could have said ({', '.join(offered)})"
-            in shown(at.warning[0].value))
-    assert dict(at.query_params).get("whatif") != "woman"
+            if word == "woman" else "whatif='qwxzy' is not a word of the model's English vocabulary") \
+        in shown(at.warning[0].value)
+    assert dict(at.query_params).get("whatif") != word
     at = from_url(monkeypatch, s=s, step="3", whatif=offered[1], **params)  # a word the step offers is kept
     assert not at.exception and not at.warning
     text = headers(at) if params["view"] == "cross" else shown(markdown(at))  # the comparison's heading, or the trace
@@ -413,7 +411,7 @@ def test_inside_a_head_and_source_flow_views(app, translator):
     data = component_data(app, "inside")
     inside = translator.inside("Zwei Männer spielen Fußball auf einer Wiese.").sublayers["dec"]
     for name in ("x", "q", "k", "v", "scores", "weights", "heads", "layer_output"):  # every layer, head and query
-        np.testing.assert_allclose(unpacked32(data["arrays"][name]), inside[name], rtol=1e-5, atol=1e-5)  # float32
+        np.testing.assert_allclose(decoded(data["arrays"][name]), inside[name], rtol=1e-5, atol=1e-5)  # float32
     scores = next(c for c in charts(app) if "softmax" in json.dumps(c["layout"].get("annotations", "")))
     text = scores["data"][2]["text"]  # the weights' labels: query 3 may see keys 0-3, the rest is the future
     assert "masked" not in text[:4] and text[4:] == ["masked"] * (len(text) - 4)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench.appserver import CHROMIUM_ARGS, free_port, start_app, stop_app, translate_in_page, wait_idle
+from appserver import CHROMIUM_ARGS, free_port, start_app, stop_app, translate_in_page, wait_idle
 from conftest import CHECKPOINT, ROOT, download, fresh_page
 
 ARTIFACTS = ROOT / "tests/artifacts"

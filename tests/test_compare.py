@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import viz
-from conftest import CHECKPOINT, array, charts, from_url, headers, markdown
+from conftest import CHECKPOINT, array, charts, from_url, headers, maps_data, markdown, picked_maps
 from model.head_importance import head_importance_for_sentence
 
 SIN = CHECKPOINT / "sinusoidal"
@@ -44,9 +44,9 @@ def test_line_view_focus_keeps_only_that_tokens_lines_and_heads_start_hidden():
     assert lines and all(t.y[k + 1] == 2 for t in lines for k in range(0, len(t.x), 3))
     assert {t.visible for t in fig.data if t.mode == "lines" and t.legendgroup == "head0"} == {"legendonly"}
     tokens = [t for t in fig.data if t.mode == "markers+text"]
-    point = {"customdata": list(tokens[1].customdata[2])}
-    assert viz.token_of(point) == ("key", 2)
-    assert viz.token_of({"customdata": [1, 2]}) is None  # a model-view tile is not a token
+    # What a click on a token reports, and views/maps.js reads: its side and position (a tile's starts with a layer).
+    assert list(tokens[1].customdata[2])[:2] == ["key", 2]
+    assert {c[0] for t in tokens for c in t.customdata} == {"query", "key"}
 
 
 def test_difference_map_is_signed_and_checked():
@@ -72,17 +72,11 @@ def test_training_reach_is_the_share_of_sentences_longer_than_each_position():
 
 # --- the page -----------------------------------------------------------------------------------
 
-def one_head_maps(at):
-    """z of every one-head map on the page, in page order (the all-heads grid, also a heatmap, has no title)."""
-    return [array(s["data"][0]["z"]) for s in charts(at)
-            if s["data"][0]["type"] == "heatmap" and ", layer " in s["layout"]["title"]["text"]]
-
-
 @pytest.mark.slow
 def test_another_sentence_side_by_side_with_their_difference(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="enc", layer="1", head="2", vs="sentence", s2=PAIR[1])
     assert not at.exception and not at.error
-    first, second, diff = one_head_maps(at)
+    first, second, diff = picked_maps(at)
     want = [translator.translate(s).encoder_attentions[0, 1] for s in PAIR]  # the CLI's route, not the page's
     assert np.allclose(first, want[0], atol=5.01e-5) and np.allclose(second, want[1], atol=5.01e-5)
     assert np.allclose(diff, want[1] - want[0], atol=5.01e-5)
@@ -94,7 +88,7 @@ def test_another_sentence_side_by_side_with_their_difference(monkeypatch, transl
 def test_heads_off_are_compared_on_the_original_output(monkeypatch, translator):
     at = from_url(monkeypatch, s=PAIR[0], view="cross", layer="3", head="1", vs="off", off="cross.2.8")
     assert not at.exception and not at.error
-    first, second, diff = one_head_maps(at)
+    first, second, diff = picked_maps(at)
     original = translator.translate(PAIR[0])
     ids = translator.tgt_vocab.encode([s.token for s in original.steps])
     ablated = translator.analyze(PAIR[0], ids, heads_off="cross.1.7")
@@ -120,8 +114,9 @@ def test_a_forced_word_is_compared_and_kept_in_the_link(monkeypatch, translator)
 def test_line_view_link(monkeypatch):
     at = from_url(monkeypatch, s=PAIR[0], view="dec", layer="2", draw="lines")
     assert not at.exception and not at.error
-    lines = charts(at)[0]
+    lines = charts(at)[0]  # the line figure as sent; the lines of each layer travel beside it
     assert sum(t["mode"] == "lines" for t in lines["data"]) == 8 * len(viz.lines.LEVELS)
+    assert len(maps_data(at)[0]["panels"][0]["lines"]["layers"][1]["lines"]) == 8 * len(viz.lines.LEVELS)
     assert dict(at.query_params)["draw"] == "lines"
 
 
@@ -152,7 +147,7 @@ def test_the_sinusoidal_model_is_chosen_by_the_link_and_compared_with_the_learne
     assert sin.cfg.positions == "sinusoidal"
     assert f"class='translation'>{sin.translate(PAIR[0]).text.split()[0]}" in markdown(at)
     assert dict(at.query_params)["model"] == "sinusoidal"
-    first, second, diff = one_head_maps(at)  # the source is the same, so encoder maps always compare
+    first, second, diff = picked_maps(at)  # the source is the same, so encoder maps always compare
     learned = Translator.load(CHECKPOINT, "cpu").translate(PAIR[0])
     assert np.allclose(first, sin.translate(PAIR[0]).encoder_attentions.mean(axis=1)[0], atol=5.01e-5)
     assert np.allclose(second, learned.encoder_attentions.mean(axis=1)[0], atol=5.01e-5)

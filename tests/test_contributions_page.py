@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import CHECKPOINT, array, charts, from_url, maps_data, markdown, shown
-from views.instant import unpacked
+from conftest import CHECKPOINT, array, charts, decoded, from_url, maps_data, markdown, picked_maps, shown
 from viz.contributions import LOW_COLOR
 
 pytestmark = pytest.mark.slow
@@ -96,18 +95,18 @@ def test_the_norms_switch_draws_the_translators_norms_and_stays_in_the_link(monk
     at = from_url(monkeypatch, s=s, view="cross", layer="2", head="5", values="norms")
     assert not at.exception and not at.warning
     norms = translator.weighted_norms(s).norms["cross"]
-    big = charts(at)[0]
+    big = charts(at)[0]  # the figure as sent, without its cells: the browser fills them from the packed maps
     assert big["layout"]["title"]["text"] == "Cross-attention, layer 2, head 5, norms ‖α·f(x)‖"
     step = maps_data(at)[0]["panels"][0]["maps"]["step"]  # norms travel as codes of max / 65535
-    np.testing.assert_allclose(array(big["data"][0]["z"]), norms[1, 4], atol=step / 2 + 1e-7)
+    np.testing.assert_allclose(picked_maps(at)[0], norms[1, 4], atol=step / 2 + 1e-7)
     axis = big["layout"]["coloraxis"]
     assert axis["colorbar"]["title"]["text"] == "‖α·f(x)‖" and axis["cmax"] == pytest.approx(norms[1, 4].max())
-    grid = charts(at)[1]  # every layer and head, norms too, one colour range
-    cells = array(grid["data"][0]["z"]).astype(float).ravel()
-    np.testing.assert_allclose(np.sort(cells[~np.isnan(cells)]), np.sort(norms.ravel()), atol=step / 2 + 1e-7)
+    # The all-heads grid is filled from the same maps (every layer and head, norms too, one colour range).
+    data = maps_data(at)[0]["panels"][0]
+    np.testing.assert_allclose(decoded(data["maps"])[:, :-1], norms, atol=step / 2 + 1e-7)
     assert dict(at.query_params)["values"] == "norms"
-    data = maps_data(at)[0]["panels"][0]  # another head, in the browser: norms too, each with its own range
-    np.testing.assert_allclose(unpacked(data["maps"])[1, 2], norms[1, 2], atol=data["maps"]["step"] / 2 + 1e-7)
+    # another head, in the browser: norms too, each with its own range
+    np.testing.assert_allclose(decoded(data["maps"])[1, 2], norms[1, 2], atol=data["maps"]["step"] / 2 + 1e-7)
     assert data["scales"][1][2][0] == [0.0, pytest.approx(norms[1, 2].max()), "‖α·f(x)‖"]
     assert data["titles"][1][2] == "Cross-attention, layer 2, head 3, norms ‖α·f(x)‖"
     assert dict(at.query_params) == {"s": s, "view": "cross", "layer": "2", "head": "5", "values": "norms"}
@@ -121,10 +120,11 @@ def test_the_norms_in_the_line_view_and_the_decoder_view(monkeypatch, translator
     s = PLAIN
     at = from_url(monkeypatch, s=s, view="dec", layer="1", values="norms", draw="lines")
     assert not at.exception and not at.warning
-    lines = charts(at)[0]
+    lines = charts(at)[0]  # the line figure as sent; each layer's lines and hover travel beside it
     assert lines["layout"]["title"]["text"].endswith("norms ‖α·f(x)‖")
+    assert any(t.get("name") == "query tokens" for t in lines["data"])
     norms = translator.weighted_norms(s).norms["dec"][0]  # (H, T, T)
-    hover = [h for t in lines["data"] if t.get("name") == "query tokens" for h in t["hovertemplate"]]
+    hover = maps_data(at)[0]["panels"][0]["lines"]["layers"][0]["hovers"]["query"]  # layer 1's query tokens
     best = norms.max(axis=0)[0].max()  # query 0's strongest partner over the heads
     assert f"key 0: {best:.3f}" in hover[0] and "‖α·f(x)‖" in hover[0]
     assert dict(at.query_params)["values"] == "norms" and dict(at.query_params)["draw"] == "lines"

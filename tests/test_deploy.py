@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.appserver import CHROMIUM, CHROMIUM_ARGS
+from appserver import CHROMIUM, CHROMIUM_ARGS
 from conftest import CHECKPOINT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -179,7 +179,7 @@ def test_every_view_runs_under_the_policy(served):
     violation (deploy/security-headers.conf names what the page needs; no 'unsafe-eval' among it)."""
     from playwright.async_api import async_playwright
 
-    from bench.appserver import BROWSER_VIEWS
+    from appserver import BROWSER_VIEWS
     from bench.load_test import idle
     from views.registry import VIEWS
 

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from bench.appserver import INPUT_LABEL, translate_in_page, wait_idle
+from appserver import INPUT_LABEL, translate_in_page, wait_idle
 from conftest import fresh_page
 from test_browser import CONTRAST
 

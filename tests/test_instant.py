@@ -11,7 +11,7 @@ import numpy as np
 import plotly
 import pytest
 
-from bench.appserver import translate_in_page, wait_idle
+from appserver import translate_in_page, wait_idle
 from views.instant import serve_plotly
 
 pytestmark = pytest.mark.slow

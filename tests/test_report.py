@@ -241,7 +241,7 @@ def test_a_hostile_sentence_runs_nothing_in_the_browser(browser, translator, tmp
 def test_the_pages_download_is_the_cli_report(page, tmp_path):
     """The page's "Download as an HTML page" and `python -m model.report`: the same bytes. The page translates with
     one torch thread per call (app.py), and provenance names the threads: the CLI runs with one too."""
-    from bench.appserver import translate_in_page, wait_idle
+    from appserver import translate_in_page, wait_idle
 
     sentence = "Eine Frau mit einem roten Hut liest ein Buch."
     translate_in_page(page, sentence)

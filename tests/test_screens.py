@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bench.appserver import INPUT_LABEL, wait_idle
+from appserver import INPUT_LABEL, wait_idle
 from conftest import fresh_page
 from model.export import provenance
 from views.widgets import literal

@@ -82,3 +82,28 @@ def test_the_walk_names_the_views_it_opens_as_the_switch_does():
 
     assert {stop.opens for stop in STOPS if stop.opens} <= set(OPENS)
     assert {slug: VIEWS[slug].label for slug in OPENS} == OPENS
+
+
+def test_browser_code_keeps_to_120_columns():
+    """The browser side reads like the Python side (docs/contract.md, "The maps in the browser"): views/*.js lines
+    within 120 columns."""
+    long = [f"{path.name}:{number} ({len(line)})" for path in sorted((ROOT / "views").glob("*.js"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if len(line) > 120]
+    assert not long, f"lines over 120 columns: {long}"
+
+
+def test_each_component_reaches_the_framework_by_one_name():
+    """views/explorer.js declares one top-level name, `Explorer` (the framework: mount, decode, at, picks, ...), and
+    each component (views/<name>.js, after it in one module: views/instant.py) exports its own named function: no
+    helper reaches another file as an implicit global."""
+    import re
+
+    declared = re.compile(r"^(?:export\s+default\s+)?(?:async\s+)?(?:const|let|var|function|class)\s+(\w+)", re.M)
+    assert declared.findall((ROOT / "views/explorer.js").read_text(encoding="utf-8")) == ["Explorer"]
+    components = sorted(p for p in (ROOT / "views").glob("*.js") if p.name != "explorer.js")
+    assert components, "no component found beside views/explorer.js"
+    for path in components:
+        code = path.read_text(encoding="utf-8")
+        assert "Explorer" not in declared.findall(code), path.name
+        assert f"\nfunction {path.stem}(" in code and code.rstrip().endswith(f"export default {path.stem};"), path.name
+        assert re.search(r"Explorer\.mount\(", code), f"{path.name} mounts its view with Explorer.mount"

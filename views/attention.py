@@ -25,6 +25,10 @@ from .state import (MEAN, choice_param, head_key, head_link, head_param, int_par
 from .widgets import literal, table_labels, trust_line
 
 VALUES = {"weights": "weights α", "norms": "weighted norms ‖α·f(x)‖"}  # what the maps draw: ?values=norms
+# The colour stretch, picked in the browser alone (views/maps.js): its switch and what it does.
+STRETCH = {"label": "Stretch colours",
+           "help": "Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: more contrast, but "
+                   "colours no longer compare between maps. (Norms always have their own range.)"}
 # What a map's table holds, rows then columns (its accessible name says so).
 TABLE_AXES = {"enc": "German tokens (queries), columns: German tokens (keys)",
               "dec": "English steps (the token read → the token chosen), columns: English tokens so far (keys)",
@@ -123,6 +127,7 @@ def attention_view(ctx: Context, kind: str):
         "norms": norms, "panels": panels, "difference": diff,
         "names": [[f"{kind}-layer{i + 1}-{'mean' if h == H else f'head{h + 1}'}" + ("-norms" if norms else "")
                    for h in range(H + 1)] for i in range(L)],
+        "stretch": STRETCH,
         "mean_note": f"The mean of the {H} heads is a summary for reading, not something the model computes: each "
                      "head has its own map, and the layer concatenates their outputs. Pick a head to see one.",
         "grid_title": f"All {L} layers × {H} heads ({grid_values}) — click a tile to open it above.",

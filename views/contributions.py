@@ -24,6 +24,10 @@ from .state import page_view
 from .widgets import chart, literal, map_table, table_labels, trust_line
 
 SHARE_FILE = "source_share.json"
+# The step x token maps go two a row while each, at its own size (square cells, viz/attention.py), fits half a
+# 1400 px page with a little to spare: a wider one would shrink there, leaving a band of empty space under it (its
+# height stays), so it gets a row of its own. Three in a row left 170 px of map each.
+PAIR_PX = 800
 
 WHAT_IT_MEASURES = (
     "**What ALTI+ measures** (Ferrando et al., EMNLP 2022). Each attention block's output for a token is a sum of "
@@ -66,32 +70,40 @@ def contributions_view(ctx: Context):
     trust_line(ctx.checkpoint, {"": "ALTI+"})
     st.markdown("**Step × token: contributions beside attention**")
     L, H = result.cross_attentions.shape[:2]
-    st.caption(f"Left, what each step drew from each source token; middle, from each token of its prefix (grey: "
-               f"later tokens it cannot see); together a row sums to 1. Right, the cross-attention weights, the "
-               f"mean over all {L} layers and {H} heads: where the heads looked in the source, not how much of it "
-               "reached the prediction, and nothing about the prefix. Each map has its own colour range.")
+    st.caption(f"“ALTI+: source tokens” is what each step drew from each source token, “ALTI+: prefix tokens” what "
+               "it drew from each token of its prefix (grey: later tokens it cannot see): a row of the two together "
+               f"sums to 1. “Cross-attention” is the weights over the same source tokens, the mean over all {L} layers "
+               f"and {H} heads: where the heads looked, not how much of it reached the prediction. Each map has its "
+               "own colour range.")
     maps = (
         viz.contribution_map(c.source, rows, result.src_tokens, key_unknown=result.src_unknown,
                              title="ALTI+: source tokens", key_axis="source token"),
-        viz.contribution_map(c.prefix, rows, result.tgt_tokens, causal=True, title="ALTI+: prefix tokens",
-                             key_axis="prefix token (decoder input)"),
         viz.attention_heatmap(result.cross_attentions.mean(axis=(0, 1)), rows, result.src_tokens,
                               key_unknown=result.src_unknown, stretch=True, key_axis="source token",
                               query_axis="step: the token read → the token chosen",
-                              title=f"Cross-attention, mean of {L} layers × {H} heads"))
+                              title=f"Cross-attention, mean of {L} layers × {H} heads"),
+        viz.contribution_map(c.prefix, rows, result.tgt_tokens, causal=True, title="ALTI+: prefix tokens",
+                             key_axis="prefix token (decoder input)"))
     steps = [f"step {t + 1}: {r}" for t, r in enumerate(rows)]  # counted from 1, as the hover and the CSV count
     source, prefix = table_labels(result.src_tokens, result.src_unknown), table_labels(result.tgt_tokens)
     tables = ((c.source, source, None, "ALTI+ contributions of the source tokens"),
-              (c.prefix, prefix, viz.causal_mask(len(steps), len(prefix)), "ALTI+ contributions of the prefix tokens"),
               (result.cross_attentions.mean(axis=(0, 1)), source, None,
-               f"Cross-attention weights, mean of {L} layers × {H} heads"))
-    for col, fig, key, (values, columns, masked, what) in zip(st.columns(3), maps, ("source", "prefix", "attention"),
+               f"Cross-attention weights, mean of {L} layers × {H} heads"),
+              (c.prefix, prefix, viz.causal_mask(len(steps), len(prefix)), "ALTI+ contributions of the prefix tokens"))
+    # Source and attention share their axes, so they sit side by side; below them the prefix, beside what ALTI+
+    # measures; each in a row of its own where they are wider (PAIR_PX).
+    if all(fig.layout.width <= PAIR_PX for fig in maps):
+        first, second = st.columns(2), st.columns(2)
+        places, aside = (*first, second[0]), second[1]
+    else:
+        places, aside = [st.container() for _ in maps], st.container()
+    for col, fig, key, (values, columns, masked, what) in zip(places, maps, ("source", "attention", "prefix"),
                                                               tables):
         with col:
-            chart(fig, key=f"contrib_{key}", name=f"contributions-{key}", width="stretch")
+            chart(fig, key=f"contrib_{key}", name=f"contributions-{key}", width="content")
             map_table(values, steps, columns, f"{what}; rows: steps (the token read → the token chosen)",
                       key=f"contrib_{key}_table", corner="step \\ token", masked=masked)
-    st.markdown(WHAT_IT_MEASURES)
+    aside.markdown(WHAT_IT_MEASURES)
     downloads(ctx, extra=[
         ("Contributions (JSON)", "contributions.json", "application/json",
          lambda: json.dumps(c.to_json(), ensure_ascii=False)),

@@ -1,9 +1,18 @@
-// What the page's browser-drawn views share (views/instant.py puts this file before each component's own):
-// plotly.js from the app itself, the address bar that follows picks made here, packed numbers, small DOM helpers.
+// The small framework the page's browser-drawn views share. views/instant.py puts this file before each component's
+// own (views/maps.js, trace.js, inside.js), which reaches it through the one name declared here, `Explorer`:
+//
+//   Explorer.mount(root, data, {name, pick, build, draw, first})  a view's life: render token, page look, style and
+//                                                                  box, one redraw at a time, ready, teardown
+//   Explorer.decode(packed) -> {values, shape}                     the numbers Python packed (views/instant.py)
+//   Explorer.at(array, ...index)                                   one indexer into a decoded array
+//   Explorer.picks(slug, seq, first, limits)                       one pick store: the server's pick, then the page's
+//
+// and small helpers (el, radios, htmlTable, save, fill, follow, decimals). Prose comes from Python, in `data`.
 
-// The controls look like Streamlit's segmented controls in either theme: the theme's text colour, translucent
-// greys, the picked one tinted and bordered in the primary colour (its text stays the text colour, for contrast).
-const CSS = `
+const Explorer = (() => {
+  // The controls look like Streamlit's segmented controls in either theme: the theme's text colour, translucent
+  // greys, the picked one tinted and bordered in the primary colour (its text stays the text colour, for contrast).
+  const CSS = `
 .explorer .controls {display:flex; flex-wrap:wrap; gap:0.6rem 1.2rem; align-items:flex-end; margin:0.3rem 0}
 .explorer .group {display:flex; flex-wrap:wrap; align-items:center; gap:0}
 .explorer .group .label {width:100%; font-size:0.875rem; margin-bottom:0.25rem}
@@ -41,231 +50,335 @@ const CSS = `
 .explorer-trace .controls button {border-radius:0.5rem; margin:0}
 `;
 
-let plotlyLoaded = null;
+  // --- plotly.js -----------------------------------------------------------------------------------------------
 
-function loadPlotly(src) {
-  // plotly.js, served by the app from the installed plotly package (no CDN), once per page. `src` is its gzipped
-  // copy (views/instant.py serve_plotly): unzipped here and run from a blob: URL, so that the server sends stored
-  // bytes instead of compressing 4.8 MB for every page. A browser without DecompressionStream loads the plain copy.
-  if (!plotlyLoaded) {
-    plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : (async () => {
-      let url = src.replace(/\.gz$/, "");
-      if (window.DecompressionStream) {
-        const answer = await fetch(src);
-        if (!answer.ok) throw new Error(`plotly.js did not load from ${src}: ${answer.status}`);
-        const code = answer.body.pipeThrough(new DecompressionStream("gzip"));
-        url = URL.createObjectURL(await new Response(code, {headers: {"Content-Type": "text/javascript"}}).blob());
-      }
-      await new Promise((resolve, reject) => {
-        const tag = document.createElement("script");
-        tag.src = url;
-        tag.onload = resolve;
-        tag.onerror = () => reject(new Error(`plotly.js did not load from ${src}`));
-        document.head.appendChild(tag);
-      });
-      if (url.startsWith("blob:")) URL.revokeObjectURL(url);
-      return window.Plotly;
-    })().catch(error => { plotlyLoaded = null; throw error; });
-  }
-  return plotlyLoaded;
-}
+  let plotlyLoaded = null;
 
-// --- The address bar -----------------------------------------------------------------------------------------
-// Streamlit writes the link the server knows after a script run (views/state.py write_url), and the server never
-// hears of a pick made here. So each address Streamlit writes gets this page's picks for its view merged back in,
-// and a pick made here rewrites the address at once: a copied link always opens what is on screen.
-
-window.explorerLinks ||= {};  // view slug -> the link parameters this page's picks decide ({name: value, or null})
-
-function withPicks(url) {
-  const u = new URL(url, window.location.href);
-  const own = window.explorerLinks[u.searchParams.get("view")];
-  for (const [name, value] of Object.entries(own || {})) {
-    if (value === null) u.searchParams.delete(name); else u.searchParams.set(name, value);
-  }
-  return u.toString();
-}
-
-if (!window.history.explorerPicks) {  // once per page, however often the module is evaluated
-  for (const method of ["pushState", "replaceState"]) {
-    const original = window.history[method].bind(window.history);
-    window.history[method] = (state, unused, url) => original(state, unused, url == null ? url : withPicks(url));
-  }
-  window.history.explorerPicks = true;
-}
-
-function follow(slug, params) {
-  window.explorerLinks[slug] = params;
-  const next = withPicks(window.location.href);
-  if (next !== window.location.href) window.history.replaceState(window.history.state, "", next);
-}
-
-// --- The numbers ---------------------------------------------------------------------------------------------
-
-function bytes(b64) {
-  // base64 -> its bytes, in a buffer of their own (so typed arrays over it start aligned)
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-function unpack(p) {
-  // views.instant.packed: {b64, shape, offset, step} -> {codes: Uint16Array, shape, offset, step}; typed arrays
-  // read in the machine's order, little-endian on every browser platform, as packed writes them
-  return {...p, codes: new Uint16Array(bytes(p.b64).buffer)};
-}
-
-function unpack32(p) {
-  // views.instant.float32: {b64, shape} -> {values: Float32Array, shape}
-  return {values: new Float32Array(bytes(p.b64).buffer), shape: p.shape};
-}
-
-const decimals = (m) => Math.max(0, Math.round(-Math.log10(m.step)));  // 4 for weights
-
-
-// --- Drawing ---------------------------------------------------------------------------------------------------
-
-function pageLook(host) {
-  // The page's text colour and font, read once per render (reading computed styles on every redraw forces the
-  // browser to lay out the whole page).
-  const style = getComputedStyle(host);
-  return {color: style.color, family: style.fontFamily};
-}
-
-function fitted(layout, room, rescale = true) {
-  // A figure viz sized in pixels, narrowed to the room there is (an 800 px window, a phone): its square cells shrink
-  // with it (rescale: the height too, less the labels' share), instead of hiding behind a sideways scroll.
-  if (!layout.width || !room || layout.width <= room) return layout;
-  const scale = room / layout.width;
-  const out = {...layout, width: room};
-  // Plotly does not wrap titles: a long one ("Decoder self-attention, layer 1, mean of the 8 heads") gets a smaller
-  // font that fits the room (about 0.55 em a character; Plotly's default title size is 17 px).
-  const text = layout.title && layout.title.text;
-  if (text) {
-    const size = Math.max(11, Math.min(17, Math.floor((room - 20) / (0.55 * text.length))));
-    if (size < 17) out.title = {...layout.title, font: {...(layout.title.font || {}), size}};
-  }
-  if (!rescale) return out;
-  if (layout.height) out.height = Math.round(layout.height * scale + 120 * (1 - scale));
-  const every = Math.ceil(1 / scale);  // token labels thinned as the cells shrink, so that none overprints another
-  for (const name of ["xaxis", "yaxis"]) {
-    const axis = layout[name];
-    if (axis && Array.isArray(axis.tickvals) && axis.tickvals.length > 8) {
-      out[name] = {...axis, tickvals: axis.tickvals.filter((_, i) => i % every === 0),
-                   ticktext: (axis.ticktext || []).filter((_, i) => i % every === 0)};
+  function loadPlotly(src) {
+    // plotly.js, served by the app from the installed plotly package (no CDN), once per page. `src` is its gzipped
+    // copy (views/instant.py serve_plotly): unzipped here and run from a blob: URL, so that the server sends stored
+    // bytes instead of compressing 4.8 MB for every page. A browser without DecompressionStream loads the plain
+    // copy.
+    if (!plotlyLoaded) {
+      plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : (async () => {
+        let url = src.replace(/\.gz$/, "");
+        if (window.DecompressionStream) {
+          const answer = await fetch(src);
+          if (!answer.ok) throw new Error(`plotly.js did not load from ${src}: ${answer.status}`);
+          const code = answer.body.pipeThrough(new DecompressionStream("gzip"));
+          const blob = await new Response(code, {headers: {"Content-Type": "text/javascript"}}).blob();
+          url = URL.createObjectURL(blob);
+        }
+        await new Promise((resolve, reject) => {
+          const tag = document.createElement("script");
+          tag.src = url;
+          tag.onload = resolve;
+          tag.onerror = () => reject(new Error(`plotly.js did not load from ${src}`));
+          document.head.appendChild(tag);
+        });
+        if (url.startsWith("blob:")) URL.revokeObjectURL(url);
+        return window.Plotly;
+      })().catch(error => { plotlyLoaded = null; throw error; });
     }
+    return plotlyLoaded;
   }
-  return out;
-}
 
-function themed(layout, look) {
-  // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
-  // make room for their labels (as Streamlit's own chart theme does).
-  const axes = {};
-  for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
-  return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-          font: {...(layout.font || {}), color: look.color, family: look.family}};
-}
+  // --- The address bar -----------------------------------------------------------------------------------------
+  // Streamlit writes the link the server knows after a script run (views/state.py write_url), and the server never
+  // hears of a pick made here. So each address Streamlit writes gets this page's picks for its view merged back
+  // in, and a pick made here rewrites the address at once: a copied link always opens what is on screen.
 
-function plot(Plotly, chart, data, layout, format, file) {
-  // Plotly.react(chart, data, layout) with the chart's options: no logo, no "Share chart..." (plotly.js 4 offers to
-  // upload the chart to Plotly's cloud; Streamlit's charts do not), and a camera that saves what the chart shows
-  // now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.widgets.chart does for
-  // Streamlit's charts. The options object stays the same from pick to pick (the camera reads the name when
-  // clicked): given options that differ from the last ones, Plotly.react draws the chart anew from nothing, twice
-  // (newPlot, then react), which was most of a pick's time.
-  chart.explorerFile = file;
-  if (chart.explorerFormat !== format) {
-    chart.explorerFormat = format;
-    chart.explorerConfig = {displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["toImage"],
-                            modeBarButtonsToAdd: [{
-      name: `Download plot as a ${format.toUpperCase()}`, icon: Plotly.Icons.camera,
-      click: (gd) => Plotly.downloadImage(gd, {format, scale: 2, filename: gd.explorerFile})}]};
+  window.explorerLinks ||= {};  // view slug -> the link parameters this page's picks decide ({name: value, or null})
+
+  function withPicks(url) {
+    const u = new URL(url, window.location.href);
+    const own = window.explorerLinks[u.searchParams.get("view")];
+    for (const [name, value] of Object.entries(own || {})) {
+      if (value === null) u.searchParams.delete(name); else u.searchParams.set(name, value);
+    }
+    return u.toString();
   }
-  return Plotly.react(chart, data, layout, chart.explorerConfig);
-}
 
-function save(text, name) {
-  const a = document.createElement("a");
-  a.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-}
+  if (!window.history.explorerPicks) {  // once per page, however often a component's module is evaluated
+    for (const method of ["pushState", "replaceState"]) {
+      const original = window.history[method].bind(window.history);
+      window.history[method] = (state, unused, url) => original(state, unused, url == null ? url : withPicks(url));
+    }
+    window.history.explorerPicks = true;
+  }
 
-function htmlTable(caption, corner, cols, rows, cells) {
-  // A table screen readers walk cell by cell (named rows and columns); every name and value set as text.
-  const t = el("table");
-  t.createCaption().textContent = caption;
-  const head = t.createTHead().insertRow();
-  head.append(el("th", {textContent: corner}), ...cols.map((c) => el("th", {scope: "col", textContent: c})));
-  const body = t.createTBody();
-  cells.forEach((row, i) => {
-    const tr = body.insertRow();
-    tr.append(el("th", {scope: "row", textContent: rows[i]}));
-    for (const v of row) tr.insertCell().textContent = v;
-  });
-  return t;
-}
+  function follow(slug, params) {
+    // The address bar says `params` for the view `slug` (null: the parameter is left out).
+    window.explorerLinks[slug] = params;
+    const next = withPicks(window.location.href);
+    if (next !== window.location.href) window.history.replaceState(window.history.state, "", next);
+  }
 
-function keep(root, name, className) {
-  // A chart's div that outlives the component's renders with new data (a new sentence): Plotly then updates it in
-  // place (axes, colour bar, hover layer), instead of drawing a new plot from nothing.
-  root.explorerDivs ||= {};
-  return root.explorerDivs[name] ||= el("div", {className});
-}
+  // --- The numbers: one decoder, one indexer -------------------------------------------------------------------
 
-function forget(root) {
-  // The component is gone: free its charts.
-  for (const div of Object.values(root.explorerDivs || {})) if (window.Plotly) window.Plotly.purge(div);
-  root.explorerDivs = {};
-}
+  function bytes(b64) {
+    // base64 -> its bytes, in a buffer of their own (so typed arrays over it start aligned)
+    const bin = atob(b64);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
 
-function ready(box) {
-  // The view's first full drawing is done (data-ready): what a person waits for after Enter (benches, tests).
-  box.dataset.ready = "1";
-}
+  function decode(p) {
+    // An array as Python sends it -> {values, shape, step}: views.instant.packed's uint16 codes {b64, shape,
+    // offset, step} as their values, offset + code * step (a Float64Array: the number the hover, table and CSV
+    // round), or views.instant.float32's {b64, shape} as its Float32Array (step undefined). Typed arrays read in
+    // the machine's order, little-endian on every browser platform, as Python writes them.
+    const raw = bytes(p.b64).buffer;
+    let values;
+    if (p.step === undefined) {
+      values = new Float32Array(raw);
+    } else {
+      const codes = new Uint16Array(raw);
+      values = new Float64Array(codes.length);
+      for (let i = 0; i < codes.length; i++) values[i] = p.offset + codes[i] * p.step;
+    }
+    const size = p.shape.reduce((n, d) => n * d, 1);
+    if (values.length !== size) throw new Error(`${values.length} numbers arrived for shape [${p.shape}]`);
+    return {values, shape: p.shape, step: p.step};
+  }
 
-function drawn(box) {
-  // Count finished redraws on the view's box (data-drawn): benches and tests wait for the next one.
-  box.dataset.drawn = String(Number(box.dataset.drawn || 0) + 1);
-}
+  function at(a, ...index) {
+    // The part of decoded array `a` at the leading indices, as plain nested arrays (a number when every axis is
+    // indexed): at(maps, layer, head) is one (Q, K) map as Q rows of K; at(v, layer, head, key) one vector.
+    let start = 0;
+    a.shape.forEach((n, d) => {
+      const i = d < index.length ? index[d] : 0;
+      if (!(Number.isInteger(i) && i >= 0 && i < n)) {
+        throw new RangeError(`index ${i} is outside axis ${d} (length ${n}) of an array of shape [${a.shape}]`);
+      }
+      start = start * n + i;
+    });
+    const nest = (offset, dims) => {
+      const [n, ...inner] = dims;
+      if (!inner.length) return Array.from(a.values.subarray(offset, offset + n));
+      const size = inner.reduce((s, d) => s * d, 1);
+      return Array.from({length: n}, (_, i) => nest(offset + i * size, inner));
+    };
+    const rest = a.shape.slice(index.length);
+    return rest.length ? nest(start, rest) : a.values[start];
+  }
 
-function el(tag, props = {}, ...children) {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...children);
-  return e;
-}
+  const decimals = (a) => Math.max(0, Math.round(-Math.log10(a.step)));  // a packed array's: 4 for weights
 
-function radios(name, options, current, onPick) {
-  // A labelled group of toggle buttons (role radio), as Streamlit's segmented control is for assistive tech.
-  // group.show(value) marks another one picked, without rebuilding the buttons (the keyboard focus stays).
-  const group = el("div", {className: "group"});
-  group.setAttribute("role", "radiogroup");
-  group.setAttribute("aria-label", name);
-  group.append(el("span", {className: "label", textContent: name}));
-  const buttons = options.map(([value, text]) => {
-    const b = el("button", {type: "button", textContent: text});
-    b.setAttribute("role", "radio");
-    b.addEventListener("click", () => onPick(value));
-    group.append(b);
-    return [value, b];
-  });
-  group.show = (picked) => buttons.forEach(([value, b]) => b.setAttribute("aria-checked", String(value === picked)));
-  group.show(current);
-  return group;
-}
+  // --- The picks ---------------------------------------------------------------------------------------------
 
-function redrawer(draw) {
-  // One redraw at a time: a pick made while one runs (a held arrow key, quick clicks) is drawn once it ends,
-  // with the latest picks, so the page always ends on the last one.
-  let running = null, again = false;
-  return function request() {
-    if (running) { again = true; return running; }
-    running = (async () => {
-      try { do { again = false; await draw(); } while (again); } finally { running = null; }
-    })();
-    return running;
-  };
-}
+  const stores = {};  // view slug -> this page's picks; they outlive reruns
+
+  function picks(slug, seq, first, limits = {}) {
+    // The picks of the view `slug`: the server's (`first`) when the view is first drawn and whenever the server
+    // sets new ones (its count `seq` changes; a view that sends none keeps the page's for good), the page's own
+    // after. Each pick named in `limits` is clamped to it (a shorter sentence, a kind with fewer layers).
+    let pick = stores[slug];
+    if (!pick || pick.seq !== seq) pick = stores[slug] = {...first, seq};
+    for (const [name, top] of Object.entries(limits)) pick[name] = Math.min(pick[name], top);
+    return pick;
+  }
+
+  // --- Drawing -------------------------------------------------------------------------------------------------
+
+  function pageLook(host) {
+    // The page's text colour and font, read once per render (reading computed styles on every redraw forces the
+    // browser to lay out the whole page).
+    const style = getComputedStyle(host);
+    return {color: style.color, family: style.fontFamily};
+  }
+
+  function fitted(layout, room, rescale = true) {
+    // A figure viz sized in pixels, narrowed to the room there is (an 800 px window, a phone): its square cells
+    // shrink with it (rescale: the height too, less the labels' share), instead of hiding behind a sideways scroll.
+    if (!layout.width || !room || layout.width <= room) return layout;
+    const scale = room / layout.width;
+    const out = {...layout, width: room};
+    // Plotly does not wrap titles: a long one ("Decoder self-attention, layer 1, mean of the 8 heads") gets a
+    // smaller font that fits the room (about 0.55 em a character; Plotly's default title size is 17 px).
+    const text = layout.title && layout.title.text;
+    if (text) {
+      const size = Math.max(11, Math.min(17, Math.floor((room - 20) / (0.55 * text.length))));
+      if (size < 17) out.title = {...layout.title, font: {...(layout.title.font || {}), size}};
+    }
+    if (!rescale) return out;
+    if (layout.height) out.height = Math.round(layout.height * scale + 120 * (1 - scale));
+    const every = Math.ceil(1 / scale);  // token labels thinned as the cells shrink, so that none overprints another
+    for (const name of ["xaxis", "yaxis"]) {
+      const axis = layout[name];
+      if (axis && Array.isArray(axis.tickvals) && axis.tickvals.length > 8) {
+        out[name] = {...axis, tickvals: axis.tickvals.filter((_, i) => i % every === 0),
+                     ticktext: (axis.ticktext || []).filter((_, i) => i % every === 0)};
+      }
+    }
+    return out;
+  }
+
+  function themed(layout, look) {
+    // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
+    // make room for their labels (as Streamlit's own chart theme does).
+    const axes = {};
+    for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
+    return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+            font: {...(layout.font || {}), color: look.color, family: look.family}};
+  }
+
+  function plot(Plotly, chart, data, layout, format, file) {
+    // Plotly.react(chart, data, layout) with the chart's options: no logo, no "Share chart..." (plotly.js 4 offers
+    // to upload the chart to Plotly's cloud; Streamlit's charts do not), and a camera that saves what the chart
+    // shows now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.widgets.chart
+    // does for Streamlit's charts. The options object stays the same from pick to pick (the camera reads the name
+    // when clicked): given options that differ from the last ones, Plotly.react draws the chart anew from nothing,
+    // twice (newPlot, then react), which was most of a pick's time.
+    chart.explorerFile = file;
+    if (chart.explorerFormat !== format) {
+      chart.explorerFormat = format;
+      chart.explorerConfig = {displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["toImage"],
+                              modeBarButtonsToAdd: [{
+        name: `Download plot as a ${format.toUpperCase()}`, icon: Plotly.Icons.camera,
+        click: (gd) => Plotly.downloadImage(gd, {format, scale: 2, filename: gd.explorerFile})}]};
+    }
+    return Plotly.react(chart, data, layout, chart.explorerConfig);
+  }
+
+  function save(text, name) {
+    // `text` downloaded as the CSV file `name`.
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
+    a.download = name;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  }
+
+  function el(tag, props = {}, ...children) {
+    const e = Object.assign(document.createElement(tag), props);
+    e.append(...children);
+    return e;
+  }
+
+  function fill(template, values) {
+    // Python's text with its {name} fields filled from `values`, in one pass (a value is never read as a field).
+    return template.replace(/\{(\w+)\}/g, (field, name) => (name in values ? String(values[name]) : field));
+  }
+
+  function htmlTable(caption, corner, cols, rows, cells) {
+    // A table screen readers walk cell by cell (named rows and columns); every name and value set as text.
+    const t = el("table");
+    t.createCaption().textContent = caption;
+    const head = t.createTHead().insertRow();
+    head.append(el("th", {textContent: corner}), ...cols.map((c) => el("th", {scope: "col", textContent: c})));
+    const body = t.createTBody();
+    cells.forEach((row, i) => {
+      const tr = body.insertRow();
+      tr.append(el("th", {scope: "row", textContent: rows[i]}));
+      for (const v of row) tr.insertCell().textContent = v;
+    });
+    return t;
+  }
+
+  function radios(name, options, current, onPick) {
+    // A labelled group of toggle buttons (role radio), as Streamlit's segmented control is for assistive tech.
+    // group.show(value) marks another one picked, without rebuilding the buttons (the keyboard focus stays).
+    const group = el("div", {className: "group"});
+    group.setAttribute("role", "radiogroup");
+    group.setAttribute("aria-label", name);
+    group.append(el("span", {className: "label", textContent: name}));
+    const buttons = options.map(([value, text]) => {
+      const b = el("button", {type: "button", textContent: text});
+      b.setAttribute("role", "radio");
+      b.addEventListener("click", () => onPick(value));
+      group.append(b);
+      return [value, b];
+    });
+    group.show = (picked) => buttons.forEach(([value, b]) => b.setAttribute("aria-checked", String(value === picked)));
+    group.show(current);
+    return group;
+  }
+
+  function redrawer(draw) {
+    // One redraw at a time: a pick made while one runs (a held arrow key, quick clicks) is drawn once it ends,
+    // with the latest picks, so the page always ends on the last one.
+    let running = null, again = false;
+    return function request() {
+      if (running) { again = true; return running; }
+      running = (async () => {
+        try { do { again = false; await draw(); } while (again); } finally { running = null; }
+      })();
+      return running;
+    };
+  }
+
+  // --- A view's life -------------------------------------------------------------------------------------------
+
+  function unlisten(root) {
+    // The listeners a render of `root` added (view.listen) removed.
+    for (const [target, type, handler] of root.explorerListeners || []) target.removeEventListener(type, handler);
+    root.explorerListeners = [];
+  }
+
+  function mount(root, data, {name, pick, build, draw, first}) {
+    // Draw the view `name` in `root` (the component's parentElement) from `data` (what Python sent). The component
+    // is called again with new data (a new sentence) without being torn down: each call is a render, and only the
+    // latest one draws (its token). It gets `view`:
+    //   view.data, view.pick (from picks), view.box (div.explorer.explorer-NAME), view.parts (what build returned)
+    //   view.chart(key)           a chart's div that outlives renders: Plotly updates it in place
+    //   view.plot(chart, fig, file, fit)  Plotly.react with the page's look (fit: {rescale} narrows it to the box)
+    //   view.tableSwitch(label)   a "show as a table" switch: {tools, box, fill(make)}, redrawn when flipped
+    //   view.listen(target, type, handler)  a listener that lasts as long as this render
+    //   view.redraw(), view.set(change)  draw again (after changing the picks)
+    // build(view) makes the view's elements (in view.box) and returns them; draw(view) draws the picks, one redraw
+    // at a time (data-drawn counts them); first(view), if given, runs once after the first draw; then data-ready.
+    // Returns the teardown the component returns to Streamlit.
+    const token = {};
+    root.explorerRender = token;
+    unlisten(root);  // the last render's
+    root.explorerDivs ||= {};
+    const look = pageLook(root.host || root);
+    const box = el("div", {className: `explorer explorer-${name}`});
+    root.replaceChildren(el("style", {textContent: CSS}), box);
+    const current = () => root.explorerRender === token;  // no newer render took over
+    const view = {
+      data, pick, box, parts: null, Plotly: null,
+      chart: (key, className = "chart") => (root.explorerDivs[key] ||= el("div", {className})),
+      plot(chart, fig, file, fit) {
+        const layout = fit ? fitted(fig.layout, box.clientWidth, fit.rescale) : fig.layout;
+        return plot(view.Plotly, chart, fig.data, themed(layout, look), data.image_format, file);
+      },
+      tableSwitch(label) {
+        const toggle = el("input", {type: "checkbox"});
+        toggle.setAttribute("role", "switch");  // as Streamlit's toggles are: "Show as a table" switches
+        toggle.addEventListener("change", () => view.redraw());
+        const table = el("div", {className: "table", tabIndex: 0});
+        return {tools: el("div", {className: "tools"}, el("label", {}, toggle, " " + label)), box: table,
+                fill: (make) => table.replaceChildren(...(toggle.checked ? [make()] : []))};
+      },
+      listen(target, type, handler) {
+        target.addEventListener(type, handler);
+        root.explorerListeners.push([target, type, handler]);
+      },
+      redraw: redrawer(async () => {
+        view.Plotly = await loadPlotly(data.plotly);
+        if (!current()) return;
+        await draw(view);
+        box.dataset.drawn = String(Number(box.dataset.drawn || 0) + 1);  // benches and tests wait for the next one
+      }),
+      set(change) {
+        Object.assign(pick, change);
+        view.redraw();
+      },
+    };
+    view.parts = build(view);
+    view.redraw().then(async () => {
+      if (first && current()) await first(view);
+      box.dataset.ready = "1";  // the view's first full drawing is done: what a person waits for after Enter
+    });
+    return () => {  // unmounted: free the charts and their listeners
+      unlisten(root);
+      for (const div of Object.values(root.explorerDivs || {})) if (window.Plotly) window.Plotly.purge(div);
+      root.explorerDivs = {};
+    };
+  }
+
+  return {mount, decode, at, decimals, picks, follow, el, fill, htmlTable, radios, save};
+})();

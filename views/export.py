@@ -3,7 +3,8 @@
 The files are made only when a button is clicked (deferred), so drawing a view costs nothing extra:
 - the whole result as JSON, line for line the `model.translate --json` format, plus its provenance;
 - every attention map as a compressed .npz (arrays, tokens, provenance), and the same for BertViz;
-- the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart);
+- the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart; a decoder row named
+  as the page names it, "<sos> → a": the token read → the token chosen);
 - the whole result as one self-contained HTML page (viz/report.py: every map with layer and head switches, the
   trace; plotly.js inside, so it opens offline), byte for byte what `python -m model.report` writes.
 """
@@ -13,6 +14,7 @@ import json
 import streamlit as st
 
 from model.export import bertviz_npz, map_csv, maps_npz, provenance, result_json, steps_csv
+from viz.labels import token_labels
 from viz.report import report_html
 
 from . import Context
@@ -20,12 +22,22 @@ from . import Context
 IMAGE_FORMATS = ["PNG (2×)", "SVG"]
 
 
+def map_rows(result, query_tokens: list) -> list[str]:
+    """The names of a map's rows in its CSV, as the page names them: a map whose rows are the result's decoder inputs
+    (cross- or decoder self-attention, a rollout) by the token read and the token chosen, "<sos> → a"
+    (viz.labels.predicting); any other map (the source's) by its tokens."""
+    if list(query_tokens) == list(result.tgt_tokens):
+        return token_labels(result, "tgt")[0]
+    return list(query_tokens)
+
+
 def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None = None, beam: int = 1,
               shown_map=None, extra: list | None = None):
     """The export section of a view.
 
     result: what the view shows (default: the page's greedy result), made with heads_off / force / beam;
-    shown_map: (name, weights (Q, K), query tokens, key tokens) of the map on screen;
+    shown_map: (name, weights (Q, K), query tokens, key tokens) of the map on screen (its rows named as the page
+    names them: map_rows);
     extra: further (label, file name, mime, make-bytes) entries.
     """
     result = result or ctx.result
@@ -42,7 +54,8 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
              ("Download as an HTML page", f"{stem}.html", "text/html", lambda: report_html(result, prov()))]
     if shown_map is not None:
         name, weights, q_tokens, k_tokens = shown_map
-        files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv", lambda: map_csv(weights, q_tokens, k_tokens)))
+        files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv",
+                         lambda: map_csv(weights, map_rows(result, q_tokens), k_tokens)))
     files += extra or []
     with st.expander("Download the data behind this view"):
         row = st.container(horizontal=True, gap="small")

@@ -133,11 +133,12 @@ def faithful_view(ctx: Context):
     chart(deletion_curves({names(k): v["deletion"] for k, v in methods.items()}, rand["deletion"],
                           rand["deletion_range"],
                           removed_first={names(k): [token(m, p) for p in v["order"]] for k, v in methods.items()},
-                          title=f"Step {step}: p(“{tokens[t]}”) as each method's top {WHAT[side]} go",
+                          title=f"Step {step}: p(“{tokens[t]}”)<br>as each method's top {WHAT[side]} go",
                           subtitle=subtitle(result.source)),
           key="faith_curves", name=f"faithfulness-step{step}-{side}")
-    st.caption(f"p = {measured['p']:.3f} with nothing removed; {n} tokens can be removed. The grey band holds 95% of "
-               f"{rand['orders']} random orders; a faithful ranking's curve falls below it at once.")
+    st.caption(f"p = {measured['p']:.3f} with nothing removed; {n} tokens can be removed, each method's highest-ranked "
+               f"first. The grey band holds 95% of {rand['orders']} random orders; a faithful ranking's curve falls "
+               "below it at once. Click a method in the legend to hide it.")
     step_table(ctx, methods, rand, m, side)
     test_set_table(ctx, shipped, side)
     st.caption("The same numbers on the command line, as JSON:")

@@ -5,6 +5,7 @@ Every number is the model's own, captured in the same forward pass that draws th
 """
 
 import html
+import math
 
 import numpy as np
 import streamlit as st
@@ -24,6 +25,7 @@ KIND_ORDER = ["cross", "enc", "dec"]
 # What the attention sublayer of each layer computes (Translator.inside's sublayers), as views/inside.js reads it.
 ARRAYS = ("x", "q", "k", "v", "scores", "scaled", "weights", "mask", "heads", "attn_out", "residual", "normed",
           "layer_output")
+AFTER = ["after W_O", "x + after W_O", "LayerNorm", "layer output"]  # the rows of the last figure
 
 
 def read_link(params, cfg, notes: list):
@@ -83,7 +85,7 @@ def inside_view(ctx: Context):
     esc = [html.escape(t, quote=False) for t in tr.key_tokens]
     show("inside", {
         "slug": "inside", "layers": L, "heads": H, "pick": {"layer": layer, "head": head, "query": query},
-        "kind": kind, "name": KIND_NAMES[kind], "hs": hs, "D": D, "where": where,
+        "kind": kind, "name": KIND_NAMES[kind], "hs": hs, "text": teaching(where, hs, D, H),
         "queries": q_labels, "query_tokens": queries, "keys": tr.key_tokens, "keys_plain": [viz.plain(t) for t in
                                                                                           tr.key_tokens],
         "labels": {"x": [viz.plain(t) for t in queries], "q": [viz.plain(f"q: {t}") for t in queries],
@@ -106,9 +108,50 @@ def inside_view(ctx: Context):
             "heads": figure_json(viz.vector_strips(tr.all_heads, [f"head {h + 1}" for h in range(H)], highlight=head,
                                                    value="output")),
             "after": figure_json(viz.vector_strips(np.vstack([tr.attn_out, tr.residual, tr.normed, tr.layer_output]),
-                                                   ["after W_O", "x + after W_O", "LayerNorm", "layer output"],
-                                                   value="value")),
+                                                   AFTER, value="value")),
         },
     }, key="inside_head_query")
     downloads(ctx)
+
+
+def teaching(where: str, hs: int, D: int, H: int) -> dict:
+    """The view's text, which views/inside.js shows for every pick: each section's title and note (the browser fills
+    {token}, the query token; {masked}, how many keys it may not see, with the `masked` note then; {sum}, its
+    weights' sum), the query slider's name, the table's switch and caption, the last figure's rows."""
+    scores = (f"The score of each key is q·k (how well it answers the query); divided by √{hs} = "
+              f"{math.sqrt(hs):.2f} so that the softmax does not saturate; then softmax turns them into weights that "
+              "sum to 1. ")
+    return {
+        "query": "Query token (the row that is looking)",
+        "sections": {
+            "x": {"title": "1. The query's input vector x",
+                  "note": f"What this sublayer received for “{{token}}”: {where}. {D} numbers."},
+            "qkv": {"title": "2. Query, keys and values of this head",
+                    "note": f"q = x·W_Q, k = x·W_K, v = x·W_V, each cut to this head's {hs} dimensions. One q for "
+                            "the query; one k and one v for every key token."},
+            "scores": {"title": "3. Scores, scaled scores, softmax",
+                       "note": scores + "Nothing is masked here. With a batch of sentences, padding keys would be "
+                                        "masked the same way (weight exactly 0); one sentence has no padding.",
+                       "masked": scores + "{masked} future position(s) are masked: the decoder may not look ahead, "
+                                          "so their scaled score is set to a very large negative number and their "
+                                          "weight is exactly 0."},
+            "sum": {"title": "4. The weighted sum of the values: this head's output",
+                    "note": f"Each v is scaled by its weight; their sum is the head's output for this query ({hs} "
+                            "numbers). The weights sum to {sum}."},
+            "norms": {"title": "Weight or norm? What each key adds",
+                      "note": "A weight says how much a key is weighed; what it adds to the output is the weight "
+                              "times its value, and values differ in length. Right: ‖α·f(x)‖, the length of the "
+                              "weighted value after this head's part of W_O (f(x) = (x·W_V + b_V)·W_O of the head; "
+                              "Kobayashi et al., EMNLP 2020). A large weight on a short vector moves the query "
+                              "little; hover a bar for ‖f(x)‖ itself."},
+            "heads": {"title": "5. All heads together, then W_O, the residual and LayerNorm",
+                      "note": f"The {H} heads' outputs are concatenated ({H} × {hs} = {D}) and projected by W_O; the "
+                              "result is added to x (the residual connection) and normalised (LayerNorm, post-LN as "
+                              "in the paper). After the feed-forward sublayer this becomes the layer's output for "
+                              "the token."},
+        },
+        "table": {"label": "Show as a table",
+                  "caption": "for every key, its score, scaled score, weight and weighted norm"},
+        "after": AFTER,
+    }
 

@@ -3,11 +3,12 @@
 A change of layer, head, mean of heads, drawing (map or lines), colour stretch, a token's lines or a tile of the
 all-heads grid, of decoding step, or of layer, head and query in "Inside a head" is what people repeat most; it used to
 rerun the whole script and redraw figures built in Python (0.25-0.6 s a click). Each such view mounts a Streamlit
-components v2 component (`show`: inline JavaScript, no iframe, no build step): views/explorer.js, shared, followed
-by the view's own maps.js, trace.js or inside.js. The page sends the view's numbers once (`packed`: uint16 codes;
-Inside a head's float32), with the figures viz/ built for the first pick, sent without their per-cell arrays
-(`skeleton`), and the titles and colour ranges of every pick; the browser fills and swaps them with Plotly.react.
-viz/ stays the one place that says how a figure looks. docs/contract.md, "The maps in the browser".
+components v2 component (`show`: inline JavaScript, no iframe, no build step): views/explorer.js, the small framework
+they share (mount, decode, index, pick store), followed by the view's own maps.js, trace.js or inside.js. The page
+sends the view's numbers once (`packed`: uint16 codes; Inside a head's float32), with the figures viz/ built for the
+first pick, sent without their per-cell arrays (`skeleton`), the titles and colour ranges of every pick, and the
+view's prose; the browser fills and swaps them with Plotly.react. viz/ stays the one place that says how a figure
+looks. docs/contract.md, "The maps in the browser".
 
 plotly.js comes from the installed plotly package, served by the app itself, gzipped once (`serve_plotly`: no CDN,
 the app works offline).
@@ -77,12 +78,6 @@ def float32(values) -> dict:
     return {"b64": base64.b64encode(a.tobytes()).decode("ascii"), "shape": list(a.shape)}
 
 
-def unpacked(p: dict) -> np.ndarray:
-    """packed's inverse, as the component reads it (tests and benches)."""
-    codes = np.frombuffer(base64.b64decode(p["b64"]), dtype="<u2").astype(np.float64)
-    return (p["offset"] + codes * p["step"]).reshape(p["shape"])
-
-
 def with_means(maps: np.ndarray) -> np.ndarray:
     """(L, H, Q, K) -> (L, H + 1, Q, K): each layer's heads, then their mean (the page's "mean" pick)."""
     m = np.asarray(maps, dtype=np.float64)
@@ -109,7 +104,8 @@ _components = {}
 
 
 def component(name: str):
-    """The registered component `name` (views/<name>.js after the shared views/explorer.js), once per process."""
+    """The registered component `name`, once per process: one module, views/explorer.js (the framework, which
+    declares the one name `Explorer`) followed by views/<name>.js (which exports its view's function)."""
     if name not in _components:
         here = Path(__file__).parent
         js = (here / "explorer.js").read_text(encoding="utf-8") + "\n" + (here / f"{name}.js").read_text(encoding="utf-8")

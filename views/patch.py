@@ -128,8 +128,8 @@ def patch_view(ctx: Context):
     for col, kind in zip(cols, ("enc", "dec", "cross")):
         h = np.array(p["heads"][d][kind])
         with col:
-            chart(effect_map(h, [f"layer {i + 1}" for i in range(len(h))], [f"head {j + 1}" for j in range(h.shape[1])],
-                             title=KIND_TITLES[kind], hover_row="", hover_col=""), key=f"patch_heads_{kind}",
+            chart(effect_map(h, [f"layer {i + 1}" for i in range(len(h))], [str(j + 1) for j in range(h.shape[1])],
+                             title=KIND_TITLES[kind], x_title="head", hover_col="head "), key=f"patch_heads_{kind}",
                   name=f"patching-heads-{kind}-{d}")
     st.caption("A head's site is its output before W_O, at every position at once.")
     edges(p)
@@ -172,8 +172,9 @@ def contrast_set(ctx: Context):
     c = table["categories"][category or names[0]]
     cross = c["denoising"]["heads"]["cross"]
     mean, low, high = (np.array(cross[k]) for k in ("mean", "low", "high"))
-    chart(effect_map(mean, [f"layer {i + 1}" for i in range(len(mean))], [f"head {j + 1}" for j in range(mean.shape[1])],
-                     title=f"Cross-attention heads, {category}: mean effect over {c['n']} pairs (denoising)"),
+    chart(effect_map(mean, [f"layer {i + 1}" for i in range(len(mean))], [str(j + 1) for j in range(mean.shape[1])],
+                     title=f"Cross-attention heads, {category}: mean effect over {c['n']} pairs (denoising)",
+                     x_title="head", hover_col="head "),
           key="patch_table", name=f"patching-contrast-{category}")
     layer, head = np.unravel_index(int(np.argmax(mean)), mean.shape)
     st.caption(f"95% bootstrap interval of the strongest, layer {layer + 1} head {head + 1}: "

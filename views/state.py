@@ -21,7 +21,7 @@ and writes what every page has (the sentence, the model, the view); each view re
 its own parameters (its entry in views.registry.VIEWS) with the one reader of each kind of
 parameter here (`int_param`, `head_param`, ...). A parameter that does not fit (an unknown view,
 layer 9, a head spec that names no head, a sentence longer than the box takes, a forced word
-the step does not offer) is dropped with a message, and the page shows its default.
+the step cannot say) is dropped with a message, and the page shows its default.
 
 The widgets' state has one spelling of each key here, for the views and for the link that sets
 them; `page_view` wraps every view, so that each of its runs leaves its state in the link.
@@ -51,6 +51,8 @@ MAX_SENTENCE = 2000  # characters the sentence boxes take (widgets.text_box) and
 # --- the widgets' state: one spelling of each key, for the views and for the link that sets them -----------------
 
 MODEL_CHOICE = "(the model's choice)"  # the what-if box of the decoding trace when no word is forced
+ANY_WORD = "(another word…)"  # the what-if box's way to any word of the vocabulary (tokens hold no spaces)
+NEVER_WRITTEN = ("<pad>", "<sos>")  # English tokens the model never writes: no what-if forces them
 
 
 def layer_key(kind: str) -> str:
@@ -83,7 +85,8 @@ def open_head(head: Head):
 
 
 def alternatives(result: Translation, t: int) -> list[str]:
-    """The words step t could have said instead: its other top candidates (the trace and the comparison force one)."""
+    """The words step t could have said instead: its other top candidates (the comparison forces one; the trace offers
+    them first, then any word: `forceable`)."""
     return [tok for tok, _ in result.steps[t].top if tok != result.steps[t].token]
 
 
@@ -93,6 +96,23 @@ def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
         return True
     notes.append(f"whatif={word[:40]!r} is not one of the words step {t + 1} could have said "
                  f"({', '.join(alternatives(result, t))})")
+    return False
+
+
+def forceable(result: Translation, t: int, word: str | None, vocabulary, notes: list) -> bool:
+    """Whether the decoding trace can force step t to a word from the link: any word of the model's English
+    vocabulary (a collection of its tokens), as `model.translate --force` takes, but the two it never writes and
+    the word step t chose anyway (no word at all passes); a note when not."""
+    if word in (None, MODEL_CHOICE):
+        return True
+    if word == result.steps[t].token:
+        notes.append(f"whatif={word[:40]!r} is the word step {t + 1} says anyway")
+    elif word in NEVER_WRITTEN:
+        notes.append(f"whatif={word[:40]!r} is a token the model never writes")
+    elif word not in vocabulary:
+        notes.append(f"whatif={word[:40]!r} is not a word of the model's English vocabulary")
+    else:
+        return True
     return False
 
 

@@ -1,23 +1,25 @@
-"""The decoding trace: step through greedy decoding, and ask what if a step had said something else."""
+"""The decoding trace: step through greedy decoding, and ask what if a step had said something else: one of its
+candidates, from the box the browser draws, or any word of the model's English vocabulary (`model.translate --force`
+takes any), from the box under it."""
 
 
 import streamlit as st
 
 import viz
-from viz.labels import positioned
+from viz.labels import plain, positioned
 
 from . import Context
-from .calls import load_translator, translate
+from .calls import load_translator, models, translate
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show
-from .state import MODEL_CHOICE, alternatives, int_param, offers, page_view, whole_number
+from .state import ANY_WORD, MODEL_CHOICE, NEVER_WRITTEN, alternatives, forceable, int_param, page_view, whole_number
 from .widgets import chart, cli_hint, diff_chips, literal, map_table, table_labels
 
 MAX_STEP = 10_000  # a step from the link beyond the output is clamped to its last step
 
 
 def read_link(params, cfg, notes: list):
-    """step (from 1) and whatif: the step shown, and a word forced there (judge_link checks it is a candidate)."""
+    """step (from 1) and whatif: the step shown, and a word forced there (judge_link checks the model knows it)."""
     step = int_param(params, "step", 1, MAX_STEP, notes)
     if step is not None:
         st.session_state.trace_step = step  # the view clamps it to the output's length
@@ -26,16 +28,18 @@ def read_link(params, cfg, notes: list):
 
 
 def judge_link(result, notes: list):
-    """The link's what-if word, dropped with a note unless its step (clamped as the view clamps it) offers it."""
+    """The link's what-if word, dropped with a note unless its step (clamped as the view clamps it) can say it: any
+    word of the model's English vocabulary, as the command line's --force takes."""
     t = min(st.session_state.get("trace_step", 1), len(result.steps)) - 1
-    if not offers(result, t, st.session_state.get("what_if"), notes):
+    vocabulary = load_translator(models().get(st.session_state.get("model"))).tgt_vocab.stoi
+    if not forceable(result, t, st.session_state.get("what_if"), vocabulary, notes):
         st.session_state.what_if = MODEL_CHOICE
 
 
 def link_params(cfg) -> dict:
     s = st.session_state
     params = {"step": str(s.get("trace_step", 1))}
-    if s.get("what_if") not in (None, MODEL_CHOICE):
+    if s.get("what_if") not in (None, MODEL_CHOICE, ANY_WORD):
         params["whatif"] = s.what_if
     return params
 
@@ -84,7 +88,8 @@ def trace_view(ctx: Context):
                "considered, how sure it was, and where each head looked while choosing.")
     t = st.session_state.trace_step - 1
     st.session_state.setdefault("what_if", MODEL_CHOICE)
-    if st.session_state.what_if not in alternatives(result, t):
+    word = st.session_state.what_if  # one this step cannot say (its own word, another model's): dropped
+    if word != ANY_WORD and not forceable(result, t, word, ctx.translator.tgt_vocab.stoi, []):
         st.session_state.what_if = MODEL_CHOICE
     show("trace", trace_data(ctx, t), key="trace_steps", on_whatif_change=whatif_picked,
          on_step_change=whatif_left, on_evidence_change=evidence_picked)
@@ -107,6 +112,12 @@ def trace_data(ctx: Context, t: int) -> dict:
     n, L, H = len(r.steps), *r.cross_attentions.shape[:2]
     ll = lens(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
     heads = [f"layer {i + 1}, head {h + 1}" for i in range(L) for h in range(H)]
+    forced = st.session_state.what_if
+
+    def others(i: int) -> list[str]:  # the browser's what-if box at step i: a word forced there, then ANY_WORD
+        words = alternatives(r, i)
+        return [*words, *([forced] if i == t and forced not in (MODEL_CHOICE, ANY_WORD, *words) else []), ANY_WORD]
+
     return {
         "slug": "trace", "seq": st.session_state.get(seq_key(), 0), "step": t, "n": n,
         "whatif": None if st.session_state.what_if == MODEL_CHOICE else st.session_state.what_if,
@@ -114,12 +125,12 @@ def trace_data(ctx: Context, t: int) -> dict:
         "steps": [{"read": r.tgt_tokens[i], "token": s.token, "prob": s.prob, "entropy": s.entropy,
                    "runner": list(s.runner_up), "top": [[tok, p] for tok, p in s.top],
                    "top_labels": table_labels([tok for tok, _ in s.top]),
-                   "others": alternatives(r, i)} for i, s in enumerate(r.steps)],
+                   "others": others(i)} for i, s in enumerate(r.steps)],
         "bars": candidate_bars(ctx.checkpoint, r.source),
         "self": {"figure": figure_json(viz.heads_at_step(r.decoder_attentions[:, :, t, :t + 1], r.tgt_tokens[:t + 1],
                                                          title="Decoder self-attention at this step")),
                  "maps": packed(r.decoder_attentions, step=WEIGHT_STEP), "labels": positioned(r.tgt_tokens),
-                 "axes": [viz.step_keys_axis(r.tgt_tokens[:i + 1]) for i in range(n)],
+                 "axes": self_axes(r.tgt_tokens, n),
                  "table": {"cols": table_labels(r.tgt_tokens), "caption": "Decoder self-attention at step {step}; rows: "
                            "layer and head, columns: the English tokens so far"}},
         "cross": {"figure": figure_json(viz.heads_at_step(r.cross_attentions[:, :, t, :], r.src_tokens,
@@ -132,6 +143,18 @@ def trace_data(ctx: Context, t: int) -> dict:
         "lens": {"chosen": ll.chosen_prob.round(4).tolist(), "top": ll.top_tokens.tolist(),
                  "probs": ll.top_probs.round(3).tolist()},
     }
+
+
+ONLY_SOS = "key: " + plain("<sos>, the only token so far,") + "<br>so every head must give it weight 1"
+
+
+def self_axes(tgt_tokens: list, n: int) -> list[dict]:
+    """The key axis of the decoder self-attention at each of n steps (views/trace.js sets each step's own). At step
+    1 its title says why the map is one solid column: <sos> is the only key, and a softmax over one key gives it
+    weight 1 whatever the scores."""
+    axes = [viz.step_keys_axis(tgt_tokens[:i + 1]) for i in range(n)]
+    axes[0] = {**axes[0], "title": {"text": ONLY_SOS}}
+    return axes
 
 
 def heads_table(rows, key_tokens: list, key_unknown, caption: str, key: str, label: str = "Show as a table"):
@@ -154,15 +177,60 @@ def lens(checkpoint: str | None, sentence: str, output_tokens: tuple):
     return load_translator(checkpoint).logit_lens(sentence, list(output_tokens))
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def english_words(checkpoint: str | None) -> list[str]:
+    """The words a what-if can force: the model's English vocabulary (most frequent first) but the two tokens it
+    never writes."""
+    return [w for w in load_translator(checkpoint).tgt_vocab.itos if w not in NEVER_WRITTEN]
+
+
+def any_word_picked(step: int):
+    if st.session_state.whatif_word:
+        server_step(step, st.session_state.whatif_word)
+
+
+def any_word_box(ctx: Context, t: int):
+    """Under the browser's box, once it asked for another word (ANY_WORD) or one is forced that is not a candidate:
+    every word of the vocabulary, the step's candidates first, the word it chose left out."""
+    chose, candidates = ctx.result.steps[t].token, alternatives(ctx.result, t)
+    words = [*candidates, *(w for w in english_words(ctx.checkpoint) if w not in candidates and w != chose)]
+    forced = st.session_state.what_if
+    st.session_state.whatif_word = None if forced == ANY_WORD else forced
+    st.selectbox(f"Step {t + 1}, any word of the model's English vocabulary ({len(words):,} words: type to find one)",
+                 words, index=None, key="whatif_word", on_change=any_word_picked, args=(t + 1,),
+                 placeholder="type a word", help="The step's candidates come first, then the rest of the vocabulary, "
+                                                 "most frequent first: as `python -m model.translate --force` takes")
+
+
+def forced_chips(before: list, after: list, t: int) -> str:
+    """The what-if output word by word against the original (viz.token_diff: struck out, added), the forced word,
+    `after[t]`, outlined and named: what the page forced, apart from what greedy decoding wrote after it."""
+    chips, j = [], -1
+    for op, token in viz.token_diff(before, after):
+        j += op != "removed"  # the position in `after` of each word it keeps or adds
+        if op != "removed" and j == t:
+            chips.append(f'<span class="chip{" add" if op == "added" else ""}" title="forced at step {t + 1}" '
+                         f'style="outline:2px solid currentColor; outline-offset:1px">{literal(token)}</span>'
+                         "<small>&nbsp;◂&nbsp;forced</small>")
+        else:
+            chips.append(diff_chips([(op, token)]))
+    return " ".join(chips)
+
+
 def what_if(ctx: Context, t: int):
-    """The word picked for step t in the browser's "What if" box: greedy decoding goes on from it."""
+    """The word picked for step t in the browser's "What if" box, or in the vocabulary's box under it: greedy
+    decoding goes on from it."""
     result = ctx.result
     choice = st.session_state.what_if
-    if choice not in alternatives(result, t):
+    if choice == MODEL_CHOICE:
+        return None
+    if choice not in alternatives(result, t):  # ANY_WORD, or a word of the vocabulary's box or of a link
+        any_word_box(ctx, t)
+    if choice == ANY_WORD:
         return None
     alt = translate(ctx.checkpoint, result.source, "", t, choice)
     st.markdown(f"**What-if translation** (step {t + 1} forced to “{literal(choice)}”, greedy after): " +
-                diff_chips(viz.token_diff([s.token for s in result.steps], [s.token for s in alt.steps])),
+                forced_chips([s.token for s in result.steps], [s.token for s in alt.steps], t),
                 unsafe_allow_html=True)
     cli_hint(result.source, "--force", f"{t}:{choice}")
     if t + 1 < min(len(alt.steps), len(result.steps)):

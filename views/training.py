@@ -15,8 +15,10 @@ from model.export import table_csv
 from model.head_stats import APPLIES, NAMES, STATS
 from model.heads import KIND_NAMES
 from model.replay import dequantize
+from viz.training import snapshot_map
 
 from . import Context
+from .calls import MODEL_NAMES
 from .export import downloads
 from .state import MEAN, choice_param, head_link, head_param, int_param, page_view, whole_number
 from .widgets import chart, head_picker, literal, map_table, table_labels, token_chips
@@ -126,13 +128,19 @@ def training_view(ctx: Context):
     labels = [f"{p['step']:,}" for p in points]
     curves = {"validation loss": [p["val_loss"] for p in points], "validation BLEU": [p["val_bleu"] for p in points],
               "source share (ALTI+)": [p["source_share"] for p in points]}
+    run = f"the {m['model']}-position model's training"  # said beside the curves: the switch above may name another
+    picked = st.session_state.get("model")
+    if picked != m["model"]:
+        st.caption(f"These curves, the translations above and the maps below replay {run}: no replay ships for the "
+                   f"model picked above ({MODEL_NAMES.get(picked, picked)}).")
     for col, (name, values) in zip(st.columns(len(curves)), curves.items()):
         with col:
-            chart(viz.training_curve(labels, values, i, name), key=f"training_curve_{name.split()[-1]}")
+            chart(viz.training_curve(labels, values, i, name, model=run), key=f"training_curve_{name.split()[-1]}")
     st.caption(f"Validation loss per token and greedy BLEU on the 1,014 validation sentences; source share: how "
                f"much of each generated token came from the German (ALTI+), mean over the first {m['n_share']} "
-               f"validation sentences. This snapshot: loss {point['val_loss']:.3f}, BLEU {point['val_bleu']:.1f}, "
-               f"source share {point['source_share']:.3f}.")
+               f"validation sentences. The curves space the snapshots evenly, each labelled by its training step: "
+               f"early snapshots are fewer steps apart than late ones. This snapshot: loss {point['val_loss']:.3f}, "
+               f"BLEU {point['val_bleu']:.1f}, source share {point['source_share']:.3f}.")
 
     s.setdefault("training_kind", "cross")
     s.setdefault("training_layer", 1)
@@ -151,13 +159,13 @@ def training_view(ctx: Context):
     rows = queries if kind == "enc" else viz.predicting(queries, ex["steps"])
     title = f"{KIND_NAMES[kind]}, layer {layer + 1}, {'mean of heads' if head == MEAN else f'head {head + 1}'}, " \
             f"{label(point)}"
-    chart(viz.attention_heatmap(weights, rows, keys, causal=kind == "dec", title=title, stretch=stretch,
-                                subtitle=examples[example][:120]), key="training_map",
-          width="content")
+    chart(snapshot_map(weights, rows, keys, title=title, sentence=examples[example][:120], causal=kind == "dec",
+                       stretch=stretch), key="training_map", width="content")
     map_table(weights, table_labels(rows), table_labels(keys), f"{title}; rows: queries, columns: keys",
               key="training_map_table", corner="query \\ key",
               masked=viz.causal_mask(len(rows), len(keys)) if kind == "dec" else None)
-    st.caption(f"Weights stored to 1/{m['levels']} (uint8); the rows are this snapshot's own translation, so they "
+    st.caption((viz.map_caption(kind, ex["steps"], literal) + " " if ex["steps"] else "") +
+               f"Weights stored to 1/{m['levels']} (uint8); the rows are this snapshot's own translation, so they "
                "change as it does.")
 
     stats = [AER, *STATS]

@@ -2,14 +2,14 @@
 
 from .alignment import aer_grid, alignment_map, link_classes
 from .attention import (COLORSCALE, GAP, MASKED_COLOR, NORM_LABEL, attention_heatmap, causal_mask, cell_px, check_norms,
-                        heads_at_step, heat_scale, label_step, model_view, select_head, step_keys_axis, tile_of)
+                        heads_at_step, heat_scale, label_step, model_view, select_head, step_keys_axis)
 from .attributions import attribution_map, share_comparison
 from .contributions import WEIGHT_NORM, contribution_map, low_steps, source_share_bars, weights_and_norms
 from .decoding import (beam_table, candidates_bar, head_grid, importance_heatmap, probability_change, steps_table,
                        token_diff)
 from .inside import CHAIN, MASKED_BAR, coverage_bars, score_chain, vector_strips
 from .labels import map_caption, plain, predicting
-from .lines import attention_lines, layer_lines, token_of
+from .lines import attention_lines, layer_lines
 from .training import heads_over_time, training_curve
 from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, position_heatmap, position_reach,
                         similarity_heatmap, sinusoidal)
@@ -19,4 +19,4 @@ __all__ = ["CHAIN", "MASKED_BAR", "WEIGHT_NORM", "aer_grid", "alignment_map", "a
            "coverage_bars", "dimension_curves", "head_grid", "heads_at_step", "heat_scale", "importance_heatmap", "label_step",
            "low_steps", "map_caption", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",
            "probability_change", "score_chain", "select_head", "share_comparison", "similarity_heatmap", "sinusoidal", "source_share_bars",
-           "step_keys_axis", "steps_table", "tile_of", "token_diff", "token_of", "vector_strips", "weights_and_norms"]
+           "step_keys_axis", "steps_table", "token_diff", "vector_strips", "weights_and_norms"]

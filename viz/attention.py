@@ -179,8 +179,8 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
 
     Layer l, head h, query q, key k is the cell at column h (K + GAP) + k, row l (Q + GAP) + q; the gaps are
     empty (NaN, no hover). Its customdata is [layer, head, query label, key label] (layer and head counted from 1,
-    as strings), so a click names its tile (`tile_of`). A decoder map's future cells are in a second, grey
-    "masked" trace, as in `attention_heatmap`. One heatmap, not thousands of markers: a 100-token sentence's
+    as strings), so a click names its tile (views/maps.js opens it). A decoder map's future cells are in a second,
+    grey "masked" trace, as in `attention_heatmap`. One heatmap, not thousands of markers: a 100-token sentence's
     240,000 cells draw as one image, with no WebGL.
     norms: the maps are norm-based attention, one colour range 0..largest for every tile (so tiles compare).
     cells=False: the figure without its cells (no z, no customdata), for a page that places them itself
@@ -237,14 +237,6 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
                    zeroline=False, scaleanchor="x", constrain="domain", automargin=True),
     )
     return fig
-
-
-def tile_of(point: dict) -> tuple[int, int] | None:
-    """(layer, head), 0-based, of a point Streamlit reports from a click on the model view."""
-    data = point.get("customdata")
-    if not data or len(data) < 2:
-        return None
-    return int(data[0]) - 1, int(data[1]) - 1
 
 
 def step_keys_axis(key_tokens, key_unknown=None) -> dict:

@@ -74,8 +74,9 @@ def source_share_bars(step_tokens, shares, *, median: float | None = None, thres
         xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
                    tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
                    range=[-0.6, T - 0.4], tickfont=dict(size=12)),
+        # Each bar has its number: no grid on the value axis to run through the numbers (bright on the dark theme).
         yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.3], automargin=True,
-                   tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0]))
+                   tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=False))
     return fig
 
 
@@ -110,6 +111,7 @@ def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = "")
                              showlegend=False), row=1, col=col)
     fig.update_yaxes(tickmode="array", tickvals=x, ticktext=[plain(t) for t in key_tokens], autorange="reversed",
                      automargin=True)
+    fig.update_xaxes(showgrid=False)  # each bar has its number: no gridline through the numbers
     fig.update_layout(title=dict(text=title), height=90 + 24 * K,
                       margin=dict(l=10, r=10, t=70 if title else 40, b=10))
     return fig

@@ -23,8 +23,10 @@ def candidates_bar(top, chosen: str, title=""):
         x=probs, y=y, orientation="h", marker_color=[CHOSEN_COLOR if t == chosen else OTHER_COLOR for t in tokens],
         text=[f"{p:.3f}" for p in probs], textposition="outside", customdata=[plain(t) for t in tokens],
         hovertemplate="%{customdata}<br>probability %{x:.4f}<extra></extra>"))
+    # Each bar has its number, so the value axis draws no grid: a gridline ran through the numbers (a bright one on
+    # the dark theme).
     fig.update_layout(title=dict(text=title), height=60 + 34 * len(top), margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(title=dict(text="probability"), range=[0, 1.12]),
+                      xaxis=dict(title=dict(text="probability"), range=[0, 1.12], showgrid=False),
                       yaxis=dict(tickmode="array", tickvals=y, ticktext=labels, autorange="reversed"))
     return fig
 

@@ -37,7 +37,7 @@ def deletion_curves(curves: dict, random_mean, random_band, *, removed_first: di
             raise ValueError(f"{name}: the curve holds a NaN or inf: measure the step again")
     x = list(range(n + 1))
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=x + x[::-1], y=[*high, *low[::-1]], fill="toself", fillcolor=RANDOM_COLOR,
+    fig.add_trace(go.Scatter(x=x + x[::-1], y=[*high, *low[::-1]], fill="toself", fillcolor=RANDOM_COLOR, mode="lines",
                              line=dict(width=0), name="random orders (95%)", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=x, y=mean, name="random orders (mean)", mode="lines",
                              line=dict(color="#808080", dash="dash", width=2),
@@ -56,8 +56,8 @@ def deletion_curves(curves: dict, random_mean, random_band, *, removed_first: di
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)),
         height=460, margin=dict(l=10, r=10, t=(95 if subtitle else 70) if title else 30, b=10),
-        legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=12)),
-        xaxis=dict(title=dict(text="tokens removed, highest-ranked first (replaced by <unk>)"), tickmode="array",
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top", font=dict(size=12)),
+        xaxis=dict(title=dict(text="tokens removed (replaced by <unk>)"), tickmode="array",
                    tickvals=x, range=[-0.2, n + 0.2], automargin=True, showgrid=False),
         yaxis=dict(title=dict(text="p(the step's word)"), rangemode="tozero", automargin=True))
     return fig

@@ -18,7 +18,8 @@ MAP_CAPTIONS = {
            "(columns). Each row sums to 1.",
     "dec": "Each decoder row reads the English produced so far (columns) while predicting the next word: "
            "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
-           "future positions, masked: the model cannot see them.",
+           "future positions, masked: the model cannot see them. The first row, “<sos> → {first}”, has only <sos> "
+           "to look at, so every head gives <sos> weight 1: by construction, not by choice.",
     "cross": "While predicting the next English word, each decoder row reads from the German source (columns). "
              "The row “<sos> → {first}” is where the model, with nothing written yet, chose “{first}”. "
              "Rows sum to 1.",

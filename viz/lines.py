@@ -150,11 +150,3 @@ def _column(x: int, tokens, unknown, maps: np.ndarray, side: str, focus, value: 
                     line=dict(width=[2 if f else 0 for f in focused], color="#ff5000")),
         hovertemplate=_hovers(tokens, unknown, maps, side, value),
         unselected=dict(marker=dict(opacity=1)))
-
-
-def token_of(point: dict) -> tuple[str, int] | None:
-    """("query" | "key", position) of a point Streamlit reports from a click on a token marker."""
-    data = point.get("customdata")
-    if not data or len(data) < 2 or data[0] not in ("query", "key"):
-        return None
-    return data[0], int(data[1])

@@ -33,7 +33,7 @@ def effect_map(values, row_labels, col_labels, *, title="", subtitle="", x_title
         colorbar=dict(title=dict(text="effect"), thickness=10, len=0.9, tickvals=[-1, 0, 1])))
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)),
-        height=max(180, 70 + 34 * v.shape[0]) + 6 * max((len(t) for t in col_labels), default=0),
+        height=max(240, 90 + 34 * v.shape[0]) + 6 * max((len(t) for t in col_labels), default=0),
         margin=dict(l=10, r=10, t=(80 if subtitle else 50) if title else 20, b=10),
         xaxis=dict(title=dict(text=x_title), tickmode="array", tickvals=list(range(v.shape[1])), ticktext=ticks,
                    tickangle=-45 if v.shape[1] > 8 else 0, automargin=True, showgrid=False),

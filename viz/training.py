@@ -1,16 +1,25 @@
-"""The training replay: curves over the snapshots with the current one marked, and every head's statistic over time."""
+"""The training replay: curves over the snapshots with the current one marked, every head's statistic over time,
+and one snapshot's attention map."""
+
+import textwrap
 
 import numpy as np
 import plotly.graph_objects as go
 
+from .attention import attention_heatmap
 from .labels import plain
 
 CURRENT_COLOR = "#ff5000"
+SNAPSHOT_AXIS = "snapshot, by training step (not to scale)"
+# A map's title and sentence wrap to the width the chart gets: its own, and at most what a 390 px phone leaves it.
+# Rough widths of one character of a title (16 px) and of a subtitle (11 px), and the height of their lines.
+PHONE_PX, TITLE_CHAR_PX, SUBTITLE_CHAR_PX, TITLE_LINE_PX, SUBTITLE_LINE_PX = 350, 7.5, 5.6, 21, 15
 
 
-def training_curve(labels: list, values: list, current: int, name: str):
+def training_curve(labels: list, values: list, current: int, name: str, model: str = ""):
     """One measure over the snapshots, evenly spaced (they are log-spaced in steps, so a step axis would squeeze
-    the first half into a corner); the current snapshot marked. One figure per measure, so that the page can
+    the first half into a corner), and the axis says so; the current snapshot marked. model: whose training run it
+    is, under the title (the page's model switch may name another). One figure per measure, so that the page can
     set them side by side or, on a phone, one under another."""
     x = list(range(len(labels)))
     y = [np.nan if v is None else float(v) for v in values]
@@ -20,9 +29,10 @@ def training_curve(labels: list, values: list, current: int, name: str):
     fig.add_trace(go.Scatter(x=[current], y=[y[current]], mode="markers", name="this snapshot", hoverinfo="skip",
                              marker=dict(size=13, color=CURRENT_COLOR, line=dict(width=2, color="#ffffff"))))
     step = max(1, len(labels) // 6)
-    fig.update_layout(title=dict(text=plain(name)), height=260, margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
+    fig.update_layout(title=dict(text=plain(name), subtitle=dict(text=plain(model))), height=280 if model else 260,
+                      margin=dict(l=10, r=10, t=60 if model else 40, b=10), showlegend=False,
                       xaxis=dict(tickmode="array", tickvals=x[::step], ticktext=labels[::step], tickangle=-45,
-                                 title=dict(text="step")))
+                                 title=dict(text=SNAPSHOT_AXIS)))
     return fig
 
 
@@ -54,4 +64,37 @@ def heads_over_time(values, labels: list, current: int, title="", value="value",
                                  tickangle=-45, title=dict(text="snapshot")),
                       yaxis=dict(tickmode="array", tickvals=list(range(L * H)), ticktext=rows, autorange="reversed",
                                  tickfont=dict(size=10)))
+    return fig
+
+
+def wrapped(text: str, width_px: float, char_px: float, commas=True) -> list[str]:
+    """Plain text in lines of at most width_px (at char_px a character), each escaped: cut after a comma where one
+    fits (a title's parts: "Cross-attention, layer 2, head 3, step 25"), else at a space."""
+    n = max(int(width_px / char_px), 12)
+    if not commas:
+        return [plain(line) for line in textwrap.wrap(text, n)] or [""]
+    lines: list[str] = []
+    for piece in text.split(", "):
+        parts = textwrap.wrap(piece, n) or [""]
+        if lines and len(lines[-1]) + 2 + len(parts[0]) <= n:
+            lines[-1] += ", " + parts.pop(0)
+        elif lines:
+            lines[-1] += ","
+        lines += parts
+    return [plain(line) for line in lines]
+
+
+def snapshot_map(weights, rows: list, keys: list, *, title: str, sentence: str, causal=False, stretch=False):
+    """One snapshot's attention map (an `attention_heatmap`), its title and its sentence wrapped to the width the
+    chart gets, never cut: an untrained model's output is long (50 tokens at step 0), which makes the map, and with
+    it the room for a title, narrow. title and sentence are plain text (escaped here)."""
+    fig = attention_heatmap(weights, rows, keys, causal=causal, stretch=stretch, title=plain(title),
+                            subtitle=plain(sentence))
+    room = min(fig.layout.width, PHONE_PX) - 20  # less the figure's side margins
+    title_lines = wrapped(title, room, TITLE_CHAR_PX)
+    sentence_lines = wrapped(sentence, room, SUBTITLE_CHAR_PX, commas=False)
+    top = 12 + TITLE_LINE_PX * len(title_lines) + SUBTITLE_LINE_PX * len(sentence_lines) + 14
+    fig.update_layout(title=dict(text="<br>".join(title_lines), subtitle=dict(text="<br>".join(sentence_lines)),
+                                 yref="container", y=1, yanchor="top", pad=dict(t=12)),
+                      height=fig.layout.height - fig.layout.margin.t + top, margin=dict(t=top))
     return fig

@@ -1,4 +1,6 @@
-"""Start `streamlit run app.py` on a free localhost port (shared by the browser tests and the app benchmark)."""
+"""Drive the real app: start `streamlit run app.py` on a free localhost port, type a sentence in a browser page and
+wait for it to be drawn. Shared by the browser tests (which import it as `appserver`) and the benches (as
+`tests.appserver`)."""
 
 import os
 import socket
