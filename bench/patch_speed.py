@@ -9,6 +9,8 @@ cores; every cross-attention edge by attribution patching at most 0.1 s; the 12 
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -33,8 +35,7 @@ def main():
     atp = median_ms(lambda: P.attribution_patching(tr, s), args.repeat)
     print(f"every edge, attribution patching:                {atp:8.1f} ms  {atp / bare:5.1f}x  (bar 100 ms)")
     est = P.attribution_patching(tr, s)
-    top = [tuple(int(i) for i in __import__("numpy").unravel_index(f, est.shape))
-           for f in (-abs(est)).argsort(axis=None)[:P.EDGES]]
+    top = [tuple(int(i) for i in np.unravel_index(f, est.shape)) for f in (-abs(est)).argsort(axis=None)[:P.EDGES]]
     exact = median_ms(lambda: P.exact_edges(tr, s, top), args.repeat)
     print(f"{P.EDGES} strongest edges patched exactly:            {exact:8.1f} ms  {exact / bare:5.1f}x")
     whole = median_ms(lambda: P.patch(tr, CLEAN, CORRUPT), args.repeat)

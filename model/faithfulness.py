@@ -155,8 +155,7 @@ class Removals:
         """Every recorded removal not yet computed: rows grouped by the last step they serve, whose pass stops
         there (a step reads no later decoder input), ROWS to a pass."""
         model = self.model
-        src = self.src[None]  # (1, S)
-        memory, src_mask = model.encode(src, Extras(need_weights=False))[0], model.src_mask(src)  # prefix side
+        memory = src_mask = None  # the prefix rows' one encoder output, made when the first of them comes
         for side in ("source", "prefix"):
             todo = {}
             for removed, steps in self.asked[side].items():
@@ -175,6 +174,9 @@ class Removals:
                     if side == "source":
                         logits = model(ids, tgt.expand(B, -1), Extras(need_weights=False)).logits  # (B, n, V)
                     else:
+                        if memory is None:
+                            src = self.src[None]  # (1, S)
+                            memory, src_mask = model.encode(src, Extras(need_weights=False))[0], model.src_mask(src)
                         logits = model.decode(ids, memory.expand(B, -1, -1), src_mask,
                                               extras=Extras(need_weights=False))[0]  # (B, n, V)
                     logp = torch.log_softmax(logits.float(), -1)[:, torch.arange(last + 1), out]  # (B, n)
@@ -228,19 +230,22 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
     src["leave_one_out"], pre["leave_one_out"] = a.leave_one_out()
     vz = value_zeroing(translator, sentence, output_tokens)
     src["value_zeroing"], pre["value_zeroing"] = np.asarray(vz["source"]), np.asarray(vz["prefix"])
-    scores = {"source": src, "prefix": pre, "attributor": a}
-    add_integrated_gradients(scores, range(T) if ig_steps is None else ig_steps)
-    return scores
+    return add_integrated_gradients({"source": src, "prefix": pre, "attributor": a},
+                                    range(T) if ig_steps is None else ig_steps)
 
 
 def add_integrated_gradients(scores: dict, steps) -> dict:
-    """Fill integrated gradients' rows for the given steps where they are still NaN (in place; returns scores)."""
+    """The scores with integrated gradients' rows filled for the given steps where they are still NaN: a new dict
+    with new integrated-gradients arrays, the given scores untouched (a cache may hold them)."""
     steps = [int(t) for t in steps if np.isnan(scores["source"]["integrated_gradients"][t]).any()]
-    if steps:
-        ig_src, ig_pre, *_ = scores["attributor"].integrated_gradients(steps=steps)
-        scores["source"]["integrated_gradients"][steps] = ig_src
-        scores["prefix"]["integrated_gradients"][steps] = ig_pre
-    return scores
+    if not steps:
+        return scores
+    ig_src, ig_pre, *_ = scores["attributor"].integrated_gradients(steps=steps)
+    filled = {**scores}
+    for side, rows in (("source", ig_src), ("prefix", ig_pre)):
+        filled[side] = {**scores[side], "integrated_gradients": scores[side]["integrated_gradients"].copy()}
+        filled[side]["integrated_gradients"][steps] = rows
+    return filled
 
 
 def aligning_head(folder) -> tuple[int, int] | None:
@@ -450,12 +455,12 @@ def agreement(scores: dict, steps: list[int], methods: list[str]) -> tuple[np.nd
     for t in steps:
         rows = [np.asarray(scores["source"][m][t])[pos] for m in methods]
         for i in range(M):
-            for j in range(M):
+            for j in range(i, M):  # tau is symmetric: each pair once, mirrored
                 tau = kendall_tau(rows[i], rows[j])
                 if math.isfinite(tau):
                     total[i, j] += tau
                     count[i, j] += 1
-    return total, count
+    return total + np.triu(total, 1).T, count + np.triu(count, 1).T
 
 
 def verdict(result: dict) -> str:

@@ -155,17 +155,12 @@ def edits(rows: list[tuple], source: dict, device) -> dict:
         by_key.setdefault(key(site), []).append((b, site))
     patch = {}
     for k, members in by_key.items():
-        value = source[k]  # (1, P, D) residual or (1, H, Tq, hs) heads
-        if k[-1] == "heads":
-            where = torch.zeros(B, value.size(1), dtype=torch.bool, device=device)
-            for b, site in members:
-                where[b, site[4]] = True
-            patch[k] = (lambda v, where=where, value=value: torch.where(where[:, :, None, None], value, v))
-        else:
-            where = torch.zeros(B, value.size(1), dtype=torch.bool, device=device)
-            for b, site in members:
-                where[b, site[3]] = True
-            patch[k] = (lambda v, where=where, value=value: torch.where(where[:, :, None], value, v))
+        value = source[k]  # (1, P, D) residual, one row a position; (1, H, Tq, hs) heads, one row a head
+        where = torch.zeros(B, value.size(1), dtype=torch.bool, device=device)
+        for b, site in members:
+            where[b, site[-1]] = True  # the site's position, or its head
+        where = where.view(B, value.size(1), *[1] * (value.dim() - 2))  # broadcast over the value's other axes
+        patch[k] = (lambda v, where=where, value=value: torch.where(where, value, v))
     return patch
 
 

@@ -70,8 +70,7 @@ def drawn_in(method: str, side: str) -> dict:
 
 
 def link_to(ctx: Context, method: str, side: str) -> str:
-    params = {k: v for k, v in state_params(ctx.cfg, None).items()}  # the sentence and the model
-    return "?" + urlencode({**params, **drawn_in(method, side)})
+    return "?" + urlencode({**state_params(ctx.cfg, None), **drawn_in(method, side)})  # the sentence, the model
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -87,16 +86,9 @@ def sentence_explanations(checkpoint: str | None, sentence: str, output_tokens: 
 def step_faithfulness(checkpoint: str | None, sentence: str, output_tokens: tuple, step: int, _waiting=None):
     """One step's measures, both sides, as `python -m model.inspect faithfulness --step` prints them."""
     scores = sentence_explanations(checkpoint, sentence, output_tokens, _waiting=_waiting)
-    fresh = {**scores, "source": dict(scores["source"]), "prefix": dict(scores["prefix"])}
-    for side in ("source", "prefix"):  # the cached scores stay as they are: this step's integrated gradients is its own
-        fresh[side]["integrated_gradients"] = scores[side]["integrated_gradients"].copy()
-    with HEAVY.turn(_waiting):
-        f = F.measure(load_translator(checkpoint), sentence, list(output_tokens), steps=[step], scores=fresh)
+    with HEAVY.turn(_waiting):  # measure adds this step's integrated gradients to a copy: the cached scores stay
+        f = F.measure(load_translator(checkpoint), sentence, list(output_tokens), steps=[step], scores=scores)
     return f.to_json()["steps"][step]
-
-
-def names(method: str) -> str:
-    return F.display_name(method)
 
 
 @st.fragment
@@ -130,9 +122,9 @@ def faithful_view(ctx: Context):
         return
     methods, rand = m["methods"], m["random"]
     n = len(m["tokens"])
-    chart(deletion_curves({names(k): v["deletion"] for k, v in methods.items()}, rand["deletion"],
+    chart(deletion_curves({F.display_name(k): v["deletion"] for k, v in methods.items()}, rand["deletion"],
                           rand["deletion_range"],
-                          removed_first={names(k): [token(m, p) for p in v["order"]] for k, v in methods.items()},
+                          removed_first={F.display_name(k): [token(m, p) for p in v["order"]] for k, v in methods.items()},
                           title=f"Step {step}: p(“{tokens[t]}”)<br>as each method's top {WHAT[side]} go",
                           subtitle=subtitle(result.source)),
           key="faith_curves", name=f"faithfulness-step{step}-{side}")
@@ -155,7 +147,7 @@ def token(m: dict, position: int) -> str:
 
 
 def step_table(ctx: Context, methods: dict, rand: dict, m: dict, side: str):
-    rows = [{"method": names(k), "comprehensiveness": v["comprehensiveness"], "sufficiency": v["sufficiency"],
+    rows = [{"method": F.display_name(k), "comprehensiveness": v["comprehensiveness"], "sufficiency": v["sufficiency"],
              "τ with leave-one-out": v["tau"], "removed first": token(m, v["order"][0]),
              "drawn in": link_to(ctx, k, side)} for k, v in methods.items()]
     rows.sort(key=lambda r: -r["comprehensiveness"])
@@ -192,7 +184,7 @@ def test_set_table(ctx: Context, shipped: dict | None, side: str):
     for k, e in table.items():
         if k == F.RANDOM:
             continue
-        rows.append({"method": names(k), "comprehensiveness": interval(e["comprehensiveness"]),
+        rows.append({"method": F.display_name(k), "comprehensiveness": interval(e["comprehensiveness"]),
                      "sufficiency": interval(e["sufficiency"]), "τ with leave-one-out": interval(e["tau"]),
                      **({"alignment error (AER)": e.get("aer")} if side == "source" else {}),
                      "drawn in": link_to(ctx, k, side)})
@@ -213,7 +205,7 @@ def test_set_table(ctx: Context, shipped: dict | None, side: str):
     if side == "source":
         with st.expander("How the methods agree with one another (mean Kendall τ over every measured step)"):
             a = shipped["agreement"]
-            labels = [names(k) for k in a["methods"]]
+            labels = [F.display_name(k) for k in a["methods"]]
             st.dataframe(pd.DataFrame(np.array(a["tau"], dtype=float), index=labels, columns=labels),
                          width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
                                                          for c in labels})

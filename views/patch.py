@@ -14,7 +14,7 @@ import streamlit as st
 
 from model.contrast import read_pairs, swapped
 from model.errors import InputError
-from model.patch import DIRECTIONS
+from model.patch import DIRECTIONS, patch
 from model.translator import ROOT
 from viz.labels import subtitle
 from viz.patching import effect_map
@@ -61,7 +61,6 @@ def contrast_pairs() -> list[dict]:
 def patching(checkpoint: str | None, clean: str, corrupt: str, _waiting=None) -> dict:
     """Every site of the pair patched, both directions, as `python -m model.patch --clean --corrupt` prints it."""
     with HEAVY.turn(_waiting):
-        from model.patch import patch
         return patch(load_translator(checkpoint), clean, corrupt).to_json()
 
 
