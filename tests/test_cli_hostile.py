@@ -214,7 +214,11 @@ def test_a_real_sigint_stops_training_with_status_130_and_no_half_file(tmp_path)
     data = write_multi30k(tmp_path / "data")
     proc = subprocess.Popen([sys.executable, "-m", "model.train", "--data-dir", str(data), "--out",
                              str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"), "--epochs", "100000",
-                             "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # as a shell starts it: SIGINT at its default, whatever this test process inherited (a
+                            # child of a process that ignores SIGINT ignores it too, and Python then never raises
+                            # KeyboardInterrupt)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().startswith("vocab "), proc.stderr.read()
         # SIGINT once the first epoch is logged, when the training loop runs: sent right after the first line, it

@@ -117,11 +117,11 @@ def patch_view(ctx: Context):
     layers = lambda n: ["embedding", *(f"after layer {i}" for i in range(1, n))]  # noqa: E731
     enc, dec = np.array(p["encoder"][d]), np.array(p["decoder"][d])
     sub = subtitle(result.source)
-    chart(effect_map(enc, layers(len(enc)), src, title="Encoder: the residual stream at each source position",
+    chart(effect_map(enc, layers(len(enc)), src, title="Encoder: the residual stream<br>at each source position",
                      subtitle=sub, x_title="source position", marked=p["swapped"], hover_row="encoder ",
                      hover_col="source token "), key="patch_enc", name=f"patching-encoder-{d}")
     chart(effect_map(dec, layers(len(dec)), p["tgt_tokens"], x_title="decoder input (the step reads the last)",
-                     title=f"Decoder: the residual stream at each position up to step {p['step'] + 1}",
+                     title=f"Decoder: the residual stream<br>at each position up to step {p['step'] + 1}",
                      hover_row="decoder ", hover_col="decoder input "), key="patch_dec", name=f"patching-decoder-{d}")
     cols = st.columns(3)
     for col, kind in zip(cols, ("enc", "dec", "cross")):

@@ -26,7 +26,9 @@ def effect_map(values, row_labels, col_labels, *, title="", subtitle="", x_title
     text = np.vectorize(lambda x: f"{x:.2f}")(v)
     fig = go.Figure(go.Heatmap(
         z=v, x=list(range(v.shape[1])), y=list(range(v.shape[0])), zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING,
-        text=text, texttemplate="%{text}" if v.size <= 160 else None, textfont=dict(size=11),
+        # numbers in the cells only where a cell has room for "-0.00" at any width down to a phone's (the hover
+        # always gives them)
+        text=text, texttemplate="%{text}" if v.shape[1] <= 12 else None, textfont=dict(size=11),
         customdata=np.array([[[r, c] for c in col_labels] for r in row_labels], dtype=object),
         hovertemplate=f"{hover_row}%{{customdata[0]}}<br>{hover_col}%{{customdata[1]}}<br>effect %{{z:.3f}}"
                       "<extra></extra>",
@@ -34,7 +36,7 @@ def effect_map(values, row_labels, col_labels, *, title="", subtitle="", x_title
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)),
         height=max(240, 90 + 34 * v.shape[0]) + 6 * max((len(t) for t in col_labels), default=0),
-        margin=dict(l=10, r=10, t=(80 if subtitle else 50) if title else 20, b=10),
+        margin=dict(l=10, r=10, t=((80 if subtitle else 50) + 20 * title.count("<br>")) if title else 20, b=10),
         xaxis=dict(title=dict(text=x_title), tickmode="array", tickvals=list(range(v.shape[1])), ticktext=ticks,
                    tickangle=-45 if v.shape[1] > 8 else 0, automargin=True, showgrid=False),
         yaxis=dict(title=dict(text=y_title), tickmode="array", tickvals=list(range(v.shape[0])),
