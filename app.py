@@ -10,6 +10,7 @@ head or step never translates again.
 
 import json
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 
 import plotly.io as pio
@@ -22,8 +23,9 @@ from views import Context
 from views.calls import MODEL_NAMES, load_translator, models, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, VIEWS
-from views.state import MODEL_CHOICE, judge_url, read_model, read_url, write_url
-from views.widgets import CSS, literal, text_box, token_chips
+from views.guess import VIEWS as GUESSING_VIEWS
+from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
+from views.widgets import CSS, PRESENT_CSS, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
 # Streamlit serialises each figure with plotly.io.to_json. Its orjson engine first walks every list in
@@ -95,20 +97,32 @@ def say_unused(box, notes: list[str]):
 st.set_page_config(page_title="Inside a Transformer translator", page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed")
 st.markdown(CSS, unsafe_allow_html=True)
-st.title("Inside a Transformer translator")
 
 available = models()  # slug -> checkpoint; $TRANSFORMER_CHECKPOINT leaves only that one
 first_run = "url_notes" not in st.session_state  # a new browser session: the link's state is read once
 if first_run:  # marked read before anything can fail: a link that breaks the page breaks one run, never every reload
     st.session_state.url_notes = []
-notes = safely(read_model, available) if first_run else []
+notes = safely(read_model, available) + safely(read_flags) if first_run else []
+# The presenter layout (?present=1, for a projector at 1366 x 768): no title, the model, the sentence and the view
+# in one row, the translation's details folded, larger type; the walk's stop and its picture start on the screen.
+present = bool(st.session_state.get("present"))
+if present:
+    st.markdown(PRESENT_CSS, unsafe_allow_html=True)
+    frame = st.columns([2, 5, 3], vertical_alignment="bottom")
+else:
+    st.title("Inside a Transformer translator")
+    frame = [st.container()] * 3
 if st.session_state.get("model") not in available:
     st.session_state.model = next(iter(available))
 if len(available) > 1:
-    st.segmented_control("Model", list(available), key="model", required=True, format_func=MODEL_NAMES.get,
-                         help="The same architecture and recipe, trained twice: with learned position vectors "
-                              "(the default) or with the paper's fixed sinusoids. See “Positional encodings”, "
-                              "and compare the two in any attention view.")
+    model_help = ("The same architecture and recipe, trained twice: with learned position vectors (the default) or "
+                  "with the paper's fixed sinusoids. See “Positional encodings”, and compare the two in any "
+                  "attention view.")
+    if present:
+        frame[0].selectbox("Model", list(available), key="model", format_func=MODEL_NAMES.get, help=model_help)
+    else:
+        st.segmented_control("Model", list(available), key="model", required=True, format_func=MODEL_NAMES.get,
+                             help=model_help)
 checkpoint = available[st.session_state.model]  # None: the shipped checkpoints/
 try:
     translator = load_translator(checkpoint)
@@ -121,11 +135,12 @@ except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
     st.error("**The model could not be started.** " + literal(f"{e}."))
     st.stop()
 cfg = translator.cfg
-st.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
+details = st.expander("The translation's details, the model and the colours") if present else st
+details.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
            f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k. Type a sentence and press Enter, "
            "then look at every head of every layer and step through the decoding.")
 
-with st.expander("About this model and the colours"):  # on the page, not in a sidebar: narrow screens keep the room
+with details.expander("About this model and the colours"):  # on the page, not in a sidebar: narrow screens keep room
     st.markdown(f"**Model**: {cfg.n_enc_layers} encoder + {cfg.n_dec_layers} decoder layers, {cfg.n_heads} heads, "
                 f"d_model {cfg.d_model}, {translator.model.n_params():,} parameters, {cfg.positions} positions "
                 f"({cfg.max_positions}). **Device**: {translator.device_name}.")
@@ -139,7 +154,7 @@ unused, st.session_state.url_notes = st.session_state.url_notes, []  # said once
 say_unused(link_note, unused)
 
 ex = examples()
-c1, c2 = st.columns([3, 2])
+c1, c2 = (frame[1], details) if present else st.columns([3, 2])
 c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
              on_change=example_picked, format_func=lambda s: s or "choose an example")
 text_box(c1, "German sentence (press Enter to translate)", "sentence", "The sentence", on_change=sentence_typed,
@@ -172,24 +187,36 @@ st.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '
 if result.steps and result.steps[-1].token != "<eos>":
     st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
                "ended it: what is shown is cut.")
-familiarity_note(checkpoint, sentence)
-reference = next((e["en"] for e in ex if e["de"] == sentence), None)
-if reference:
-    st.caption(f"Multi30k reference: {literal(reference)}")
-st.markdown("Source tokens: " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
-st.markdown("Output tokens: " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)
-if any(result.src_unknown):
-    st.caption(f"{sum(result.src_unknown)} source word(s) are unknown to the model (dashed): it reads each as "
-               "`<unk>` and still translates the sentence.")
-if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
-    st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
-               "words it tends to invent a scene around them. Full sentences show it at its best.")
+with details if present else nullcontext():  # folded in the presenter layout
+    familiarity_note(checkpoint, sentence)
+    reference = next((e["en"] for e in ex if e["de"] == sentence), None)
+    if reference:
+        st.caption(f"Multi30k reference: {literal(reference)}")
+    st.markdown("Source tokens: " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
+    st.markdown("Output tokens: " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)
+    if any(result.src_unknown):
+        st.caption(f"{sum(result.src_unknown)} source word(s) are unknown to the model (dashed): it reads each as "
+                   "`<unk>` and still translates the sentence.")
+    if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
+        st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
+                   "words it tends to invent a scene around them. Full sentences show it at its best.")
 
 st.session_state.setdefault("view", DEFAULT_VIEW)
-view = st.segmented_control("View", list(VIEWS), key="view", required=True, on_change=view_picked,
-                            format_func=lambda slug: VIEWS[slug].label)  # slugs, as the link names them
-st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to share "
-           "exactly what you see.")
+if present:  # a list, not sixteen buttons: the stop and its picture keep the screen
+    view = frame[2].selectbox("View", list(VIEWS), key="view", on_change=view_picked,
+                              format_func=lambda slug: VIEWS[slug].label)
+else:
+    view = st.segmented_control("View", list(VIEWS), key="view", required=True, on_change=view_picked,
+                                format_func=lambda slug: VIEWS[slug].label)  # slugs, as the link names them
+switches = details.container(horizontal=True) if present else st.container(horizontal=True)
+switches.toggle("Guess first", key="guess", help="Before a picture is shown, one question about it, answered with a "
+                "click; then the picture with your answer marked. On the walk, the three attention views, Inside a "
+                "head and the decoding trace." + ("" if view in GUESSING_VIEWS else " (This view asks nothing.)"))
+switches.toggle("Presenter layout", key="present", help="For a projector: the frame in one row, larger type, the "
+                "translation's details folded.")
+if not present:
+    st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to "
+               "share exactly what you see.")
 with st.container(key="view_box"):
     VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
     if st.session_state.pop("view_picked", False):

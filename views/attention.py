@@ -16,7 +16,7 @@ from model.heads import KIND_NAMES, n_layers
 from model.result import Translation
 from viz.labels import SIDES, positioned, subtitle, token_labels
 
-from . import Context, View, compare
+from . import Context, View, compare, guess
 from .calls import weighted_norms
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show, skeleton, with_means
@@ -77,6 +77,11 @@ def attention_view(ctx: Context, kind: str):
     steps = [s.token for s in ctx.result.steps]
     st.caption(viz.map_caption(kind, steps, literal) +
                " Hover a cell for the exact weight.")
+    found = guess.map_question(ctx.result, kind, first_pick(kind, L)[0]) if guess.on() else None
+    if found and guess.hidden(found[0]):  # guess first: the maps wait for the answer
+        return
+    if found:
+        guess.marked_row(*found, ctx.result, kind, key=f"guess_row_{kind}")
     # What needs the model (norms, a second run) is picked here and reruns the view; what only redraws (layer,
     # head, map or lines, colour stretch, a tile, a token's lines) is picked in the browser (views/maps.js).
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")  # wraps on narrow screens

@@ -14,7 +14,7 @@ import viz
 from model.heads import KIND_NAMES, n_layers
 from viz.labels import positioned, token_labels
 
-from . import Context
+from . import Context, guess
 from .calls import inside, weighted_norms
 from .export import downloads
 from .instant import figure_json, float32, show
@@ -72,6 +72,11 @@ def inside_view(ctx: Context):
     head = st.session_state.get("inside_head", 0)
     inside_all = inside(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))
     tr = inside_all.head(kind, layer, head, query)
+    q = guess.head_question(result, tr, kind, layer, head, query) if guess.on() else None
+    if guess.hidden(q):  # guess first: the head's numbers wait for the answer
+        return
+    if q:
+        guess.marked_row(q, query, tr.weights[tr.mask], result, kind, key="guess_row_inside")
     a = inside_all.sublayers[kind]
     norms = weighted_norms(ctx.checkpoint, result.source, tuple(s.token for s in result.steps)).norms[kind]
     queries = inside_all.src_tokens if kind == "enc" else inside_all.tgt_tokens

@@ -5,14 +5,15 @@ view with it, and the tests walk it. Adding a view is adding its entry here; thi
 views (they never import one another).
 """
 
-from . import (View, alignment, attention, attributions, contributions, evidence, faithful, flow, importance, inside,
-               interventions, patch, positions, stats, trace, training, walk)
+from . import (View, alignment, attention, attributions, contributions, evidence, exercises, faithful, flow, importance,
+               inside, interventions, patch, positions, stats, trace, training, walk)
 
 # The view switch, in the order a newcomer meets them: the guided walk, then where the translation reads the source.
 # Each entry: its slug in the link (?view=), its label on the switch, how it draws, what it reads from the link
 # and writes into it (only what decides its picture), and what of the link only the translation can judge.
 VIEWS = {v.slug: v for v in (
     View("walk", "Walk through the model", walk.walk_view, walk.read_link, walk.link_params),
+    View("exercises", "Exercises", exercises.exercises_view),
     attention.view_entry("cross"),
     attention.view_entry("enc"),
     attention.view_entry("dec"),

@@ -14,6 +14,7 @@
     ?s=...&view=cross&values=norms                         norm-based attention instead of the weights
     ?s=...&view=contributions                              how much each word drew on the source (ALTI+)
     ?s=...&view=walk&stop=5                                the walk through the model, at its 5th stop
+    ?s=...&view=walk&stop=1&guess=1&present=1             a lesson: guess first, in the presenter layout
 
 Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
 parameters that decide the current view are written, so links stay short. This module reads
@@ -199,6 +200,23 @@ def read_model(available: dict) -> list[str]:
     return [f"model={slug[:40]!r} is not one of {', '.join(available)}"]
 
 
+FLAGS = {"guess": "guess first: a question before each picture (views/guess.py)",
+         "present": "the presenter layout: one compact row for the frame, larger type (app.py)"}
+
+
+def read_flags() -> list[str]:
+    """The page-wide switches (guess=1, present=1), read with the model, before the frame is drawn: present decides
+    its layout. A note for a value other than 0 or 1."""
+    notes = []
+    for flag in FLAGS:
+        raw = st.query_params.get(flag)
+        if raw in ("0", "1"):
+            st.session_state[flag] = raw == "1"
+        elif raw is not None:
+            notes.append(f"{flag}={raw[:40]!r} is not 0 or 1")
+    return notes
+
+
 def read_url(cfg, views: dict[str, View]) -> list[str]:
     """Set the widgets' state from the URL, once per browser session; returns a note per dropped parameter.
 
@@ -245,6 +263,7 @@ def state_params(cfg, view: View | None) -> dict:
     params = {"s": sentence} if sentence else {}
     if s.get("model", "learned") != next(iter(models())):  # the default model is not written: links stay short
         params["model"] = s.model
+    params.update({flag: "1" for flag in FLAGS if s.get(flag)})  # off is not written either
     if view:
         params["view"] = view.slug
         params.update(view.write(cfg))

@@ -8,7 +8,7 @@ import streamlit as st
 import viz
 from viz.labels import plain, positioned
 
-from . import Context
+from . import Context, guess
 from .calls import load_translator, models, translate
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show
@@ -87,6 +87,11 @@ def trace_view(ctx: Context):
     st.caption("Greedy decoding picks the most likely token at every step. Step through it: what the model "
                "considered, how sure it was, and where each head looked while choosing.")
     t = st.session_state.trace_step - 1
+    if guess.on():  # guess first: the word, then how sure; the step's pictures wait for both answers
+        first = guess.next_word_question(result, t)
+        if guess.hidden(first) or guess.hidden(guess.sure_question(result, t)):
+            return
+        guess.marked_candidates(result, t, first, key="guess_candidates")
     st.session_state.setdefault("what_if", MODEL_CHOICE)
     word = st.session_state.what_if  # one this step cannot say (its own word, another model's): dropped
     if word != ANY_WORD and not forceable(result, t, word, ctx.translator.tgt_vocab.stoi, []):

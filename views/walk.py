@@ -18,7 +18,7 @@ import viz
 from model.heads import KIND_NAMES
 from viz.labels import token_labels
 
-from . import Context
+from . import Context, guess
 from .calls import inside
 from .state import MEAN, int_param, page_view, set_pick
 from .widgets import chart, literal, token_chips
@@ -93,7 +93,10 @@ def walk_view(ctx: Context):
     st.latex(stop.equation)
     ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
     word = 1 if len(r.src_tokens) > 2 else 0  # the first real word: the token the pictures follow
-    DRAW[n](ctx, ins, word)
+    q = question(ctx, ins, word, n) if guess.on() else None
+    if guess.hidden(q):  # guess first: the stop's picture (and its text, which would tell) wait for the answer
+        return
+    DRAW[n](ctx, ins, word, q)
     if stop.opens:
         layer = {"enc": 0 if n == 3 else ctx.cfg.n_enc_layers - 1, "dec": 0,
                  "cross": ctx.cfg.n_dec_layers - 1}.get(stop.opens)
@@ -101,11 +104,33 @@ def walk_view(ctx: Context):
                   key="walk_open")
 
 
+def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
+    """The stop's guess-first question (four stops ask one), computed from what its picture draws."""
+    r = ctx.result
+    if n == 2:
+        return guess.head_question(r, ins.head("enc", 0, 0, word), "enc", 0, 0, word)
+    if n == 7:
+        return guess.mask_question(r)
+    if n == 8:
+        found = guess.map_question(r, "cross", r.cross_attentions.shape[0] - 1)
+        return found and found[0]
+    if n == 9:
+        return guess.next_word_question(r, 0)
+    return None
+
+
+def marked(q, fig, where, xaxis="x"):
+    """The learner's guess and the answer outlined on the stop's picture; `where` gives a cell (x, y) per option."""
+    if q is not None and guess.given(q) is not None:
+        viz.mark_guess(fig, where(guess.given(q)), where(q.answer), xaxis)
+    return fig
+
+
 def text(*sentences: str):
     st.markdown(" ".join(sentences))
 
 
-def tokens_and_ids(ctx: Context, ins, word: int):
+def tokens_and_ids(ctx: Context, ins, word: int, q=None):
     r = ctx.result
     ids = ctx.translator.source_ids(r.source)[1]
     text("The German is lowercased and cut into tokens (spaCy's rules), and each token is looked up in the "
@@ -114,7 +139,7 @@ def tokens_and_ids(ctx: Context, ins, word: int):
     st.dataframe({"position": list(range(len(ids))), "token": r.src_tokens, "id": ids}, hide_index=True)
 
 
-def embedding(ctx: Context, ins, word: int):
+def embedding(ctx: Context, ins, word: int, q=None):
     e, tok = ins.embedding["src"], ins.src_tokens[word]
     D = e["tokens"].shape[1]
     text(f"Token “{literal(tok)}” at position {word}: its learned embedding row times √{D} = "
@@ -125,16 +150,17 @@ def embedding(ctx: Context, ins, word: int):
                             title=f"“{tok}”: {D} numbers each"), key="walk_embedding", name="walk-embedding")
 
 
-def one_head(ctx: Context, ins, word: int):
+def one_head(ctx: Context, ins, word: int, q=None):
     tr = ins.head("enc", 0, 0, word)
     text(f"Encoder layer 1, head 1, for “{literal(tr.query_token)}”: its query q meets every token's key k.",
          f"The scores q·k are divided by √{len(tr.q)} and a softmax turns them into weights that sum to 1;",
          "the head's output is the weighted sum of the value vectors v.")
-    chart(viz.score_chain(tr.key_tokens, tr.scores, tr.scaled, tr.weights, tr.mask,
-                          title=f"q·k → scaled → softmax, for “{tr.query_token}”"), key="walk_head", name="walk-head")
+    fig = viz.score_chain(tr.key_tokens, tr.scores, tr.scaled, tr.weights, tr.mask,
+                          title=f"q·k → scaled → softmax, for “{tr.query_token}”")
+    chart(marked(q, fig, lambda option: (None, q.options.index(option)), "x3"), key="walk_head", name="walk-head")
 
 
-def all_heads(ctx: Context, ins, word: int):
+def all_heads(ctx: Context, ins, word: int, q=None):
     maps = ctx.result.encoder_attentions[:1]
     H = maps.shape[1]
     text(f"The layer runs {H} such heads side by side, each with its own W_Q, W_K, W_V on a "
@@ -146,7 +172,7 @@ def all_heads(ctx: Context, ins, word: int):
           width="content")
 
 
-def add_norm(ctx: Context, ins, word: int):
+def add_norm(ctx: Context, ins, word: int, q=None):
     a = ins.sublayers["enc"]
     text("The attention output is added to what came in (the residual connection keeps the token's own "
          "information), and LayerNorm rescales the sum to mean 0 and variance 1, then by learned weights.")
@@ -156,7 +182,7 @@ def add_norm(ctx: Context, ins, word: int):
           name="walk-add-norm")
 
 
-def feed_forward(ctx: Context, ins, word: int):
+def feed_forward(ctx: Context, ins, word: int, q=None):
     f, a = ins.ffn["encoder"], ins.sublayers["enc"]
     hidden = f["hidden"][0, word]
     text(f"Each token then goes alone through the same two-layer network: {hidden.size} hidden units, of which "
@@ -169,7 +195,7 @@ def feed_forward(ctx: Context, ins, word: int):
                           title=f"Encoder layer 1, “{ins.src_tokens[word]}”"), key="walk_ffn", name="walk-ffn")
 
 
-def encoder_stack(ctx: Context, ins, word: int):
+def encoder_stack(ctx: Context, ins, word: int, q=None):
     out = ins.sublayers["enc"]["layer_output"]
     text(f"{out.shape[0]} such layers, one after the other: each reads the previous one's output.",
          "The last layer's vectors, one per German token, are the memory the decoder will read.")
@@ -179,38 +205,41 @@ def encoder_stack(ctx: Context, ins, word: int):
           name="walk-encoder-stack")
 
 
-def masked_self(ctx: Context, ins, word: int):
+def masked_self(ctx: Context, ins, word: int, q=None):
     r = ctx.result
     text("The decoder writes English one token at a time. Its self-attention may look only at what is already "
          "written: the future is masked (grey), so row t sees tokens 0 to t.")
-    q, _ = token_labels(r, "tgt")
-    chart(viz.attention_heatmap(r.decoder_attentions[0].mean(0), q, q, causal=True,
-                                title="Decoder layer 1, mean of heads"), key="walk_masked", name="walk-masked",
+    rows, _ = token_labels(r, "tgt")
+    fig = viz.attention_heatmap(r.decoder_attentions[0].mean(0), rows, rows, causal=True,
+                                title="Decoder layer 1, mean of heads")  # the guess: the last key step 3 sees
+    chart(marked(q, fig, lambda option: (int(option) - 1, 2)), key="walk_masked", name="walk-masked",
           width="content")
 
 
-def cross(ctx: Context, ins, word: int):
+def cross(ctx: Context, ins, word: int, q=None):
     r = ctx.result
     L = r.cross_attentions.shape[0]
     text("In every decoder layer, after its self-attention, each English position asks the German: the queries "
          "come from the decoder, the keys and values from the encoder's memory.",
          "Here, where the last layer's heads looked, on average, while choosing each word.")
-    (q, _), (k, k_unk) = token_labels(r, "tgt"), token_labels(r, "src")
-    chart(viz.attention_heatmap(r.cross_attentions[L - 1].mean(0), q, k, key_unknown=k_unk,
-                                title=f"Cross-attention, layer {L}, mean of heads"), key="walk_cross",
-          name="walk-cross", width="content")
+    (rows, _), (k, k_unk) = token_labels(r, "tgt"), token_labels(r, "src")
+    fig = viz.attention_heatmap(r.cross_attentions[L - 1].mean(0), rows, k, key_unknown=k_unk,
+                                title=f"Cross-attention, layer {L}, mean of heads")
+    row = guess.first_word_step(r)  # the step the question asks about (guess.map_question)
+    chart(marked(q, fig, lambda option: (q.options.index(option), row)), key="walk_cross", name="walk-cross",
+          width="content")
 
 
-def output_layer(ctx: Context, ins, word: int):
+def output_layer(ctx: Context, ins, word: int, q=None):
     s = ctx.result.steps[0]
     text(f"The decoder's last vector goes through one linear layer to a score for each of the "
          f"{ctx.cfg.tgt_vocab_size:,} English tokens, and the softmax makes them probabilities.",
          f"Greedy decoding takes the most likely: “{literal(s.token)}” with {s.prob:.3f}.")
-    chart(viz.candidates_bar(s.top, s.token, title="Step 1: the most likely next tokens"), key="walk_output",
-          name="walk-output")
+    fig = viz.candidates_bar(s.top, s.token, title="Step 1: the most likely next tokens")
+    chart(marked(q, fig, lambda option: (None, q.options.index(option))), key="walk_output", name="walk-output")
 
 
-def loop(ctx: Context, ins, word: int):
+def loop(ctx: Context, ins, word: int, q=None):
     steps = [s.token for s in ctx.result.steps]
     text("The chosen token is appended to the decoder's input and everything from stop 8 runs again for the "
          f"next position, until the model chooses `<eos>`: {len(steps)} steps for this sentence.",

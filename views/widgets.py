@@ -56,6 +56,14 @@ div[data-testid="stSliderThumbValue"] {color:inherit !important}
 }
 </style>"""
 
+# The presenter layout (app.py, ?present=1): less padding above the frame, larger text for the back of the room.
+PRESENT_CSS = """<style>
+.block-container {padding-top:1.2rem !important}
+.stMainBlockContainer {padding-top:1.2rem !important}
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {font-size:1.15rem}
+.translation {font-size:1.45em; margin:0}
+</style>"""
+
 
 MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'="}, "<": "&lt;", ">": "&gt;", "&": "&amp;"}
 # Streamlit's Markdown (remark-gfm) turns web and e-mail addresses in text into live links after character

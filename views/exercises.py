@@ -1,0 +1,92 @@
+"""Exercises (?view=exercises): questions in the walk's order, each with a link that opens the page where the answer
+can be found, an answer picked or typed and checked against the app's own numbers, a hint, and the explanation once
+answered. For teachers: the lesson link (the walk from stop 1, guess first) and the worksheet with its answer key.
+
+Every answer comes from model/exercises.py, which computes it from the model and the measurements shipped beside the
+checkpoint: the other model, or a retrained one, gets its own answers.
+"""
+
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+from model.exercises import check, exercises, lesson_params
+from model.worksheet import answer_key_html, worksheet_html
+
+from . import Context
+from .calls import DEFAULT_CHECKPOINT, HEAVY, load_translator
+from .state import page_view
+from .widgets import literal
+
+DEFAULT_SERVER = "http://localhost:8501"  # where `streamlit run app.py` answers, when the page cannot tell its own
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def sheet(checkpoint: str | None) -> list:
+    """The exercises of one model, computed once per server (a few model calls)."""
+    with HEAVY.turn():
+        return exercises(load_translator(checkpoint), checkpoint or DEFAULT_CHECKPOINT)
+
+
+def server() -> str:
+    """This page's own address (scheme, host, port, path), for links that leave the page: the worksheet's."""
+    parts = urlsplit(st.context.url or "")
+    return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/") if parts.netloc else DEFAULT_SERVER
+
+
+def with_model(params: dict) -> dict:
+    model = st.session_state.get("model", "learned")
+    return params | ({"model": model} if model != "learned" and "model" not in params else {})
+
+
+def given_key(number: int) -> str:
+    return f"exercise_{number}"
+
+
+@page_view
+def exercises_view(ctx: Context):
+    with st.spinner("Working out the exercises' answers from the model (once per server)…"):
+        exs = sheet(ctx.checkpoint)
+    answered = [ex for ex in exs if st.session_state.get(given_key(ex.number)) not in (None, "")]
+    right = sum(check(ex, str(st.session_state[given_key(ex.number)])) for ex in answered)
+    st.caption(f"{len(exs)} exercises in the walk's order. Each link opens the page where the answer can be found "
+               f"(in a new tab); every answer is checked against this model's own numbers. So far: {right} of "
+               f"{len(answered)} answered right.")
+    with st.expander("For teachers: the lesson link, the worksheet and its answer key"):
+        sentence = ctx.result.source
+        lesson = "?" + urlencode(with_model(lesson_params(sentence, None)))
+        st.markdown(f"**The lesson link** (the walk from stop 1 with this sentence, a question before each picture): "
+                    f"[open the lesson]({lesson})")
+        st.code(server() + "/" + lesson, language=None)
+        title = "Inside a Transformer translator: exercises"
+        cols = st.columns(2)
+        cols[0].download_button("Worksheet (HTML)", worksheet_html(exs, server(), title), "worksheet.html",
+                                mime="text/html", on_click="ignore", key="worksheet_download")
+        cols[1].download_button("Answer key (HTML)", answer_key_html(exs, server(), title), "worksheet-answers.html",
+                                mime="text/html", on_click="ignore", key="answers_download")
+        st.caption(f"The worksheet's links point to {literal(server())}. For another server: "
+                   "`python -m model.worksheet --out sheet.html --server URL`.")
+    for ex in exs:
+        exercise(ex)
+
+
+def exercise(ex):
+    key = given_key(ex.number)
+    box = st.container(border=True, key=f"exercise_box_{ex.number}")
+    box.markdown(f"**Exercise {ex.number}** · {literal(ex.topic)}")
+    box.markdown(literal(ex.question))
+    box.markdown(f"[Open it on the page](?{urlencode(ex.params)})")  # this server, the model the exercise is about
+    if ex.options:
+        box.radio("Your answer", ex.options, index=None, key=key, horizontal=True, format_func=literal)
+    else:
+        box.text_input("Your answer (a number; press Enter)", key=key, max_chars=40)
+    choice = st.session_state.get(key)
+    if choice in (None, ""):
+        box.expander("Hint").markdown(literal(ex.hint))
+        return
+    if check(ex, str(choice)):
+        box.success(literal(f"Right. {ex.why}"))
+    else:
+        box.error(literal(f"Not quite. Hint: {ex.hint}"))
+        if box.toggle("Show the answer", key=f"exercise_reveal_{ex.number}"):
+            box.info(literal(f"The answer: {ex.answer}. {ex.why}"))

@@ -1,0 +1,190 @@
+"""Guess first (?guess=1): before a picture is shown, one question about it, answered with a click; then the picture
+with the learner's answer marked on it, the right answer and one sentence why; a tally for the session.
+
+Students who predict a demonstration's outcome before seeing it understand it better than those who only watch
+(Crouch, Fagen, Callan and Mazur, Am. J. Phys. 2004; Kim, Reinecke and Hullman, CHI 2017). Guidance stays light: a
+question, never a recipe, and without the switch nothing is hidden.
+
+Every answer is computed from the very result the picture draws (the maps, the candidates, the head's weights),
+never written in: another sentence or model asks again, with its own answer.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+import viz
+from model.heads import KIND_NAMES
+from viz.labels import token_labels
+
+from .widgets import chart, literal
+
+GUESS = "guess"  # the switch's key; the link's guess=1
+ANSWERS = "guess_answers"  # question id -> the option the learner clicked
+VIEWS = ("walk", "cross", "enc", "dec", "inside", "trace")  # the views that ask (the switch shows on them only)
+SURE = ("under 0.5", "0.5 to 0.9", "over 0.9")  # how sure the model is: the trace's second question
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str  # what it asks about, with the sentence and model: each result asks its own
+    text: str
+    options: tuple  # what the learner clicks (plain text)
+    answer: str  # one of options
+    why: str  # one sentence, with the numbers that decide it
+
+
+def on() -> bool:
+    return bool(st.session_state.get(GUESS))
+
+
+def given(q: Question | None) -> str | None:
+    """The learner's answer to q, or None (not asked, or guessing is off)."""
+    return st.session_state.get(ANSWERS, {}).get(q.id) if q and on() else None
+
+
+def answer(qid: str, option: str):
+    st.session_state.setdefault(ANSWERS, {})[qid] = option
+
+
+def tally() -> tuple[int, int]:
+    """This session's guesses: (right, answered). A question's verdict is kept with it, so the tally is a count."""
+    verdicts = st.session_state.get("guess_verdicts", {})
+    return sum(verdicts.values()), len(verdicts)
+
+
+def hidden(q: Question | None, where=None) -> bool:
+    """With guessing on, the question (True: the picture waits) or, once answered, the verdict (False). Without it,
+    or with no question here, nothing (False)."""
+    if q is None or not on():
+        return False
+    where = where or st.container()
+    choice = given(q)
+    if choice is None:
+        box = where.container(border=True, key=f"guess_box_{abs(hash(q.id))}")
+        box.markdown(f"**Guess first.** {literal(q.text)}")
+        row = box.container(horizontal=True)
+        for i, option in enumerate(q.options):
+            row.button(literal(option), key=f"guess_{abs(hash(q.id))}_{i}", on_click=answer, args=(q.id, option))
+        box.caption("The picture shows once you have answered.")
+        return True
+    verdicts = st.session_state.setdefault("guess_verdicts", {})
+    verdicts.setdefault(q.id, choice == q.answer)
+    right, asked = tally()
+    verdict = "Right." if choice == q.answer else f"Not quite: the answer is “{q.answer}”."
+    where.info(literal(f"Your guess: “{choice}”. {verdict} {q.why} (This session: {right} of {asked} right.)"))
+    return False
+
+
+# --- the questions: each computed from the result the picture draws ---------------------------------------------
+
+
+def qid(result, *what) -> str:
+    return "|".join(map(str, (result.source, " ".join(s.token for s in result.steps), *what)))
+
+
+def options_of(tokens) -> list[str]:
+    """Tokens as options a learner can tell apart: a repeated token gets its position ("a (3)")."""
+    return [t if tokens.count(t) == 1 else f"{t} ({i})" for i, t in enumerate(tokens)]
+
+
+def first_word_step(result, at_least: int = 0) -> int | None:
+    """The first step, from `at_least` on, that writes a word (letters), or None."""
+    return next((t for t, s in enumerate(result.steps) if t >= at_least and any(c.isalpha() for c in s.token)), None)
+
+
+def map_question(result, kind: str, layer: int) -> tuple[Question, int, list] | None:
+    """Which key the layer's heads, averaged, weigh most for one query: the question, the query's row and its weights
+    over the keys it may see. The query: the first real German word (enc), the first step that writes a word
+    (cross), or the first from step 3 on (dec, where step 1 sees only <sos>)."""
+    maps = result.maps(kind)[layer].mean(0)  # (Q, K)
+    if kind == "enc":
+        row = 1 if len(result.src_tokens) > 2 else None
+    else:
+        row = first_word_step(result, 2 if kind == "dec" else 0)
+    if row is None:
+        return None
+    keys = result.src_tokens if kind in ("enc", "cross") else result.tgt_tokens[:row + 1]
+    w = maps[row, :len(keys)]
+    options = options_of(keys)
+    best = int(np.argmax(w))
+    where = f"{KIND_NAMES[kind].lower()} layer {layer + 1}, its heads averaged"
+    if kind == "enc":
+        text = f"In {where}: which German token does “{result.src_tokens[row]}” weigh most?"
+    elif kind == "cross":
+        text = f"In {where}: when the model writes “{result.steps[row].token}”, which German token does it weigh most?"
+    else:
+        text = (f"In {where}: when the model writes “{result.steps[row].token}”, which of the tokens already there "
+                "does it weigh most?")
+    q = Question(qid(result, kind, layer, row), text, tuple(options), options[best],
+                 f"“{keys[best]}” gets weight {w[best]:.2f} of 1; the next most weighed gets "
+                 f"{np.sort(w)[-2] if len(w) > 1 else 0:.2f}.")
+    return q, row, w
+
+
+def marked_row(q: Question, row: int, w, result, kind: str, key: str):
+    """The query's row of weights as a one-row map, the guess and the answer outlined on it."""
+    if kind == "enc":
+        label = [result.src_tokens[row]]
+    else:
+        label = [token_labels(result, "tgt")[0][row]]
+    keys = result.src_tokens if kind in ("enc", "cross") else result.tgt_tokens[:len(w)]
+    options = list(q.options)
+    fig = viz.attention_heatmap(np.asarray(w)[None], label, keys, title="Your guess on this query's row")
+    choice = given(q)
+    viz.mark_guess(fig, None if choice is None else (options.index(choice), 0), (options.index(q.answer), 0))
+    chart(fig, key=key, name="guess-row")
+
+
+def mask_question(result) -> Question | None:
+    """How many tokens the causal mask lets step 3 see, counted from the model's own map (weights above 0)."""
+    if len(result.steps) < 3:
+        return None
+    seen = int((result.decoder_attentions[0, 0, 2] > 0).sum())
+    T = len(result.steps)
+    options = [str(n) for n in sorted({1, 2, 3, 4, T})]
+    return Question(qid(result, "mask"), f"Decoder self-attention at step 3, reading “{result.tgt_tokens[2]}”: "
+                                         f"how many of the {T} input tokens may it look at?",
+                    tuple(options), str(seen),
+                    f"The mask lets row t see tokens 0 to t: step 3 sees {seen} ({', '.join(result.tgt_tokens[:seen])})"
+                    "; the future gets weight exactly 0.")
+
+
+def next_word_question(result, t: int) -> Question:
+    s = result.steps[t]
+    so_far = " ".join(x.token for x in result.steps[:t]) or "nothing yet"
+    options = [tok for tok, _ in s.top]
+    return Question(qid(result, "next", t), f"Step {t + 1} (written so far: “{so_far}”): which word does the model "
+                                            "write next?", tuple(options), s.token,
+                    f"“{s.token}” has probability {s.prob:.3f}, the runner-up “{s.runner_up[0]}” "
+                    f"{s.runner_up[1]:.3f}.")
+
+
+def sure_question(result, t: int) -> Question:
+    s = result.steps[t]
+    bucket = SURE[0] if s.prob < 0.5 else SURE[1] if s.prob <= 0.9 else SURE[2]
+    return Question(qid(result, "sure", t), f"How sure is the model of “{s.token}” at step {t + 1}: its probability "
+                                            "is …", SURE, bucket, f"It is {s.prob:.3f}.")
+
+
+def marked_candidates(result, t: int, q: Question, key: str):
+    s = result.steps[t]
+    tokens = [tok for tok, _ in s.top]
+    fig = viz.candidates_bar(list(s.top), s.token, title=f"Step {t + 1}: the most likely next tokens")
+    choice = given(q)
+    viz.mark_guess(fig, None if choice is None else (None, tokens.index(choice)), (None, tokens.index(q.answer)))
+    chart(fig, key=key, name="guess-candidates")
+
+
+def head_question(result, tr, kind: str, layer: int, head: int, query: int) -> Question:
+    """Which key one head weighs most for one query (Inside a head, the walk's stop 3)."""
+    visible = [k for k, m in zip(tr.key_tokens, tr.mask) if m]  # the keys the query may see: a prefix (dec), or all
+    w = np.asarray(tr.weights)[:len(visible)]
+    options = options_of(visible)
+    best = int(np.argmax(w))
+    return Question(qid(result, "head", kind, layer, head, query),
+                    f"{KIND_NAMES[kind]}, layer {layer + 1}, head {head + 1}: which key does the query "
+                    f"“{tr.query_token}” weigh most?", tuple(options), options[best],
+                    f"Its scaled score q·k/√d_k is the highest, {tr.scaled[best]:.2f}, so the softmax gives it "
+                    f"{w[best]:.2f} of the weight.")
