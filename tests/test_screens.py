@@ -82,3 +82,35 @@ def test_every_segmented_control_fits_a_phone(browser, server):
     assert [(name, left, right) for name, left, right in boxes if left < 0 or right > 390] == []
     ctx.close()
     assert not errors, errors
+
+
+PHONE_SENTENCE = "Ein Mann in einem blauen Hemd und eine Frau mit einem roten Hut sitzen auf einer Bank im Park."
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_phone_labels_every_row_and_column_of_the_cross_map(browser, server, translator):
+    """At 390 px the cross-attention map of a 20-word sentence names every German column and every English row (it
+    scrolls sideways in its panel instead of thinning its labels to one in three), and no two labels overprint."""
+    from urllib.parse import urlencode
+
+    from test_browser import overlapping
+
+    r = translator.translate(PHONE_SENTENCE)
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    pg = ctx.new_page()
+    pg.goto(server + "/?" + urlencode({"s": PHONE_SENTENCE, "view": "cross"}))
+    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
+    wait_idle(pg, 60_000)
+    chart = pg.locator(".explorer-maps .panel .js-plotly-plot").first
+    for axis, tokens in (("xtick", r.src_tokens), ("ytick", r.steps)):
+        boxes = chart.evaluate(f"g => [...g.querySelectorAll('.{axis} text')].map(t => {{const r = "
+                               "t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom];})")
+        assert len(boxes) == len(tokens) >= 20, (axis, [b[0] for b in boxes])
+        assert not overlapping(boxes), overlapping(boxes)[:3]
+    title = chart.evaluate("g => { const r = g.querySelector('.gtitle').getBoundingClientRect(); "
+                           "return [r.left, r.right]; }")
+    assert 0 <= title[0] and title[1] <= 390, title  # the title is on the screen whole, the map scrolled or not
+    # what does not fit the phone scrolls inside its panel: the page itself never scrolls sideways
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+    ctx.close()

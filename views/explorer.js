@@ -189,26 +189,51 @@ const Explorer = (() => {
     return {color: style.color, family: style.fontFamily};
   }
 
+  // px: the least cell a 12 px tick label fits beside its neighbours (15), and room for the label margins, which do
+  // not shrink with the figure
+  const LEGIBLE = 18;
+
+  function wholeAxes(layout) {
+    // Whether every token of a map has its label (viz labels them all up to about 34 tokens, thins them past).
+    return ["xaxis", "yaxis"].every((name) => {
+      const axis = layout[name];
+      return !axis || !Array.isArray(axis.tickvals) || !Array.isArray(axis.range)
+        || axis.tickvals.length === Math.round(Math.abs(axis.range[1] - axis.range[0]));
+    });
+  }
+
   function fitted(layout, room, rescale = true) {
     // A figure viz sized in pixels, narrowed to the room there is (an 800 px window, a phone): its square cells
-    // shrink with it (rescale: the height too, less the labels' share), instead of hiding behind a sideways scroll.
+    // shrink with it (rescale: the height too, less the labels' share). A map whose tokens all have labels shrinks
+    // no further than cells of LEGIBLE px (viz puts its cell size in layout.meta.cell): past that it keeps every
+    // label and scrolls sideways in its panel, so that a phone names every row and column of a 20-token sentence.
     if (!layout.width || !room || layout.width <= room) return layout;
-    const scale = room / layout.width;
-    const out = {...layout, width: room};
+    const cell = layout.meta && layout.meta.cell;
+    const least = rescale && cell && wholeAxes(layout) ? LEGIBLE / cell : 0;
+    const scale = Math.min(1, Math.max(room / layout.width, least));
+    if (scale === 1) return layout;
+    const width = Math.round(layout.width * scale);
+    const out = {...layout, width};
     // Plotly does not wrap titles: a long one ("Decoder self-attention, layer 1, mean of the 8 heads") gets a
     // smaller font that fits the room (about 0.55 em a character; Plotly's default title size is 17 px).
     const text = layout.title && layout.title.text;
     if (text) {
-      const size = Math.max(11, Math.min(17, Math.floor((room - 20) / (0.55 * text.length))));
+      const size = Math.max(11, Math.min(17, Math.floor((Math.min(room, width) - 20) / (0.55 * text.length))));
       if (size < 17) out.title = {...layout.title, font: {...(layout.title.font || {}), size}};
+      // wider than the room (it scrolls): the title starts at the left edge, where the room shows it whole
+      if (width > room) out.title = {...(out.title || layout.title), x: 0, xanchor: "left", xref: "paper"};
     }
     if (!rescale) return out;
     if (layout.height) out.height = Math.round(layout.height * scale + 120 * (1 - scale));
-    const every = Math.ceil(1 / scale);  // token labels thinned as the cells shrink, so that none overprints another
+    // Token labels thinned as the cells shrink, so that none overprints another; none where cells stay legible.
+    const every = cell && cell * scale >= LEGIBLE - 0.5 ? 1 : Math.ceil(1 / scale);
+    if (cell && cell * scale < layout.meta.upright && layout.xaxis && layout.xaxis.tickangle === -45) {
+      out.xaxis = {...layout.xaxis, tickangle: -90};  // slanted labels need cells of meta.upright px
+    }
     for (const name of ["xaxis", "yaxis"]) {
       const axis = layout[name];
       if (axis && Array.isArray(axis.tickvals) && axis.tickvals.length > 8) {
-        out[name] = {...axis, tickvals: axis.tickvals.filter((_, i) => i % every === 0),
+        out[name] = {...(out[name] || axis), tickvals: axis.tickvals.filter((_, i) => i % every === 0),
                      ticktext: (axis.ticktext || []).filter((_, i) => i % every === 0)};
       }
     }

@@ -29,6 +29,7 @@ NORM_LABEL = "‖α·f(x)‖"  # the colour bar and hover name of norm-based att
 GAP = 1  # empty cells between tiles in the model view
 MAP_PX = 680  # the longer side of one map's plot area at most, in pixels
 CELL_PX = (7, 36)  # smallest and largest cell of one map
+UPRIGHT_CELL = 28  # px: from this cell on, key labels at -45 degrees read best; narrower cells need vertical ones
 LABEL_PX = 20  # room one tick label needs across its axis: 15 px for a 12 px font, with room to spare
 #               for a figure drawn at 3/4 of its size on a narrow (800 px) screen
 TICK_CHARS = 16  # tick labels longer than this are shortened (hover keeps them whole)
@@ -151,7 +152,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     cell = cell_px(max(Q, K))
     x_vals, x_text = _ticks(key_tokens, key_unknown, cell)
     y_vals, y_text = _ticks(query_tokens, query_unknown, cell)
-    upright = cell >= 28  # wide cells: labels at -45 degrees read best; narrow ones need vertical labels
+    upright = cell >= UPRIGHT_CELL
     left = CHAR_PX * max((len(t) for t in y_text), default=4) + 40
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
     cmin, cmax, scale = heat_scale(w, masked, stretch=stretch, norms=norms, signed=signed)
@@ -160,6 +161,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
                                                                   len=0.9, xpad=6))
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=axis,
+        meta=dict(cell=cell, upright=UPRIGHT_CELL),  # a narrow screen's cells stay legible (views/explorer.js fitted)
         width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25) + (20 if subtitle else 0),
         margin=dict(l=10, r=10, t=(70 if subtitle else 50) if title else 20, b=10),
         xaxis=dict(title=dict(text=key_axis), tickmode="array", tickvals=x_vals, ticktext=x_text,
