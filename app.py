@@ -111,7 +111,7 @@ if present:
     frame = st.columns([2, 5, 3], vertical_alignment="bottom")
 else:
     st.title("Inside a Transformer translator")
-    frame = [st.container()] * 3
+    frame = []  # the usual layout: the frame's parts one under another
 if st.session_state.get("model") not in available:
     st.session_state.model = next(iter(available))
 if len(available) > 1:

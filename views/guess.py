@@ -113,7 +113,8 @@ def map_question(result, kind: str, layer: int) -> tuple[Question, int, list] | 
     if kind == "enc":
         text = f"In {where}: which German token does “{result.src_tokens[row]}” weigh most?"
     elif kind == "cross":
-        text = f"In {where}: when the model writes “{result.steps[row].token}”, which German token does it weigh most?"
+        text = (f"In {where}: when the model writes “{result.steps[row].token}”, which German token does it weigh "
+                "most?")
     else:
         text = (f"In {where}: when the model writes “{result.steps[row].token}”, which of the tokens already there "
                 "does it weigh most?")
@@ -164,8 +165,8 @@ def next_word_question(result, t: int) -> Question:
 def sure_question(result, t: int) -> Question:
     s = result.steps[t]
     bucket = SURE[0] if s.prob < 0.5 else SURE[1] if s.prob <= 0.9 else SURE[2]
-    return Question(qid(result, "sure", t), f"How sure is the model of “{s.token}” at step {t + 1}: its probability "
-                                            "is …", SURE, bucket, f"It is {s.prob:.3f}.")
+    return Question(qid(result, "sure", t), f"How sure is the model of “{s.token}” at step {t + 1}: its "
+                                            "probability is …", SURE, bucket, f"It is {s.prob:.3f}.")
 
 
 def marked_candidates(result, t: int, q: Question, key: str):
