@@ -25,7 +25,8 @@ from safetensors.torch import load_file, save_file
 
 from conftest import CHECKPOINT, ROOT, assert_error_line, run, tiny_config, write_multi30k
 from model import (align, checkpoint, cli, contrast, evaluate, faithfulness, familiarity, files, head_importance,
-                   head_stats, inspect, patch, replay, report, silver, source_share, train, train_lengths, translate)
+                   head_stats, inspect, patch, replay, report, silver, source_share, train, train_lengths, translate,
+                   worksheet)
 from model.errors import InputError
 from model.transformer import Transformer
 
@@ -192,7 +193,7 @@ def tool_modules() -> list[str]:
 TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, contrast, evaluate, faithfulness, familiarity,
                                                       head_importance, head_stats, patch,
                                                       inspect, replay, report, silver, source_share, train,
-                                                      train_lengths, translate)}
+                                                      train_lengths, translate, worksheet)}
 
 
 def test_the_ctrl_c_test_covers_every_tool():
