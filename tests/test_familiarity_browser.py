@@ -69,8 +69,11 @@ def test_the_note_fits_reads_and_its_first_neighbour_becomes_the_sentence(browse
         SHOTS.mkdir(exist_ok=True)
         pg.screenshot(path=str(SHOTS / f"note-{scheme}-{width}.png"))
 
+        # Once in a full run the page was still laying itself out (a run in progress after the resize) and the click
+        # met the view switch where the button had been: the page settles first, and the click may wait for it.
+        wait_idle(pg, 120_000)
         before, first = pg.locator(".translation").inner_text(), buttons[0].inner_text()
-        buttons[0].click()
+        buttons[0].click(timeout=90_000)
         pg.wait_for_function("t => document.querySelector('.translation')?.innerText !== t", arg=before,
                              timeout=60_000)
         wait_idle(pg, 60_000)

@@ -114,3 +114,57 @@ def test_a_phone_labels_every_row_and_column_of_the_cross_map(browser, server, t
     # what does not fit the phone scrolls inside its panel: the page itself never scrolls sideways
     assert pg.evaluate("document.documentElement.scrollWidth") <= 390
     ctx.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("width, side_by_side", [(1400, True), (390, False)])
+def test_a_comparison_is_side_by_side_where_the_width_allows(browser, server, width, side_by_side):
+    """The other model's maps beside this model's at 1400 px (they were stacked), one under the other on a phone;
+    either way no map leaves its panel's width unscrolled."""
+    from urllib.parse import urlencode
+
+    ctx = browser.new_context(viewport={"width": width, "height": 1000})
+    pg = ctx.new_page()
+    pg.goto(server + "/?" + urlencode({"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "cross",
+                                       "vs": "model"}))
+    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
+    wait_idle(pg, 60_000)
+    boxes = pg.evaluate("""() => [...document.querySelectorAll('.explorer-maps .panels > .panel')].map(p => {
+        const r = p.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })""")
+    assert len(boxes) == 2, boxes
+    (l1, t1, r1, b1), (l2, t2, r2, b2) = boxes
+    if side_by_side:
+        assert abs(t1 - t2) < 2 and l2 >= r1, boxes
+    else:
+        assert t2 >= b1, boxes
+    assert max(r1, r2) <= width, boxes
+    ctx.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_lines_legend_keeps_out_of_the_tokens_way(browser, server, width):
+    """Draw as lines: the heads' legend lies under the two columns of tokens, never over a key token (it sat on the
+    right, over the keys, and squeezed the queries to two letters on a phone)."""
+    from urllib.parse import urlencode
+
+    ctx = browser.new_context(viewport={"width": width, "height": 1000})
+    pg = ctx.new_page()
+    pg.goto(server + "/?" + urlencode({"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "cross",
+                                       "draw": "lines"}))
+    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
+    wait_idle(pg, 60_000)
+    found = pg.locator(".explorer-maps .panel .js-plotly-plot").first.evaluate("""g => {
+        const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+        return {legend: box(g.querySelector('.legend')), chart: box(g.querySelector('.main-svg')),
+                tokens: [...g.querySelectorAll('.scatterlayer .textpoint text')].map(t => [t.textContent, ...box(t)])};
+    }""")
+    legend, tokens, chart = found["legend"], found["tokens"], found["chart"]
+    assert len(tokens) >= 20, tokens
+    over = [t for t in tokens if t[1] < legend[2] and legend[0] < t[3] and t[2] < legend[3] and legend[1] < t[4]]
+    assert not over, over
+    cut = [t for t in tokens if t[1] < chart[0] - 1 or t[3] > chart[2] + 1]  # a token drawn past the chart's edge
+    assert not cut, (chart, cut)
+    ctx.close()

@@ -30,6 +30,7 @@ const Explorer = (() => {
 .explorer .note {font-size:0.875rem; opacity:0.8}
 .explorer .panels {display:flex; flex-wrap:wrap; gap:1rem}
 .explorer .panel {max-width:100%; overflow-x:auto}
+.explorer .panels.pair > .panel {flex:1 1 0; min-width:0}
 .explorer .table {max-height:560px; overflow:auto; max-width:100%}
 .explorer .table:empty {display:none}
 .explorer table {border-collapse:collapse; font-size:0.8rem}
@@ -367,7 +368,7 @@ const Explorer = (() => {
       data, pick, box, parts: null, Plotly: null,
       chart: (key, className = "chart") => (root.explorerDivs[key] ||= el("div", {className})),
       plot(chart, fig, file, fit) {
-        const layout = fit ? fitted(fig.layout, box.clientWidth, fit.rescale) : fig.layout;
+        const layout = fit ? fitted(fig.layout, fit.room || box.clientWidth, fit.rescale) : fig.layout;
         return plot(view.Plotly, chart, fig.data, themed(layout, look), data.image_format, file);
       },
       tableSwitch(label) {

@@ -109,6 +109,8 @@ function csv(panel, pick) {
   return out.join("\n") + "\n";
 }
 
+const PAIR_MIN = 420;  // px: the least width of each of a comparison's two maps drawn side by side
+
 function maps({data, parentElement}) {
   const {el} = Explorer, L = data.layers, H = data.heads;
   const pick = Explorer.picks(data.slug, data.seq, {focus: null, ...data.pick}, {layer: L - 1, head: H});
@@ -148,25 +150,32 @@ function maps({data, parentElement}) {
     stretch.addEventListener("change", () => view.set({stretch: stretch.checked}));
     const note = el("p", {className: "note", textContent: data.mean_note});
     const gridChart = view.chart("grid", "grid");
+    const panelRow = el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box));
     view.box.append(
       el("div", {className: "controls"}, ...groups,
          el("label", {className: "stretch", title: data.stretch.help}, stretch, " " + data.stretch.label)),
       note,
-      el("div", {className: "panels"}, ...boxes.filter((b) => !b.p.isDifference).map((b) => b.box)),
+      panelRow,
       ...boxes.filter((b) => b.p.isDifference).map((b) => b.box),
       el("p", {className: "grid-title", textContent: data.grid_title}), gridChart);
-    return {boxes, groups, stretch, note, gridChart};
+    return {boxes, groups, stretch, note, gridChart, panelRow};
   }
 
   async function draw(view) {
-    const {boxes, groups, stretch, note} = view.parts;
+    const {boxes, groups, stretch, note, panelRow} = view.parts;
+    // A comparison's two maps side by side where each gets PAIR_MIN px (a 1400 px window), one under the other on
+    // a narrower screen; each map fitted to its half.
+    const pair = boxes.filter((b) => !b.p.isDifference).length === 2 && view.box.clientWidth >= 2 * PAIR_MIN + 16;
+    panelRow.classList.toggle("pair", pair);
+    const half = pair ? Math.floor((view.box.clientWidth - 16) / 2) : undefined;
     groups.forEach((g, i) => g.show([pick.layer, pick.head, pick.draw][i]));
     Object.assign(stretch, {checked: pick.stretch, disabled: data.norms || pick.draw === "lines"});
     note.hidden = pick.head !== H;
     for (const b of boxes) {
       const asLines = pick.draw === "lines" && !b.p.isDifference;
       const fig = asLines ? lines(b.p, pick, H) : heatmap(b.p, pick);
-      await view.plot(b.chart, fig, name(b.p, asLines ? "-lines" : ""), {rescale: !asLines});
+      await view.plot(b.chart, fig, name(b.p, asLines ? "-lines" : ""),
+                      {rescale: !asLines, room: b.p.isDifference ? undefined : half});
       b.clear.hidden = !(asLines && pick.focus);
       if (pick.focus) b.clear.textContent = `Show every token's lines (now only ${pick.focus[0]} ${pick.focus[1]})`;
       b.asTable.fill(() => table(b.p, pick));

@@ -115,8 +115,10 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
     fig.update_layout(
         title=dict(text=title), height=ROW_PX * rows + 120, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         width=2 * 8 * width + 560, clickmode="event+select", dragmode=False, hovermode="closest",
-        legend=dict(title=dict(text="heads (click to hide or show)"), itemclick="toggle",
-                    itemdoubleclick="toggleothers"),
+        # The legend under the columns, not beside them: on the right it covered the key tokens and squeezed the
+        # query tokens to two letters on a phone.
+        legend=dict(title=dict(text="heads (click to hide or show)", side="top"), itemclick="toggle",
+                    itemdoubleclick="toggleothers", orientation="h", x=0, xanchor="left", y=0, yanchor="top"),
         xaxis=dict(visible=False, range=[-0.75, 1.75], fixedrange=True), font=dict(size=13),
         yaxis=dict(visible=False, range=[rows - 0.5, -0.8], fixedrange=True),
         annotations=[dict(x=0, y=-0.7, text="query", showarrow=False, xanchor="right"),
