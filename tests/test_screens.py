@@ -168,3 +168,68 @@ def test_the_lines_legend_keeps_out_of_the_tokens_way(browser, server, width):
     cut = [t for t in tokens if t[1] < chart[0] - 1 or t[3] > chart[2] + 1]  # a token drawn past the chart's edge
     assert not cut, (chart, cut)
     ctx.close()
+
+
+# What the sweep checks on every view: each control inside the window's width or inside a scroll container, and each
+# text of each chart (title, axis titles, tick labels, legend, annotations, colour bar) inside its chart's box (a text
+# box holds its line's ascent: 5 px of slack).
+FITS = """(W) => {
+  const bad = [], box = (e) => e.getBoundingClientRect();
+  const shown = (e) => { const r = box(e); return r.width > 0 && r.height > 0
+                                               && getComputedStyle(e).visibility !== "hidden"; };
+  const scrolled = (e) => { for (let a = e.parentElement; a; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX;
+    if (["auto", "scroll", "hidden"].includes(o) && box(a).right <= W + 1) return true; } return false; };
+  for (const c of document.querySelectorAll("button, [role=radio], input, select, textarea, [role=slider]")) {
+    const r = box(c);
+    if (shown(c) && (r.right > W + 1 || r.left < -1) && !scrolled(c))
+      bad.push(["control", (c.textContent || c.getAttribute("aria-label") || c.tagName).slice(0, 40)]);
+  }
+  for (const g of document.querySelectorAll(".js-plotly-plot")) {
+    const svg = g.querySelector(".main-svg");
+    if (!shown(g) || !svg) continue;
+    const s = box(svg);
+    if (box(g).right > W + 1 && !scrolled(g)) bad.push(["chart", box(g).right]);
+    for (const t of g.querySelectorAll(".gtitle, .g-xtitle text, .g-ytitle text, .xtick text, .ytick text, "
+                                       + ".legendtext, .annotation-text, .colorbar text")) {
+      const r = box(t);
+      if (r.width && (r.left < s.left - 5 || r.right > s.right + 5 || r.top < s.top - 5 || r.bottom > s.bottom + 5))
+        bad.push(["text", t.textContent.slice(0, 40)]);
+    }
+  }
+  return bad;
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("width, scheme", [(390, "light"), (1400, "dark")])
+def test_every_view_fits_a_phone_and_a_wide_window(browser, server, width, scheme):
+    """Every registered view of a 20-word sentence, at 390 px (light) and 1400 px (dark): no control past the
+    window's edge unless it scrolls inside its container, no chart text outside its chart. (The theme changes colours,
+    not sizes: each width is swept once, in one theme each.)"""
+    from urllib.parse import urlencode
+
+    from views.registry import VIEWS
+
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server + "/?" + urlencode({"s": PHONE_SENTENCE, "view": "walk"}))
+    pg.get_by_role("radiogroup", name="View").wait_for(timeout=120_000)
+    wait_idle(pg, 120_000)
+    found = {}
+    for slug, view in VIEWS.items():
+        pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=view.label, exact=True).click()
+        pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
+        wait_idle(pg, 180_000)
+        # the browser-drawn views draw after the run: each component's box is marked data-ready once drawn
+        pg.wait_for_function("() => [...document.querySelectorAll('.explorer')].every(e => e.dataset.ready)",
+                             timeout=60_000)
+        bad = pg.evaluate(FITS, width)
+        if bad:
+            found[slug] = bad[:5]
+    ctx.close()
+    assert not found, found
+    assert not errors, errors

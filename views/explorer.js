@@ -241,6 +241,32 @@ const Explorer = (() => {
     return out;
   }
 
+  function titled(layout, room) {
+    // A title wider than its room (a phone) wraps at spaces into lines that fit: Plotly neither wraps a title nor
+    // keeps it inside the chart (fitted shrinks its font first, down to 11 px). The top margin grows a line a line.
+    const title = layout.title, text = title && title.text;
+    const width = Math.min(room || Infinity, layout.width || Infinity);
+    if (!text || !Number.isFinite(width)) return layout;
+    const size = (title.font && title.font.size) || 17;
+    const fits = Math.max(12, Math.floor((width - 24) / (0.55 * size)));
+    const lines = [];
+    for (const part of text.split("<br>")) {
+      let line = "";
+      for (const word of part.split(" ")) {
+        if (line && (line + " " + word).length > fits) {
+          lines.push(line);
+          line = word;
+        } else line = line ? line + " " + word : word;
+      }
+      lines.push(line);
+    }
+    if (lines.length === text.split("<br>").length) return layout;
+    const margin = layout.margin || {};
+    const added = (lines.length - text.split("<br>").length) * Math.round(size * 1.3);
+    return {...layout, title: {...title, text: lines.join("<br>")}, margin: {...margin, t: (margin.t ?? 80) + added},
+            ...(layout.height ? {height: layout.height + added} : {})};
+  }
+
   function themed(layout, look) {
     // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
     // make room for their labels (as Streamlit's own chart theme does).
@@ -368,7 +394,8 @@ const Explorer = (() => {
       data, pick, box, parts: null, Plotly: null,
       chart: (key, className = "chart") => (root.explorerDivs[key] ||= el("div", {className})),
       plot(chart, fig, file, fit) {
-        const layout = fit ? fitted(fig.layout, fit.room || box.clientWidth, fit.rescale) : fig.layout;
+        const room = (fit && fit.room) || box.clientWidth;
+        const layout = titled(fit ? fitted(fig.layout, room, fit.rescale) : fig.layout, room);
         return plot(view.Plotly, chart, fig.data, themed(layout, look), data.image_format, file);
       },
       tableSwitch(label) {

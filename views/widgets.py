@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from viz.labels import wrap_title
+
 from .calls import checkpoint_json
 from .state import MAX_SENTENCE, MEAN
 
@@ -152,8 +154,20 @@ def diff_chips(diff) -> str:
     return " ".join(f'<span class="{style[op]}">{literal(t)}</span>' for op, t in diff)
 
 
+TITLE_CHARS = 40  # a title line at Plotly's 17 px title font that a 390 px phone shows whole
+
+
 def chart(fig, key: str, name: str = "", **kwargs):
-    """st.plotly_chart with the toolbar's camera set up: PNG at 2x, or SVG, as chosen in the export section."""
+    """st.plotly_chart with the toolbar's camera set up (PNG at 2x, or SVG, as chosen in the export section), and a
+    long title wrapped into lines a phone shows whole (the top margin and the height grow by its new lines)."""
+    title = fig.layout.title.text
+    if title and len(title) > TITLE_CHARS:
+        text = wrap_title(title, TITLE_CHARS)
+        added = 22 * (text.count("<br>") - title.count("<br>"))
+        if added:
+            fig.update_layout(title_text=text, margin_t=(fig.layout.margin.t or 80) + added)
+            if fig.layout.height:
+                fig.update_layout(height=fig.layout.height + added)
     fmt = st.session_state.get("image_format", "PNG (2×)")
     config = {"toImageButtonOptions": {"format": "svg" if fmt == "SVG" else "png", "scale": 2,
                                        "filename": (name or key).replace(" ", "_")[:80]},

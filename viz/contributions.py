@@ -101,7 +101,7 @@ def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = "")
              (f"{c:.3f}" if np.isfinite(c) else "(weight 0)") if ok else f"key {lab}<br>masked: a future position"
              for lab, a, b, c, ok in zip(labels, w, n, length, allowed)]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05,
-                        subplot_titles=("weight α (the map)", f"{NORM_LABEL}: what the key adds"))
+                        subplot_titles=("weight α (the map)", f"{NORM_LABEL}: what it adds"))
     x = list(range(K))
     for col, (vals, (base, fmt)) in enumerate(zip((w, n), WEIGHT_NORM), 1):
         fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h",

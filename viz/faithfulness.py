@@ -53,10 +53,14 @@ def deletion_curves(curves: dict, random_mean, random_band, *, removed_first: di
                       width=4 if name == highlight else 2),
             marker=dict(size=8 if name == highlight else 5),
             hovertemplate=f"{name}<br>%{{x}} removed, the last: %{{customdata}}<br>p %{{y:.3f}}<extra></extra>"))
+    rows = -(-(len(curves) + 2) // 2)  # legend rows: the methods and the random band's two entries, two a row
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)),
-        height=460, margin=dict(l=10, r=10, t=(95 if subtitle else 70) if title else 30, b=10),
-        legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top", font=dict(size=12)),
+        # The legend in two columns at the figure's foot, its rows counted into the bottom margin: a row of entries
+        # under the plot wrapped into five rows on a phone and ran out of the chart.
+        height=460 + 22 * rows, margin=dict(l=10, r=10, t=(95 if subtitle else 70) if title else 30, b=70 + 22 * rows),
+        legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container",
+                    entrywidth=0.5, entrywidthmode="fraction", font=dict(size=12)),
         xaxis=dict(title=dict(text="tokens removed (replaced by <unk>)"), tickmode="array",
                    tickvals=x, range=[-0.2, n + 0.2], automargin=True, showgrid=False),
         yaxis=dict(title=dict(text="p(the step's word)"), rangemode="tozero", automargin=True))

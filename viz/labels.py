@@ -94,6 +94,22 @@ def subtitle(sentence: str, width: int = 120) -> str:
     return plain(sentence if len(sentence) <= width else sentence[:width - 1] + "…")
 
 
+def wrap_title(text: str, width: int) -> str:
+    """A figure title broken at spaces into lines of at most `width` characters (a longer word keeps its own line),
+    joined by Plotly's <br>; lines it already has are kept. Plotly neither wraps a title nor keeps it in the chart."""
+    lines = []
+    for part in text.split("<br>"):
+        line = ""
+        for word in part.split(" "):
+            if line and len(line) + 1 + len(word) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return "<br>".join(lines)
+
+
 def check_tokens(tokens, name: str):
     if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
         raise TypeError(f"{name} must be a list of strings (tokens), got {type(tokens).__name__}")
