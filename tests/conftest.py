@@ -335,3 +335,11 @@ def download(page, label: str, tmp_path) -> Path:
     path = tmp_path / info.value.suggested_filename
     info.value.save_as(path)
     return path
+
+
+def wait_for_title(page, text: str, timeout_ms=30_000):
+    """Until a chart's title holds `text`: titles wrap into lines (views.widgets.chart, views/explorer.js), which
+    the page draws as separate lines of one SVG text, so the words are found in the figure, not in the page's text."""
+    page.wait_for_function("t => [...document.querySelectorAll('.js-plotly-plot')].some(g => g.layout && g.layout.title"
+                           " && String(g.layout.title.text || g.layout.title).replace(/<br>/g, ' ').includes(t))",
+                           arg=text, timeout=timeout_ms)

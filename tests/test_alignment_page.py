@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import CHECKPOINT, array, charts, from_url, markdown, shown
+from conftest import CHECKPOINT, array, charts, from_url, markdown, shown, wait_for_title
 from model import align
 from model.translator import Translator
 from model.vocab import tokenize
@@ -61,7 +61,7 @@ def test_alignment_and_training_views_in_the_browser(page, server):
     page.get_by_role("radiogroup", name="Head").get_by_role("radio", name="4", exact=True).click()
     page.wait_for_function("new URLSearchParams(location.search).get('head') === '4'", timeout=30_000)
     wait_idle(page)
-    page.get_by_text("Alignment from attention weights, layer 3, head 4, Shift-Att").wait_for(timeout=30_000)
+    wait_for_title(page, "Alignment from attention weights, layer 3, head 4, Shift-Att")
     assert page.locator("[data-testid='stException']").count() == 0
     if not (CHECKPOINT / "replay/replay.json").is_file():
         return

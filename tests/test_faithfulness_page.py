@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from conftest import CHECKPOINT, array, charts, fresh_page, from_url, markdown, shown, wait_idle
+from conftest import CHECKPOINT, array, charts, fresh_page, from_url, markdown, shown, wait_for_title, wait_idle
 from model import faithfulness as F
 from views.faithful import SIDE_KEY, STEP_KEY, drawn_in
 
@@ -106,7 +106,7 @@ def test_the_view_in_a_browser_switches_side_and_step(browser, server):
         plot.wait_for(timeout=60_000)
         assert "German tokens" in plot.inner_text()
         pg.get_by_text("English words written before").click()
-        pg.locator(".js-plotly-plot").filter(has_text="English prefix words").wait_for(timeout=60_000)
+        wait_for_title(pg, "English prefix words", 60_000)
         wait_idle(pg)
         assert "side=prefix" in pg.url and "step=3" in pg.url
         assert pg.locator("[data-testid='stException']").count() == 0

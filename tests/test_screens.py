@@ -196,6 +196,14 @@ FITS = """(W) => {
       if (r.width && (r.left < s.left - 5 || r.right > s.right + 5 || r.top < s.top - 5 || r.bottom > s.bottom + 5))
         bad.push(["text", t.textContent.slice(0, 40)]);
     }
+    // a title or a legend entry over a tick label, or a title over the legend (3 px of slack)
+    const of = (sel) => [...g.querySelectorAll(sel)].map(box).filter((r) => r.width);
+    const meets = (a, b) => a.left < b.right - 3 && b.left < a.right - 3
+                            && a.top < b.bottom - 3 && b.top < a.bottom - 3;
+    const titles = of(".gtitle"), legend = of(".legendtext"), ticks = of(".xtick text, .ytick text");
+    for (const [what, xs, ys] of [["title on a tick", titles, ticks], ["title on the legend", titles, legend],
+                                  ["legend on a tick", legend, ticks]])
+      if (xs.some((a) => ys.some((b) => meets(a, b)))) bad.push([what]);
   }
   return bad;
 }"""
@@ -206,7 +214,8 @@ FITS = """(W) => {
 @pytest.mark.parametrize("width, scheme", [(390, "light"), (1400, "dark")])
 def test_every_view_fits_a_phone_and_a_wide_window(browser, server, width, scheme):
     """Every registered view of a 20-word sentence, at 390 px (light) and 1400 px (dark): no control past the
-    window's edge unless it scrolls inside its container, no chart text outside its chart. (The theme changes colours,
+    window's edge unless it scrolls inside its container, no chart text outside its chart, no title or legend over
+    another text. (The theme changes colours,
     not sizes: each width is swept once, in one theme each.)"""
     from urllib.parse import urlencode
 

@@ -331,3 +331,16 @@ def test_line_figure_without_segments_is_the_same_figure_less_its_lines_which_la
     for a, b in zip(full.data, bare.data):
         if a.mode != "lines":
             assert a == b and list(a.hovertemplate) == drawn["hovers"][a.name.split()[0]]
+
+
+def test_a_long_title_wraps_into_the_fewest_even_lines_and_keeps_its_words():
+    from viz.labels import wrap_title
+
+    assert wrap_title("Cross-attention, mean of 3 layers × 8 heads", 46) == "Cross-attention, mean of 3 layers × 8 heads"
+    assert wrap_title("Alignment from attention weights, layer 3, head 4, Shift-Att", 46) == \
+        "Alignment from attention weights,<br>layer 3, head 4, Shift-Att"  # two lines, no word alone on one
+    long = "Training sentences reaching each position, and where this sentence ends, on both models' tables"
+    lines = wrap_title(long, 40).split("<br>")
+    assert len(lines) == 3 and " ".join(lines) == long
+    assert wrap_title("a<br>b c", 46) == "a<br>b c"  # its own lines kept
+    assert wrap_title("x" * 60, 46) == "x" * 60  # one word: nowhere to break

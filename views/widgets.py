@@ -154,7 +154,7 @@ def diff_chips(diff) -> str:
     return " ".join(f'<span class="{style[op]}">{literal(t)}</span>' for op, t in diff)
 
 
-TITLE_CHARS = 40  # a title line at Plotly's 17 px title font that a 390 px phone shows whole
+TITLE_CHARS = 46  # a title line at Plotly's 17 px title font (about 7.5 px a character) that a 390 px phone shows whole
 
 
 def chart(fig, key: str, name: str = "", **kwargs):

@@ -95,18 +95,16 @@ def subtitle(sentence: str, width: int = 120) -> str:
 
 
 def wrap_title(text: str, width: int) -> str:
-    """A figure title broken at spaces into lines of at most `width` characters (a longer word keeps its own line),
-    joined by Plotly's <br>; lines it already has are kept. Plotly neither wraps a title nor keeps it in the chart."""
+    """A figure title longer than `width` characters broken into the fewest lines that width allows, each break at
+    the space nearest an equal share (no short last word alone on its line), joined by Plotly's <br>; lines it
+    already has are kept. Plotly neither wraps a title nor keeps it inside the chart."""
     lines = []
     for part in text.split("<br>"):
-        line = ""
-        for word in part.split(" "):
-            if line and len(line) + 1 + len(word) > width:
-                lines.append(line)
-                line = word
-            else:
-                line = f"{line} {word}" if line else word
-        lines.append(line)
+        n = -(-len(part) // width)  # lines
+        spaces = [i for i, c in enumerate(part) if c == " "]
+        cuts = sorted({min(spaces, key=lambda i: abs(i - k * len(part) / n)) for k in range(1, n)} if spaces else ())
+        starts = [0, *(c + 1 for c in cuts)]
+        lines += [part[a:b].strip() for a, b in zip(starts, [*cuts, len(part)])]
     return "<br>".join(lines)
 
 
