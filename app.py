@@ -137,8 +137,8 @@ except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
 cfg = translator.cfg
 details = st.expander("The translation's details, the model and the colours") if present else st
 details.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
-           f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k. Type a sentence and press Enter, "
-           "then look at every head of every layer and step through the decoding.")
+                f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k. Type a sentence and press "
+                "Enter, then look at every head of every layer and step through the decoding.")
 
 with details.expander("About this model and the colours"):  # on the page, not in a sidebar: narrow screens keep room
     st.markdown(f"**Model**: {cfg.n_enc_layers} encoder + {cfg.n_dec_layers} decoder layers, {cfg.n_heads} heads, "
@@ -202,7 +202,7 @@ with details if present else nullcontext():  # folded in the presenter layout
                    "words it tends to invent a scene around them. Full sentences show it at its best.")
 
 st.session_state.setdefault("view", DEFAULT_VIEW)
-if present:  # a list, not sixteen buttons: the stop and its picture keep the screen
+if present:  # a list, not a wall of buttons: the stop and its picture keep the screen
     view = frame[2].selectbox("View", list(VIEWS), key="view", on_change=view_picked,
                               format_func=lambda slug: VIEWS[slug].label)
 else:
