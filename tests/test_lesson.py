@@ -4,7 +4,6 @@ puts the walk's picture on a projector's screen."""
 
 from urllib.parse import urlencode
 
-import numpy as np
 import pytest
 
 from appserver import wait_idle
@@ -131,3 +130,19 @@ def test_the_presenter_layout_puts_the_walks_picture_on_a_projector(browser, ser
     assert top < 768 - 150, f"the picture starts at {top} px"  # and at least 150 px of it on the screen
     assert pg.locator("h1").count() == 0  # the title made room
     ctx.close()
+
+
+def test_the_next_word_question_does_not_give_its_answer_by_place(translator):
+    """The candidates are offered in alphabetical order, not by probability (the answer would always come first),
+    and the marks land on the bars of the guessed and the chosen word."""
+    import viz
+    from views.guess import next_word_question
+
+    r = translator.translate(SENTENCE)
+    q = next_word_question(r, 0)
+    assert list(q.options) == sorted(q.options) and q.answer == r.steps[0].token
+    bars = [tok for tok, _ in r.steps[0].top]
+    fig = viz.mark_guess(viz.candidates_bar(list(r.steps[0].top), q.answer), (None, bars.index(bars[1])),
+                         (None, bars.index(q.answer)))
+    marks = {a.text: a.y for a in fig.layout.annotations}
+    assert marks == {"the answer": 0, "your guess": 1}

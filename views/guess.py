@@ -155,7 +155,7 @@ def mask_question(result) -> Question | None:
 def next_word_question(result, t: int) -> Question:
     s = result.steps[t]
     so_far = " ".join(x.token for x in result.steps[:t]) or "nothing yet"
-    options = [tok for tok, _ in s.top]
+    options = sorted(tok for tok, _ in s.top)  # not by probability: the first would always be the answer
     return Question(qid(result, "next", t), f"Step {t + 1} (written so far: “{so_far}”): which word does the model "
                                             "write next?", tuple(options), s.token,
                     f"“{s.token}” has probability {s.prob:.3f}, the runner-up “{s.runner_up[0]}” "

@@ -236,7 +236,8 @@ def output_layer(ctx: Context, ins, word: int, q=None):
          f"{ctx.cfg.tgt_vocab_size:,} English tokens, and the softmax makes them probabilities.",
          f"Greedy decoding takes the most likely: “{literal(s.token)}” with {s.prob:.3f}.")
     fig = viz.candidates_bar(s.top, s.token, title="Step 1: the most likely next tokens")
-    chart(marked(q, fig, lambda option: (None, q.options.index(option))), key="walk_output", name="walk-output")
+    bars = [tok for tok, _ in s.top]  # the bars, most likely on top
+    chart(marked(q, fig, lambda option: (None, bars.index(option))), key="walk_output", name="walk-output")
 
 
 def loop(ctx: Context, ins, word: int, q=None):
