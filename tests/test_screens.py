@@ -116,20 +116,27 @@ def test_a_phone_labels_every_row_and_column_of_the_cross_map(browser, server, t
     ctx.close()
 
 
+def maps_at(browser, server, width: int, **params):
+    """A new page `width` px wide on the cross-attention view of LINK's sentence with these link parameters, once its
+    maps are drawn and the run is done: (context, page)."""
+    from urllib.parse import urlencode
+
+    ctx = browser.new_context(viewport={"width": width, "height": 1000})
+    pg = ctx.new_page()
+    pg.goto(server + "/?" + urlencode({"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "cross",
+                                       **params}))
+    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
+    wait_idle(pg, 60_000)
+    return ctx, pg
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("width, side_by_side", [(1400, True), (390, False)])
 def test_a_comparison_is_side_by_side_where_the_width_allows(browser, server, width, side_by_side):
     """The other model's maps beside this model's at 1400 px (they were stacked), one under the other on a phone;
     either way no map leaves its panel's width unscrolled."""
-    from urllib.parse import urlencode
-
-    ctx = browser.new_context(viewport={"width": width, "height": 1000})
-    pg = ctx.new_page()
-    pg.goto(server + "/?" + urlencode({"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "cross",
-                                       "vs": "model"}))
-    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
-    wait_idle(pg, 60_000)
+    ctx, pg = maps_at(browser, server, width, vs="model")
     boxes = pg.evaluate("""() => [...document.querySelectorAll('.explorer-maps .panels > .panel')].map(p => {
         const r = p.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })""")
     assert len(boxes) == 2, boxes
@@ -148,14 +155,7 @@ def test_a_comparison_is_side_by_side_where_the_width_allows(browser, server, wi
 def test_the_lines_legend_keeps_out_of_the_tokens_way(browser, server, width):
     """Draw as lines: the heads' legend lies under the two columns of tokens, never over a key token (it sat on the
     right, over the keys, and squeezed the queries to two letters on a phone)."""
-    from urllib.parse import urlencode
-
-    ctx = browser.new_context(viewport={"width": width, "height": 1000})
-    pg = ctx.new_page()
-    pg.goto(server + "/?" + urlencode({"s": "Zwei Männer spielen Fußball auf einer Wiese.", "view": "cross",
-                                       "draw": "lines"}))
-    pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
-    wait_idle(pg, 60_000)
+    ctx, pg = maps_at(browser, server, width, draw="lines")
     found = pg.locator(".explorer-maps .panel .js-plotly-plot").first.evaluate("""g => {
         const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
         return {legend: box(g.querySelector('.legend')), chart: box(g.querySelector('.main-svg')),

@@ -34,11 +34,6 @@ def server() -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/") if parts.netloc else DEFAULT_SERVER
 
 
-def with_model(params: dict) -> dict:
-    model = st.session_state.get("model", "learned")
-    return params | ({"model": model} if model != "learned" and "model" not in params else {})
-
-
 def given_key(number: int) -> str:
     return f"exercise_{number}"
 
@@ -54,7 +49,8 @@ def exercises_view(ctx: Context):
                f"{len(answered)} answered right.")
     with st.expander("For teachers: the lesson link, the worksheet and its answer key"):
         sentence = ctx.result.source
-        lesson = "?" + urlencode(with_model(lesson_params(sentence, None)))
+        model = st.session_state.get("model", "learned")
+        lesson = "?" + urlencode(lesson_params(sentence, None if model == "learned" else model))
         st.markdown(f"**The lesson link** (the walk from stop 1 with this sentence, a question before each picture): "
                     f"[open the lesson]({lesson})")
         st.code(server() + "/" + lesson, language=None)

@@ -54,15 +54,14 @@ def tally() -> tuple[int, int]:
     return sum(verdicts.values()), len(verdicts)
 
 
-def hidden(q: Question | None, where=None) -> bool:
+def hidden(q: Question | None) -> bool:
     """With guessing on, the question (True: the picture waits) or, once answered, the verdict (False). Without it,
     or with no question here, nothing (False)."""
     if q is None or not on():
         return False
-    where = where or st.container()
     choice = given(q)
     if choice is None:
-        box = where.container(border=True, key=f"guess_box_{abs(hash(q.id))}")
+        box = st.container(border=True, key=f"guess_box_{abs(hash(q.id))}")
         box.markdown(f"**Guess first.** {literal(q.text)}")
         row = box.container(horizontal=True)
         for i, option in enumerate(q.options):
@@ -73,7 +72,7 @@ def hidden(q: Question | None, where=None) -> bool:
     verdicts.setdefault(q.id, choice == q.answer)
     right, asked = tally()
     verdict = "Right." if choice == q.answer else f"Not quite: the answer is “{q.answer}”."
-    where.info(literal(f"Your guess: “{choice}”. {verdict} {q.why} (This session: {right} of {asked} right.)"))
+    st.info(literal(f"Your guess: “{choice}”. {verdict} {q.why} (This session: {right} of {asked} right.)"))
     return False
 
 
