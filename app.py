@@ -187,8 +187,8 @@ st.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '
 if result.steps and result.steps[-1].token != "<eos>":
     st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
                "ended it: what is shown is cut.")
+familiarity_note(checkpoint, sentence)  # never folded: a sentence the model cannot handle is said so on a projector too
 with details if present else nullcontext():  # folded in the presenter layout
-    familiarity_note(checkpoint, sentence)
     reference = next((e["en"] for e in ex if e["de"] == sentence), None)
     if reference:
         st.caption(f"Multi30k reference: {literal(reference)}")

@@ -146,3 +146,13 @@ def test_the_next_word_question_does_not_give_its_answer_by_place(translator):
                          (None, bars.index(q.answer)))
     marks = {a.text: a.y for a in fig.layout.annotations}
     assert marks == {"the answer": 0, "your guess": 1}
+
+
+@pytest.mark.slow
+def test_the_presenter_layout_still_says_when_the_model_is_out_of_its_depth(monkeypatch):
+    """The familiarity note stays out of the fold: on a projector too, an everyday sentence is said to be unlike
+    what the model learned from, above the view."""
+    at = from_url(monkeypatch, s="Ich habe heute keine Zeit.", view="walk", present="1")
+    assert not at.exception
+    assert not at.expander[0].warning  # the fold holds no note
+    assert any("unlike anything the model learned from" in shown(w.value) for w in at.warning)

@@ -89,17 +89,20 @@ PHONE_SENTENCE = "Ein Mann in einem blauen Hemd und eine Frau mit einem roten Hu
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_a_phone_labels_every_row_and_column_of_the_cross_map(browser, server, translator):
+@pytest.mark.parametrize("sentence", [PHONE_SENTENCE, "Ein hell gekleideter Mann fotografiert eine Gruppe von "
+                                      "Männern in dunklen Anzügen und mit Hüten, die um eine Frau in einem "
+                                      "trägerlosen Kleid herum stehen."])
+def test_a_phone_labels_every_row_and_column_of_the_cross_map(browser, server, translator, sentence):
     """At 390 px the cross-attention map of a 20-word sentence names every German column and every English row (it
     scrolls sideways in its panel instead of thinning its labels to one in three), and no two labels overprint."""
     from urllib.parse import urlencode
 
     from test_browser import overlapping
 
-    r = translator.translate(PHONE_SENTENCE)
+    r = translator.translate(sentence)
     ctx = browser.new_context(viewport={"width": 390, "height": 844})
     pg = ctx.new_page()
-    pg.goto(server + "/?" + urlencode({"s": PHONE_SENTENCE, "view": "cross"}))
+    pg.goto(server + "/?" + urlencode({"s": sentence, "view": "cross"}))
     pg.locator(".explorer-maps[data-ready]").wait_for(timeout=120_000)
     wait_idle(pg, 60_000)
     chart = pg.locator(".explorer-maps .panel .js-plotly-plot").first

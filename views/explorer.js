@@ -222,7 +222,7 @@ const Explorer = (() => {
       const size = Math.max(11, Math.min(17, Math.floor((Math.min(room, width) - 20) / (0.55 * text.length))));
       if (size < 17) out.title = {...layout.title, font: {...(layout.title.font || {}), size}};
       // wider than the room (it scrolls): the title starts at the left edge, where the room shows it whole
-      if (width > room) out.title = {...(out.title || layout.title), x: 0, xanchor: "left", xref: "paper"};
+      if (width > room) out.title = {...(out.title || layout.title), x: 0, xanchor: "left", xref: "container"};
     }
     if (!rescale) return out;
     if (layout.height) out.height = Math.round(layout.height * scale + 120 * (1 - scale));
