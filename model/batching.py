@@ -75,7 +75,8 @@ class TakeTurns:
     @contextmanager
     def turn(self, waiting: Callable[[int], None] | None = None):
         """Wait for this caller's turn, then hold it for the `with` block. While it waits, `waiting(n)` is
-        called with the number of computations ahead of it (running or queued), at most every 0.25 s."""
+        called with the number of computations ahead of it (running or queued), at most every 0.25 s; once its turn
+        has come, `waiting(0)`, so that a page can say at once that the computation runs."""
         ticket = object()
         with self._changed:
             self._queue.append(ticket)
@@ -97,6 +98,8 @@ class TakeTurns:
                 self._changed.notify_all()
             raise
         try:
+            if waiting is not None:
+                waiting(0)
             yield
         finally:
             with self._changed:

@@ -25,10 +25,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_app(port: int, env=None) -> subprocess.Popen:
-    """`streamlit run app.py` on 127.0.0.1:port; returns once its health check answers."""
+def start_app(port: int, env=None, script: Path = ROOT / "app.py") -> subprocess.Popen:
+    """`streamlit run app.py` (or another script) on 127.0.0.1:port; returns once its health check answers."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})

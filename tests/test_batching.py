@@ -108,6 +108,7 @@ def test_heavy_computations_take_turns_first_come_first_served():
         t.join()
     assert log == ["a", "b", "c", "d"] and most[0] == 1 and turns.busy == 0
     assert ahead_seen["d"][0] == 3 and ahead_seen["d"] == sorted(ahead_seen["d"], reverse=True)
+    assert ahead_seen["a"] == [0] and all(seen[-1] == 0 for seen in ahead_seen.values())  # "computing now", once
 
     def gives_up(ahead):
         raise RuntimeError("the session closed")

@@ -12,7 +12,9 @@ import plotly
 import pytest
 
 from appserver import translate_in_page, wait_idle
-from views.instant import serve_plotly
+from views.instant import plotly_js_version, plotly_source, serve_plotly
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
 
@@ -288,10 +290,27 @@ def test_the_views_draw_with_no_network_but_the_app(browser, server):
             ctx.close()
 
 
+def test_plotly_js_is_the_cartesian_bundle_of_the_installed_version():
+    """The page's plotly.js is plotly.js's own cartesian bundle (assets/plotly/, a third of the full one's size) of
+    exactly the version the installed plotly package writes figures for, as its header says; without such a bundle
+    (another plotly installed), the package's full plotly.js."""
+    version = plotly_js_version()
+    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert f"plotly.js v{version}" in full.read_text(encoding="utf-8")[:200]
+    shipped = sorted((ROOT / "assets" / "plotly").glob("plotly-cartesian-*.min.js"))
+    assert shipped, "no cartesian bundle in assets/plotly/"
+    for bundle in shipped:  # each file is the release its name says
+        named = bundle.name.removeprefix("plotly-cartesian-").removesuffix(".min.js")
+        assert f"plotly.js (cartesian - minified) v{named}\n" in bundle.read_text(encoding="utf-8")[:200]
+    cartesian = ROOT / "assets" / "plotly" / f"plotly-cartesian-{version}.min.js"
+    assert plotly_source() == (cartesian if cartesian.is_file() else full)
+    assert serve_plotly().endswith(f"plotly-{'cartesian-' * cartesian.is_file()}{version}.min.js.gz")
+
+
 def test_plotly_js_goes_out_as_stored(server):
     """The server sends plotly.js's gzipped twin as it is (application/gzip, no Content-Encoding: Streamlit does not
-    compress it again for every page), and it unzips to the installed package's plotly.js."""
-    source = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    compress it again for every page), and it unzips to the shipped plotly.js (views/instant.plotly_source)."""
+    source = plotly_source().read_bytes()
     answer = urllib.request.urlopen(urllib.request.Request(f"{server}/{serve_plotly()}",
                                                            headers={"Accept-Encoding": "gzip"}))
     body = answer.read()

@@ -138,12 +138,17 @@ def attention_view(ctx: Context, kind: str):
         "grid_title": f"All {L} layers × {H} heads ({grid_values}) — click a tile to open it above.",
         # The grid's layout and look; its cells (a tile per layer and head, GAP cells apart) are filled in the
         # browser from the first panel's maps: 19 MB of cells and hover labels for a 100-token sentence never travel.
-        "grid": figure_json(viz.model_view(maps if norm_maps is None else norm_maps, q_tokens, k_tokens,
-                                           causal=kind == "dec", query_unknown=q_unk, key_unknown=k_unk, norms=norms,
-                                           cells=False)),
+        "grid": grid(maps if norm_maps is None else norm_maps, q_tokens, k_tokens, kind, q_unk, k_unk, norms),
         "gap": viz.GAP,
     }, key=f"{kind}_maps")
     downloads(ctx)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def grid(maps, q_tokens: list, k_tokens: list, kind: str, q_unk: list, k_unk: list, norms: bool) -> str:
+    """The all-heads grid's figure, without its cells (cached as `panel` is)."""
+    return figure_json(viz.model_view(maps, q_tokens, k_tokens, causal=kind == "dec", query_unknown=q_unk,
+                                      key_unknown=k_unk, norms=norms, cells=False))
 
 
 def first_pick(kind: str, L: int) -> tuple:
@@ -155,9 +160,13 @@ def first_pick(kind: str, L: int) -> tuple:
     return min(layer, L - 1), None if head == MEAN else head, s.get("draw_as", "map")
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
 def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "") -> dict:
     """One run's maps for the component: every layer's heads and their mean, packed; the figure viz builds for
-    the first pick; the colour range and title of every pick; each layer's line figure; its table and CSV."""
+    the first pick; the colour range and title of every pick; each layer's line figure; its table and CSV.
+
+    Cached per run and pick: a page opened from a link, a view switch and a comparison's rerun build it once (its
+    figures cost ~0.1 s of the server's CPU, most of an attention view's run)."""
     L, H = maps.shape[:2]
     (q_tokens, q_unk), (k_tokens, k_unk) = (token_labels(result, s) for s in SIDES[shown.kind])
     full = with_means(maps)  # (L, H + 1, Q, K): head H is the mean

@@ -6,6 +6,7 @@ turn when they hold a core long on a long sentence (bench/heavy_views.py measure
 """
 
 import contextvars
+import functools
 import json
 import logging
 import os
@@ -100,13 +101,15 @@ def outside_cache(update):
 
 @contextmanager
 def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
-    """A progress bar saying how many heavy computations are ahead, shown only while one waits; gone after."""
+    """A progress bar through the heavy computations' queue, shown only while one is computed (a cache miss): how
+    many are ahead while it waits, then at once "computing now" (Streamlit's own spinner waits 0.5 s); gone after."""
     box, most = st.empty(), [0]
 
     def waiting(ahead: int):
         most[0] = max(most[0], ahead)
-        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy "
-                     f"computation{'s' * (ahead > 1)} on this server (they take turns, so the class keeps its speed)…")
+        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy computation"
+                     f"{'s' * (ahead > 1)} on this server (they take turns, so the class keeps its speed)…" if ahead
+                     else f"{what}: computing now (a heavy computation: they take turns on this server)…")
     try:
         yield outside_cache(waiting)  # called from inside the cached computations: not recorded for their replay
     finally:
@@ -134,9 +137,13 @@ def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
     return load_translator(checkpoint).inside(sentence, list(output_tokens))
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@functools.lru_cache(maxsize=32)
 def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
-    """A JSON file that ships beside a checkpoint (head_importance.json, head_stats.json), or None."""
+    """A JSON file that ships beside a checkpoint (head_importance.json, head_stats.json), or None; read once per
+    process and shared by every session: read it, never change it.
+
+    Not st.cache_data: that copies the table on every call (faithfulness.json, 0.8 MB, for every attention view's
+    trust line, each run), and with its 8 entries for 2 models x 7 files it read the files anew over and over."""
     path = Path(checkpoint or DEFAULT_CHECKPOINT) / name
     try:
         return json.loads(path.read_text()) if path.is_file() else None

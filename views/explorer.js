@@ -53,15 +53,14 @@ const Explorer = (() => {
 
   // --- plotly.js -----------------------------------------------------------------------------------------------
 
-  let plotlyLoaded = null;
-
   function loadPlotly(src) {
-    // plotly.js, served by the app from the installed plotly package (no CDN), once per page. `src` is its gzipped
-    // copy (views/instant.py serve_plotly): unzipped here and run from a blob: URL, so that the server sends stored
-    // bytes instead of compressing 4.8 MB for every page. A browser without DecompressionStream loads the plain
-    // copy.
-    if (!plotlyLoaded) {
-      plotlyLoaded = window.Plotly ? Promise.resolve(window.Plotly) : (async () => {
+    // plotly.js, served by the app (no CDN), once per page: one promise on the window, shared by every component
+    // (each carries its own copy of this framework: two views mounted together load it once).
+    // `src` is its gzipped copy (views/instant.py serve_plotly): unzipped here and run from a blob: URL, so that the
+    // server sends stored bytes instead of compressing the file for every page. A browser without
+    // DecompressionStream loads the plain copy.
+    if (!window.explorerPlotly) {
+      window.explorerPlotly = window.Plotly ? Promise.resolve(window.Plotly) : (async () => {
         let url = src.replace(/\.gz$/, "");
         if (window.DecompressionStream) {
           const answer = await fetch(src);
@@ -79,9 +78,9 @@ const Explorer = (() => {
         });
         if (url.startsWith("blob:")) URL.revokeObjectURL(url);
         return window.Plotly;
-      })().catch(error => { plotlyLoaded = null; throw error; });
+      })().catch(error => { window.explorerPlotly = null; throw error; });
     }
-    return plotlyLoaded;
+    return window.explorerPlotly;
   }
 
   // --- The address bar -----------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ first pick, sent without their per-cell arrays (`skeleton`), the titles and colo
 view's prose; the browser fills and swaps them with Plotly.react. viz/ stays the one place that says how a figure
 looks. docs/contract.md, "The maps in the browser".
 
-plotly.js comes from the installed plotly package, served by the app itself, gzipped once (`serve_plotly`: no CDN,
-the app works offline).
+plotly.js is served by the app itself, gzipped once (`serve_plotly`: no CDN, the app works offline): plotly.js's own
+cartesian bundle (assets/plotly/, heatmaps, scatter and bars: all these views draw) when it is the version the
+installed plotly package writes figures for, otherwise the package's full plotly.js.
 """
 
 import base64
@@ -32,16 +33,18 @@ MAX_CODE = 65535  # packed values are uint16
 
 @functools.cache  # once per process: every view run asks for the address
 def serve_plotly() -> str:
-    """Copy plotly.js from the installed package into static/ (once per version), beside a gzipped twin, and return
-    the twin's address.
+    """Copy plotly.js into static/ (once per version), beside a gzipped twin, and return the twin's address.
 
-    Copied rather than committed: 4.8 MB that follows whatever plotly is installed. The page fetches the twin
-    (1.5 MB) and unzips it itself (views/explorer.js loadPlotly): Streamlit would gzip the plain file anew for every
-    page (it compresses each app/static answer at level 9, ~0.1 s of the server's CPU; a class of 20 opening the
-    page at once, 2-3 s), while a .gz goes out as it is (application/gzip). The plain copy is for a browser
-    without DecompressionStream."""
-    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    target = STATIC / f"plotly-{plotly.__version__}.min.js"
+    Which plotly.js: the cartesian bundle that ships in assets/plotly/ (1.5 MB; everything these views draw, from
+    plotly.js's own release) when its version is the one the installed plotly package writes figures for, otherwise
+    that package's full plotly.js (4.8 MB). A fresh browser spends most of a link's opening evaluating it: 1.2 s for
+    the full one on a 2-core machine, 0.5 s for the cartesian one (bench/open_speed.py). Copied rather than served
+    from where it lies: static/ is the one folder Streamlit serves. The page fetches the twin and unzips it itself
+    (views/explorer.js loadPlotly): Streamlit would gzip the plain file anew for every page (it compresses each
+    app/static answer at level 9, ~0.1 s of the server's CPU; a class of 20 opening the page at once, 2-3 s), while a
+    .gz goes out as it is (application/gzip). The plain copy is for a browser without DecompressionStream."""
+    source = plotly_source()
+    target = STATIC / source.name.replace("plotly.min.js", f"plotly-{plotly_js_version()}.min.js")
     twin = target.with_name(target.name + ".gz")
     if not target.is_file() or target.stat().st_size != source.stat().st_size or not twin.is_file():
         STATIC.mkdir(exist_ok=True)
@@ -51,6 +54,20 @@ def serve_plotly() -> str:
             partial.write_bytes(content)
             partial.replace(path)  # a server starting beside this one never serves half a file
     return f"app/static/{twin.name}"
+
+
+def plotly_js_version() -> str:
+    """The plotly.js version the installed plotly package writes figures for (the one it bundles)."""
+    from plotly.offline import get_plotlyjs_version
+
+    return get_plotlyjs_version()
+
+
+def plotly_source() -> Path:
+    """The plotly.js file to serve: the shipped cartesian bundle of the installed package's plotly.js version, or
+    the package's own full bundle."""
+    cartesian = ROOT / "assets" / "plotly" / f"plotly-cartesian-{plotly_js_version()}.min.js"
+    return cartesian if cartesian.is_file() else Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
 def packed(values, offset: float = 0.0, step: float | None = None) -> dict:

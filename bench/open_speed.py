@@ -1,0 +1,221 @@
+"""What a class waits for and what it costs the server: opening a shared link, switching views, pressing Enter.
+
+    python bench/open_speed.py [--rounds 7] [--views cross walk ...]
+
+A real browser (headless Chromium, at nice 19 as in bench/load_test.py: it stands for the students' own machines)
+against `streamlit run app.py`; each figure beside its reference, measured in the same run:
+
+- Link open: a shared link (a 15-token sentence, the default view) in a fresh browser context, from `goto` until the
+  translation is on the page and the first view is drawn, against bench/bare_page.py (a title and one line) opened
+  the same way on a second server; the two alternate, `--rounds` times each (bar: 1.5x).
+- View switch: every registered view in switch order, clicked on the switch, from the click until the run is over,
+  every chart of the view is drawn and the page has been quiet for 0.15 s (the time of its last change is what
+  counts), on its first visit and on a second visit. Views that take the server's heavy turn (views/calls.py HEAVY)
+  report when their progress first showed instead (bars: second visit median 0.25 s and max 0.6 s; first visit of a
+  light view 1.0 s; a heavy one's progress 0.2 s).
+- Server CPU, from the server process's own counters (/proc, with its children): per Enter (each a sentence the
+  server has not seen, in the default view) and per fresh open of the link, against the bare model call (the same
+  sentences, `Translator.translate` in this process with the server's one torch thread) (bars: 2.5x and 4x).
+
+The last line is a summary. Exit status 1 when a bar is missed.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.app_speed import FIFTEEN  # noqa: E402
+from bench.load_test import cpu_seconds  # noqa: E402
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app,  # noqa: E402
+                             translate_in_page, wait_idle)
+
+SENTENCE = FIFTEEN[0]
+MORE = ["Ein Mann mit einer Mütze fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.",
+        "Zwei Frauen sitzen an einem Tisch in einem Café und trinken zusammen Kaffee.",
+        "Ein Junge springt von einem hohen Felsen in einen klaren blauen See.",
+        "Eine Gruppe von Musikern spielt auf einer Bühne vor vielen Menschen am Abend.",
+        "Ein Koch in einer weißen Jacke schneidet Gemüse in einer großen Küche."]
+# The link and the bare page are drawn: the translation and the first view's drawing (views/explorer.js sets
+# data-ready), no run going; the bare page's line.
+LINK_DRAWN = """() => document.querySelector('.translation') && document.querySelector('.explorer[data-ready]')
+    && !document.querySelector('[data-testid="stStatusWidget"]')"""
+BARE_DRAWN = "() => [...document.querySelectorAll('p')].some(p => p.textContent === 'One line.')"
+
+# In the page: click a view on the switch, then wait until the address names it (the view's run writes it last,
+# views/state.py page_view), no run is going or stale, every chart in the view is drawn (Streamlit's plotly charts,
+# the browser-drawn views' data-ready), and nothing has changed for `quiet` ms; returns the ms from the click to the
+# last change, and to the first progress shown (Streamlit's spinner or a progress bar), or null.
+SWITCH_JS = """async ([slug, label, quiet]) => {
+    const button = [...document.querySelectorAll('[role=radiogroup] [role=radio]')]
+        .find(b => b.textContent.trim() === label);
+    let last = performance.now(), progress = null;
+    const seen = new MutationObserver(() => {
+        last = performance.now();
+        if (progress === null && document.querySelector(
+            '.st-key-view_box [data-testid=stSpinner], .st-key-view_box [data-testid=stProgress]')) progress = last;
+    });
+    seen.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+    const t0 = performance.now();
+    button.click();
+    const drawn = () => {
+        const box = document.querySelector('.st-key-view_box');
+        return new URLSearchParams(location.search).get('view') === slug && box
+            && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]')
+            && [...box.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => c.querySelector('.main-svg'))
+            && [...box.querySelectorAll('.explorer')].every(b => b.dataset.ready);
+    };
+    while (!(drawn() && performance.now() - last > quiet) && performance.now() - t0 < 300000)
+        await new Promise(r => setTimeout(r, 10));
+    seen.disconnect();
+    return [last - t0, progress === null ? null : progress - t0]; }"""
+
+
+def start_bare(port: int) -> subprocess.Popen:
+    """bench/bare_page.py served as the app is (tests/appserver.start_app's flags)."""
+    return start_app(port, script=ROOT / "bench" / "bare_page.py")
+
+
+def heavy_slugs() -> set[str]:
+    """The views whose module takes the server's heavy turn (views/calls.py HEAVY)."""
+    from views.registry import VIEWS
+
+    return {slug for slug, v in VIEWS.items() if "HEAVY" in vars(sys.modules[v.draw.__module__])}
+
+
+def model_call_seconds(sentences: list[str]) -> float:
+    """The reference: the model call alone, with the server's one torch thread (app.py), median over sentences."""
+    import torch
+
+    from model.translator import Translator
+
+    torch.set_num_threads(1)
+    translator = Translator.load(device="cpu")
+    translator.translate("Ein Hund.")
+    times = []
+    for s in sentences:
+        t = time.perf_counter()
+        translator.translate(s)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def fresh_open(browser, url: str, drawn: str) -> float:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = ctx.new_page()
+    t = time.perf_counter()
+    page.goto(url)
+    page.wait_for_function(drawn, timeout=120_000)
+    seconds = time.perf_counter() - t
+    ctx.close()
+    return seconds
+
+
+def settled_cpu(pid: int) -> float:
+    """The server's CPU seconds once it has gone quiet (a page's last answers may still be on their way)."""
+    time.sleep(0.3)
+    return cpu_seconds(pid)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7, help="fresh opens of the link and of the bare page, each")
+    ap.add_argument("--views", nargs="*", help="only these views (slugs); all by default")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from views.registry import VIEWS
+
+    slugs = args.views or list(VIEWS)
+    heavy = heavy_slugs()
+    enter_sentences = FIFTEEN[1:] + MORE
+    model_s = model_call_seconds(enter_sentences)
+
+    port, bare_port = free_port(), free_port()
+    app, bare = start_app(port), start_bare(bare_port)
+    link = f"http://127.0.0.1:{port}/?" + urllib.parse.urlencode({"s": SENTENCE})
+    try:
+        os.nice(19)  # this script and the browsers it starts: the servers keep their priority
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            fresh_open(browser, link, LINK_DRAWN)  # the first open loads the model and fills the caches
+            fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN)
+            opens, bares, open_cpu, bare_cpu = [], [], [], []
+            for _ in range(args.rounds):
+                c = settled_cpu(bare.pid)
+                bares.append(fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN))
+                bare_cpu.append(settled_cpu(bare.pid) - c)
+                c = settled_cpu(app.pid)
+                opens.append(fresh_open(browser, link, LINK_DRAWN))
+                open_cpu.append(settled_cpu(app.pid) - c)
+
+            ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = ctx.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.get_by_label(INPUT_LABEL).wait_for(timeout=60_000)
+            translate_in_page(page, SENTENCE)
+            enter_cpu = []
+            for s in enter_sentences:
+                c = settled_cpu(app.pid)
+                translate_in_page(page, s, timeout_ms=60_000)
+                wait_idle(page)
+                enter_cpu.append(settled_cpu(app.pid) - c)
+            translate_in_page(page, SENTENCE)
+            first, warm, progress = {}, {}, {}
+            if slugs[0] == page.evaluate("new URLSearchParams(location.search).get('view')"):  # a click would do nothing
+                other = next(s for s in VIEWS if s not in slugs)
+                page.evaluate(SWITCH_JS, [other, VIEWS[other].label, 150])
+            for visit in (first, warm):
+                for slug in slugs:
+                    ms, shown = page.evaluate(SWITCH_JS, [slug, VIEWS[slug].label, 150])
+                    visit[slug] = ms / 1000
+                    if visit is first and shown is not None:
+                        progress[slug] = shown / 1000
+                    wait_idle(page, 300_000)
+            browser.close()
+    finally:
+        stop_app(app)
+        stop_app(bare)
+
+    o, b = statistics.median(opens), statistics.median(bares)
+    e_cpu, o_cpu, b_cpu = (statistics.median(x) for x in (enter_cpu, open_cpu, bare_cpu))
+    missed = []
+
+    def bar(ok: bool, what: str) -> str:
+        if not ok:
+            missed.append(what)
+        return "" if ok else "  MISSED"
+
+    print(f"link open, fresh browser, until the first view is drawn: median {o:.2f} s (min {min(opens):.2f}, max "
+          f"{max(opens):.2f}) over {len(opens)}; bare Streamlit page {b:.2f} s (min {min(bares):.2f}, max "
+          f"{max(bares):.2f}): {o / b:.2f}x (bar 1.5x){bar(o / b <= 1.5, 'link open')}")
+    print(f"view switch, click to drawn and quiet (s); heavy views (*) give their first progress instead:")
+    for slug in slugs:
+        shown = f"  progress {progress[slug]:.2f}" if slug in progress else ""
+        print(f"  {slug:14s}{'*' if slug in heavy else ' '} first {first[slug]:6.2f}  second {warm[slug]:6.2f}{shown}")
+    light_first = [first[s] for s in slugs if s not in heavy]
+    w = statistics.median(warm.values())
+    print(f"second visits: median {w:.2f} s (bar 0.25){bar(w <= 0.25, 'warm median')}, max {max(warm.values()):.2f} s "
+          f"({max(warm, key=warm.get)}; bar 0.6){bar(max(warm.values()) <= 0.6, 'warm max')}; first visits of light "
+          f"views: max {max(light_first):.2f} s (bar 1.0){bar(max(light_first) <= 1.0, 'first visit')}; heavy views' "
+          f"first progress: max {max([progress.get(s, 0) for s in heavy & set(slugs)], default=0):.2f} s (bar 0.2)"
+          f"{bar(all(progress.get(s, 0) <= 0.2 for s in heavy & set(slugs)), 'heavy progress')}")
+    print(f"server CPU per Enter: median {e_cpu * 1000:.0f} ms over {len(enter_cpu)} new sentences; bare model call "
+          f"{model_s * 1000:.0f} ms: {e_cpu / model_s:.1f}x (bar 2.5x){bar(e_cpu / model_s <= 2.5, 'CPU per Enter')}")
+    print(f"server CPU per fresh open of the link: median {o_cpu * 1000:.0f} ms: {o_cpu / model_s:.1f}x the model call "
+          f"(bar 4x){bar(o_cpu / model_s <= 4, 'CPU per open')}; the bare page's server: {b_cpu * 1000:.0f} ms")
+    print(f"summary: open {o:.2f}s bare {b:.2f}s ratio {o / b:.2f} warm_median {w:.2f}s warm_max "
+          f"{max(warm.values()):.2f}s cpu_enter {e_cpu * 1000:.0f}ms cpu_open {o_cpu * 1000:.0f}ms "
+          f"model {model_s * 1000:.0f}ms missed {','.join(missed) or 'none'}")
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()
