@@ -166,6 +166,25 @@ def test_open_in_its_view_from_head_importance(page):
     assert page.get_by_role("radio", name=kind, exact=True).get_attribute("aria-checked") == "true"
 
 
+def test_a_heavy_computation_says_at_once_that_it_runs(page):
+    """A heavy computation that is not in the cache says so as it starts ("computing now", views/calls.waiting_notice:
+    Streamlit's own spinner waits 0.5 s), and the notice is gone once the view is drawn."""
+    translate_in_page(page, "Ein Hund rennt durch den Schnee.")
+    page.get_by_role("radio", name="Encoder self-attention").click()  # a light view: the new sentence computes no more
+    wait_idle(page)
+    translate_in_page(page, "Drei Kinder, zwei Hunde und eine Katze spielen im Garten hinter dem alten Haus.")
+    page.evaluate("""() => {  // seen by the page itself: the notice may stand for less than a poll's interval
+        window.computingSeen = false;
+        new MutationObserver(() => { window.computingSeen ||= [...document.querySelectorAll('[data-testid=stProgress]')]
+            .some(p => p.innerText.includes('Head importance: computing now')); })
+            .observe(document.body, {subtree: true, childList: true, characterData: true}); }""")
+    page.get_by_role("radio", name="Head importance").click()
+    page.get_by_text("This sentence").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert page.evaluate("window.computingSeen")
+    assert page.get_by_text("computing now").count() == 0
+
+
 CONTRAST = """e => {
     const parse = c => { const p = c.match(/rgba?\\(([^)]+)\\)/)[1].split(',').map(Number);
                          return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
