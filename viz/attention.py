@@ -38,8 +38,16 @@ GRID_PX = 1000  # the model view's plot area is at most this wide
 TILE_CELL_PX = (2, 12)  # smallest and largest cell of one model-view tile
 
 
+def _stops(name: str) -> list:
+    """A named colour scale spelled out as plotly's check spells it, for the figures built unchecked (`unchecked`)."""
+    return [list(stop) for stop in go.layout.Coloraxis(colorscale=name).colorscale]
+
+
+SCALES = {name: _stops(name) for name in (COLORSCALE, DIVERGING)}
+
+
 def _coloraxis(title="weight", cmax=1.0):
-    return dict(cmin=0.0, cmax=cmax, colorscale=COLORSCALE,
+    return dict(cmin=0.0, cmax=cmax, colorscale=SCALES[COLORSCALE],
                 colorbar=dict(title=dict(text=title), thickness=10, len=0.9, xpad=6))
 
 
@@ -81,6 +89,13 @@ def label_step(cell: int) -> int:
     return math.ceil(LABEL_PX / cell)
 
 
+def unchecked(data: list, layout: dict) -> go.Figure:
+    """A figure of traces built with _validate=False and a layout of plain dicts, not checked by plotly: the maps'
+    figures are built on every new sentence, and plotly's checks of their traces, arrays and layout were most of an
+    attention view's run (65-95 ms of a page's CPU). Their JSON is what the checked figure's was (tests/test_viz.py)."""
+    return go.Figure(data, layout=layout, _validate=False)
+
+
 def _ticks(tokens, unknown, cell: int):
     """Tick positions and labels, thinned to every k-th token where cells are too small for all."""
     step = label_step(cell)
@@ -93,7 +108,7 @@ def _masked_trace(x, y, masked, hover, customdata):
     z = np.where(masked, 1.0, np.nan)
     return go.Heatmap(x=x, y=y, z=z, customdata=customdata, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
                       showscale=False, hovertemplate=hover + "masked: a future position<extra></extra>",
-                      name="masked", xgap=0, ygap=0)
+                      name="masked", xgap=0, ygap=0, _validate=False)
 
 
 def heat_scale(weights, masked=None, *, stretch=False, norms=False, signed=False) -> tuple[float, float, str]:
@@ -144,10 +159,10 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>"
     x, y = list(range(K)), list(range(Q))
     value = "difference %{z:+.4f}" if signed else f"{NORM_LABEL} %{{z:.4f}}" if norms else "weight %{z:.4f}"
-    fig = go.Figure(go.Heatmap(x=x, y=y, z=np.where(masked, np.nan, w), customdata=custom, coloraxis="coloraxis",
-                               hovertemplate=hover + value + "<extra></extra>", name="attention"))
+    data = [go.Heatmap(x=x, y=y, z=np.where(masked, np.nan, w), customdata=custom, coloraxis="coloraxis",
+                       hovertemplate=hover + value + "<extra></extra>", name="attention", _validate=False)]
     if masked.any():
-        fig.add_trace(_masked_trace(x, y, masked, hover, custom))
+        data.append(_masked_trace(x, y, masked, hover, custom))
 
     cell = cell_px(max(Q, K))
     x_vals, x_text = _ticks(key_tokens, key_unknown, cell)
@@ -157,9 +172,9 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
     cmin, cmax, scale = heat_scale(w, masked, stretch=stretch, norms=norms, signed=signed)
     axis = _coloraxis(scale, cmax) if not signed else dict(
-        cmin=cmin, cmax=cmax, colorscale=DIVERGING, colorbar=dict(title=dict(text=scale), thickness=10,
+        cmin=cmin, cmax=cmax, colorscale=SCALES[DIVERGING], colorbar=dict(title=dict(text=scale), thickness=10,
                                                                   len=0.9, xpad=6))
-    fig.update_layout(
+    return unchecked(data, dict(
         title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=axis,
         meta=dict(cell=cell, upright=UPRIGHT_CELL),  # a narrow screen's cells stay legible (views/explorer.js fitted)
         width=left + cell * K + 90, height=cell * Q + bottom + (60 if title else 25) + (20 if subtitle else 0),
@@ -170,8 +185,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
         yaxis=dict(title=dict(text=query_axis), tickmode="array", tickvals=y_vals, ticktext=y_text,
                    automargin=True, showgrid=False, zeroline=False, range=[Q - 0.5, -0.5],
                    scaleanchor="x", constrain="domain", tickfont=dict(size=12)),
-    )
-    return fig
+    ))
 
 
 def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None,
@@ -220,13 +234,12 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
     common = dict(x0=0, dx=1, y0=0, dy=1, hoverongaps=False, xgap=0, ygap=0)
     data = [go.Heatmap(**drawn["attention"], name="attention", coloraxis="coloraxis",
                        hovertemplate=hover + (NORM_LABEL if norms else "weight") + " %{z:.4f}<extra></extra>",
-                       **common)]
+                       **common, _validate=False)]
     if tile_future.any():
         data.append(go.Heatmap(**drawn["masked"], name="masked", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
                                showscale=False, hovertemplate=hover + "masked: a future position<extra></extra>",
-                               **common))
-    fig = go.Figure(data)
-    fig.update_layout(
+                               **common, _validate=False))
+    return unchecked(data, dict(
         title=dict(text=title), width=cell * cols + 180,
         coloraxis=_coloraxis(NORM_LABEL, max(float(m[:, :, ~tile_future].max()) if (~tile_future).any() else 1.0,
                                              1e-6)) if norms else _coloraxis(), height=cell * rows + 110,
@@ -237,8 +250,7 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
         yaxis=dict(tickmode="array", tickvals=[i * (Q + GAP) + (Q - 1) / 2 for i in range(L)],
                    ticktext=[f"layer {i + 1}" for i in range(L)], range=[rows - 0.5, -0.5], showgrid=False,
                    zeroline=False, scaleanchor="x", constrain="domain", automargin=True),
-    )
-    return fig
+    ))
 
 
 def step_keys_axis(key_tokens, key_unknown=None) -> dict:
