@@ -111,6 +111,15 @@ def alignment_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
     st.caption("A cross-attention map is often read as a word alignment: \"this English word came from that German "
                "word\". Here that reading is measured against links a person checked by hand.")
+    gold = annotated().get(result.source.strip())
+    en_tokens = tokenize(gold.en, "en") if gold else list(result.output_tokens)
+    failed = None
+    try:  # first: its notice ("computing now") shows at once, not after the test set's tables and charts are drawn
+        with waiting_notice("Reading the alignment") as waiting:
+            maps = alignment_maps(ctx.checkpoint, result.source, tuple(en_tokens),
+                                  _waiting=waiting) if en_tokens else None
+    except InputError as e:  # said under "This sentence", below the test set's scores
+        failed = e
     report = checkpoint_json(ctx.checkpoint, "alignment.json")
     df = scores_section(report, cfg) if report else None
     if not report:
@@ -118,10 +127,11 @@ def alignment_view(ctx: Context):
                 "--ref test_2016_flickr.en.gz --gold assets/alignments/test2016.gold.jsonl` writes them.")
 
     st.markdown("**This sentence**")
-    gold = annotated().get(result.source.strip())
-    en_tokens = tokenize(gold.en, "en") if gold else list(result.output_tokens)
     if not en_tokens:
         st.info("The translation is empty: there is nothing to align.")
+        return
+    if failed:
+        st.warning(literal(f"{failed}."))
         return
     de_tokens = list(result.src_tokens[1:-1])
     s = st.session_state
@@ -141,12 +151,6 @@ def alignment_view(ctx: Context):
                                      key="align_layer", required=True)
         if source == "attention":
             head = head_picker(st, cfg.n_heads, "align_head")
-    try:
-        with waiting_notice("Reading the alignment") as waiting:
-            maps = alignment_maps(ctx.checkpoint, result.source, tuple(en_tokens), _waiting=waiting)
-    except InputError as e:
-        st.warning(literal(f"{e}."))
-        return
     if source == "alti":
         full, what = maps["alti"], "ALTI+ source contributions"
     else:
