@@ -34,6 +34,9 @@ def decoder_lens(checkpoint: str | None, sentence: str, _waiting=None):
 @page_view
 def flow_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
+    # The heavy computation first (drawn last): its notice shows at once, not after the coverage and rollout charts.
+    with waiting_notice("DecoderLens") as waiting:
+        lens = decoder_lens(ctx.checkpoint, ctx.result.source, _waiting=waiting)
     st.caption("Coverage: the cross-attention each German token received, summed over every step of the "
                "translation (each step hands out a total of 1). A word the translation dropped stands out low.")
     st.session_state.setdefault("flow_layer", cfg.n_dec_layers - 1)
@@ -63,17 +66,15 @@ def flow_view(ctx: Context):
               f"Attention rollout through the encoder, then cross-attention of decoder layer {layer + 1}; rows: "
               "English steps (the token read → the token chosen), columns: German tokens",
               key="flow_rollout_table", corner="step \\ German token")
-    lens = encoder_layers(ctx)
+    encoder_layers(lens)
     downloads(ctx, shown_map=(f"rollout-layer{layer + 1}", np.asarray(flow), result.tgt_tokens, result.src_tokens),
               extra=[("DecoderLens (JSON)", "decoderlens.json", "application/json",
                       lambda: json.dumps(lens.to_json(), ensure_ascii=False))])
 
 
-def encoder_layers(ctx: Context):
+def encoder_layers(lens):
     """DecoderLens (Langedijk et al., 2024): the translation decoded from each encoder layer, against the real one."""
     st.markdown("**What each encoder layer already holds** (DecoderLens, Langedijk et al., Findings of NAACL 2024)")
-    with waiting_notice("DecoderLens") as waiting:
-        lens = decoder_lens(ctx.checkpoint, ctx.result.source, _waiting=waiting)
     n = len(lens.layers)
     st.caption(f"The same decoder, not trained for it, reads the output of encoder layer k instead of layer {n} and "
                f"decodes greedily. Layer {n} gives the real translation; in the rows above it, struck-out tokens are "
@@ -89,4 +90,3 @@ def encoder_layers(ctx: Context):
         cut = "" if finished else " <i>(no &lt;eos&gt;: cut at the maximum length)</i>"
         st.markdown(f"**Encoder layer {k}** ({note}): " + (diff_chips(ops) or "<i>(empty)</i>") + cut,
                     unsafe_allow_html=True)
-    return lens

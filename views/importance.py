@@ -31,22 +31,23 @@ def sentence_importance(checkpoint: str | None, sentence: str, _waiting=None) ->
 def importance_view(ctx: Context):
     # Not a fragment: "Open in its view" changes the view switch outside this view, which a fragment
     # rerun would never redraw (the button did nothing in a real browser).
+    # This sentence's computation first: its notice shows at once, not after the test set's charts are drawn.
+    with waiting_notice("Head importance") as waiting:
+        now = sentence_importance(ctx.checkpoint, ctx.result.source, _waiting=waiting)
     table = checkpoint_json(ctx.checkpoint, "head_importance.json")
     if table is None:
         st.info("No head-importance table of the test set next to this checkpoint. Compute it with `python -m "
                 "model.head_importance --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz`.")
     else:
         corpus_importance(ctx, table)
-    this_sentence(ctx)
+    this_sentence(*now)
     downloads(ctx, extra=[] if table is None else [
         ("Head importance of the test set (JSON)", "head_importance.json", "application/json",
          lambda: json.dumps(table, indent=1))])
 
 
-def this_sentence(ctx: Context):
+def this_sentence(rise: dict, seconds: float):
     """Importance for the sentence on the page, computed now: 1 + 72 masked variants in one batch."""
-    with waiting_notice("Head importance") as waiting:
-        rise, seconds = sentence_importance(ctx.checkpoint, ctx.result.source, _waiting=waiting)
     st.markdown("**This sentence**, computed now")
     st.caption(f"How much the loss of this sentence's own translation rises (teacher-forced, nats per token) when "
                f"each head alone is switched off: the baseline and all {sum(v.size for v in rise.values())} masked "
