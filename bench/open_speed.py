@@ -79,11 +79,6 @@ SWITCH_JS = """async ([slug, label, quiet]) => {
     return [last - t0, progress === null ? null : progress - t0]; }"""
 
 
-def start_bare(port: int) -> subprocess.Popen:
-    """bench/bare_page.py served as the app is (tests/appserver.start_app's flags)."""
-    return start_app(port, script=ROOT / "bench" / "bare_page.py")
-
-
 def model_call_seconds(translator, sentences: list[str]) -> list[float]:
     """The reference: the CPU seconds of the model call alone (this thread's own clock, as the server's are its
     process's counters), with the server's one torch thread (app.py), one per sentence."""
@@ -134,7 +129,7 @@ def main():
     model_times = model_call_seconds(translator, enter_sentences)  # again at the end: the median of both
 
     port, bare_port = free_port(), free_port()
-    app, bare = start_app(port), start_bare(bare_port)
+    app, bare = start_app(port), start_app(bare_port, script=ROOT / "bench" / "bare_page.py")
     link = f"http://127.0.0.1:{port}/?" + urllib.parse.urlencode({"s": SENTENCE})
     try:
         os.nice(19)  # this script and the browsers it starts: the servers keep their priority

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import plotly
 import pytest
+from plotly.offline import get_plotlyjs_version
 
 from appserver import translate_in_page, wait_idle
-from views.instant import plotly_js_version, plotly_source, serve_plotly
+from views.instant import plotly_source, serve_plotly
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -294,7 +295,7 @@ def test_plotly_js_is_the_cartesian_bundle_of_the_installed_version():
     """The page's plotly.js is plotly.js's own cartesian bundle (assets/plotly/, a third of the full one's size) of
     exactly the version the installed plotly package writes figures for, as its header says; without such a bundle
     (another plotly installed), the package's full plotly.js."""
-    version = plotly_js_version()
+    version = get_plotlyjs_version()  # the one the package writes figures for
     full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     assert f"plotly.js v{version}" in full.read_text(encoding="utf-8")[:200]
     shipped = sorted((ROOT / "assets" / "plotly").glob("plotly-cartesian-*.min.js"))

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import plotly
 import streamlit as st
+from plotly.offline import get_plotlyjs_version
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "static"  # served at app/static/ ([server] enableStaticServing in .streamlit/config.toml)
@@ -44,7 +45,7 @@ def serve_plotly() -> str:
     app/static answer at level 9, ~0.1 s of the server's CPU; a class of 20 opening the page at once, 2-3 s), while a
     .gz goes out as it is (application/gzip). The plain copy is for a browser without DecompressionStream."""
     source = plotly_source()
-    target = STATIC / source.name.replace("plotly.min.js", f"plotly-{plotly_js_version()}.min.js")
+    target = STATIC / source.name.replace("plotly.min.js", f"plotly-{get_plotlyjs_version()}.min.js")
     twin = target.with_name(target.name + ".gz")
     if not target.is_file() or target.stat().st_size != source.stat().st_size or not twin.is_file():
         STATIC.mkdir(exist_ok=True)
@@ -56,17 +57,10 @@ def serve_plotly() -> str:
     return f"app/static/{twin.name}"
 
 
-def plotly_js_version() -> str:
-    """The plotly.js version the installed plotly package writes figures for (the one it bundles)."""
-    from plotly.offline import get_plotlyjs_version
-
-    return get_plotlyjs_version()
-
-
 def plotly_source() -> Path:
     """The plotly.js file to serve: the shipped cartesian bundle of the installed package's plotly.js version, or
     the package's own full bundle."""
-    cartesian = ROOT / "assets" / "plotly" / f"plotly-cartesian-{plotly_js_version()}.min.js"
+    cartesian = ROOT / "assets" / "plotly" / f"plotly-cartesian-{get_plotlyjs_version()}.min.js"
     return cartesian if cartesian.is_file() else Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 

@@ -15,6 +15,7 @@ cells of at least 14 px up to ~45 tokens, a capped size for the longest inputs, 
 tick labels thinned so that none overlaps its neighbour (hover always has every token).
 """
 
+import functools
 import math
 
 import numpy as np
@@ -38,16 +39,14 @@ GRID_PX = 1000  # the model view's plot area is at most this wide
 TILE_CELL_PX = (2, 12)  # smallest and largest cell of one model-view tile
 
 
-def _stops(name: str) -> list:
+@functools.cache  # once per process, on first use
+def stops(name: str) -> list:
     """A named colour scale spelled out as plotly's check spells it, for the figures built unchecked (`unchecked`)."""
     return [list(stop) for stop in go.layout.Coloraxis(colorscale=name).colorscale]
 
 
-SCALES = {name: _stops(name) for name in (COLORSCALE, DIVERGING)}
-
-
 def _coloraxis(title="weight", cmax=1.0):
-    return dict(cmin=0.0, cmax=cmax, colorscale=SCALES[COLORSCALE],
+    return dict(cmin=0.0, cmax=cmax, colorscale=stops(COLORSCALE),
                 colorbar=dict(title=dict(text=title), thickness=10, len=0.9, xpad=6))
 
 
@@ -172,7 +171,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     bottom = int(CHAR_PX * max((len(t) for t in x_text), default=4) * (0.72 if upright else 1.0)) + 45
     cmin, cmax, scale = heat_scale(w, masked, stretch=stretch, norms=norms, signed=signed)
     axis = _coloraxis(scale, cmax) if not signed else dict(
-        cmin=cmin, cmax=cmax, colorscale=SCALES[DIVERGING], colorbar=dict(title=dict(text=scale), thickness=10,
+        cmin=cmin, cmax=cmax, colorscale=stops(DIVERGING), colorbar=dict(title=dict(text=scale), thickness=10,
                                                                   len=0.9, xpad=6))
     return unchecked(data, dict(
         title=dict(text=title, subtitle=dict(text=subtitle)), coloraxis=axis,
