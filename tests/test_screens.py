@@ -52,6 +52,10 @@ def test_the_arrow_keys_step_the_view_just_picked(browser, server, label, slug, 
     pg.get_by_text(before).wait_for(timeout=120_000)
     wait_idle(pg, 120_000)
     pg.wait_for_function("() => !!document.activeElement.closest('.st-key-view_box')", timeout=30_000)
+    # And settled: a → that reached Streamlit at the tail of the pick's run was lost about once in eight (a second →
+    # stepped; the focus was in the view and Next enabled), in full runs too; with the page idle 0.4 s later, 14 of 14.
+    pg.wait_for_timeout(400)
+    wait_idle(pg, 60_000)
     pg.keyboard.press("ArrowRight")
     pg.get_by_text(after).wait_for(timeout=30_000)
     pg.keyboard.press("Enter")  # the focus is in the view, not on another view's button
