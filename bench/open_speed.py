@@ -51,8 +51,8 @@ LINK_DRAWN = """() => document.querySelector('.translation') && document.querySe
 BARE_DRAWN = "() => [...document.querySelectorAll('p')].some(p => p.textContent === 'One line.')"
 
 # In the page: click a view on the switch, then wait until the address names it (the view's run writes it last,
-# views/state.py page_view), no run is going or stale, every chart in the view is drawn (Streamlit's plotly charts,
-# the browser-drawn views' data-ready), and nothing has changed for `quiet` ms; returns the ms from the click to the
+# views/state.py page_view), no run is going or stale, every chart and browser-drawn view in the view is drawn (each
+# keyed component holds an .explorer with data-ready, views/explorer.js), and nothing has changed for `quiet` ms; returns the ms from the click to the
 # last change, and to the first notice of a heavy computation (views/calls.waiting_notice), or null.
 SWITCH_JS = """async ([slug, label, quiet]) => {
     const button = [...document.querySelectorAll('[role=radiogroup] [role=radio]')]
@@ -70,8 +70,8 @@ SWITCH_JS = """async ([slug, label, quiet]) => {
         const box = document.querySelector('.st-key-view_box');
         return new URLSearchParams(location.search).get('view') === slug && box
             && !document.querySelector('[data-testid="stStatusWidget"]') && !document.querySelector('[data-stale="true"]')
-            && [...box.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => c.querySelector('.main-svg'))
-            && [...box.querySelectorAll('.explorer')].every(b => b.dataset.ready);
+            && [...box.querySelectorAll('.stElementContainer[class*="st-key-"] [data-testid=stBidiComponentRegular]')]
+                .every(c => c.querySelector('.explorer[data-ready]'));
     };
     while (!(drawn() && performance.now() - last > quiet) && performance.now() - t0 < 300000)
         await new Promise(r => setTimeout(r, 10));

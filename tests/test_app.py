@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, decoded, from_url, headers,
+from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, decoded, figure_data, from_url, headers,
                       maps_data, markdown, shown)
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
@@ -38,7 +38,7 @@ def steps_table(app):
 def test_empty_page_gives_a_hint(app):
     assert not app.exception
     assert "Type a German sentence" in app.info[0].value
-    assert not app.get("plotly_chart")
+    assert not charts(app)
 
 
 def test_sentence_gives_translation_and_views(app):
@@ -445,9 +445,8 @@ def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
     assert maps_data(app)[0]["image_format"] == "svg"
     view(app, "trace")
     assert trace_data(app)["image_format"] == "svg"
-    view(app, "positions")  # a chart Streamlit draws: the same choice
-    config = json.loads(app.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
-    assert config["format"] == "svg" and config["scale"] == 2
+    view(app, "positions")  # a chart (views/figure.js): the same choice
+    assert [f["image_format"] for f in figure_data(app)] == ["svg"] * len(figure_data(app)) and figure_data(app)
 
 
 HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\u200b\u0007"

@@ -164,6 +164,31 @@ def test_a_pick_redraws_the_chart_in_place_and_the_camera_names_what_it_shows(pa
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_chart_fills_its_column_follows_the_window_and_saves_under_its_name(browser, server, tmp_path):
+    """The page's other charts (views/figure.js, views.widgets.chart): a "stretch" one is as wide as its column, and
+    stays so when the window narrows; its camera saves it under its name."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pg = ctx.new_page()
+    pg.goto(f"{server}/?view=positions&s={urllib.parse.quote(SENTENCE)}")
+    pg.wait_for_function("document.querySelectorAll('.explorer-figure[data-ready]').length >= 3", timeout=60_000)
+    box = pg.locator(".st-key-pos_map .explorer-figure")
+    widths = "b => [b.clientWidth, b.querySelector('.js-plotly-plot')._fullLayout.width]"
+    column, plotted = box.evaluate(widths)
+    assert column > 400 and abs(plotted - column) <= 1, (column, plotted)
+    pg.set_viewport_size({"width": 700, "height": 1600})
+    pg.wait_for_function(f"() => {{ const b = document.querySelector('.st-key-pos_map .explorer-figure'); "
+                         f"return b.clientWidth < {column} && Math.abs(b.clientWidth - "
+                         "b.querySelector('.js-plotly-plot')._fullLayout.width) <= 1; }", timeout=10_000)
+    chart = box.locator(".js-plotly-plot")
+    chart.hover()
+    with pg.expect_download() as info:
+        chart.locator(".modebar-btn[data-title='Download plot as a PNG']").click()
+    assert info.value.suggested_filename == "pos_map.png"
+    info.value.save_as(tmp_path / "chart.png")
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ctx.close()
+
+
 def test_the_maps_csv_is_the_picked_map(page, translator, tmp_path):
     import pandas as pd
 

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 import pytest
 
 from appserver import wait_idle
-from conftest import fresh_page, from_url, shown
+from conftest import figure_data, fresh_page, from_url, shown
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.exercises import check, exercises
 
@@ -45,8 +45,7 @@ def test_guess_first_asks_before_the_picture_and_answers_after(monkeypatch, view
     assert question, [shown(m.value)[:80] for m in at.markdown]
     options = [b for b in at.button if (b.key or "").startswith("guess_")]
     assert len(options) >= 2
-    pictures = {"explorer_maps", "explorer_trace", "explorer_inside"}  # the views the browser draws (views/*.js)
-    assert not at.get("plotly_chart")
+    pictures = {"explorer_maps", "explorer_trace", "explorer_inside", "explorer_figure"}  # drawn by views/*.js
     assert not [c for c in at.get("bidi_component") if c.proto.component_name in pictures]
     options[0].click().run()
     assert not at.exception
@@ -59,7 +58,7 @@ def test_guess_first_asks_before_the_picture_and_answers_after(monkeypatch, view
 def test_without_the_switch_nothing_is_hidden(monkeypatch):
     at = from_url(monkeypatch, s=SENTENCE, view="walk", stop="9")
     assert not [m for m in at.markdown if "Guess first." in shown(m.value)]
-    assert at.get("plotly_chart")
+    assert figure_data(at)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from appserver import wait_idle
-from conftest import component_data, from_url, markdown, shown
+from conftest import component_data, figure_data, from_url, markdown, shown
 
 SENTENCE = "Ein Mann fährt Fahrrad."
 ANY_WORD = "(another word…)"  # views.state.ANY_WORD, as the browser's what-if box offers it
@@ -67,7 +67,7 @@ def test_the_training_view_names_the_run_it_replays_beside_the_curves(monkeypatc
     assert not at.exception and not at.warning
     assert any(f"replay the {m['model']}-position model's training" in c.value and "(learned positions)" in c.value
                for c in at.caption)
-    curves = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")][:3]
+    curves = [json.loads(c["figure"])["layout"] for c in figure_data(at)][:3]
     assert all(f"{m['model']}-position" in c["title"]["subtitle"]["text"] for c in curves), curves
     assert any("has only <sos> to look at" in shown(c.value) for c in at.caption)  # the dec map's first row
 
@@ -87,7 +87,7 @@ def test_the_training_maps_title_is_never_cut(browser, server, width):
         const t = [...document.querySelectorAll('.js-plotly-plot .gtitle')]
             .find(e => e.textContent.startsWith('Cross'));
         const plot = t.closest('.js-plotly-plot').getBoundingClientRect();
-        const box = t.closest('[data-testid=stPlotlyChart]').getBoundingClientRect();
+        const box = t.closest('.explorer-figure').getBoundingClientRect();
         const sub = t.closest('svg').querySelector('.gtitle-subtitle');
         return {title: t.getBoundingClientRect().right, sub: sub ? sub.getBoundingClientRect().right : 0,
                 right: Math.min(plot.right, box.right, window.innerWidth)}; }""")
@@ -236,8 +236,7 @@ def test_labelled_bars_draw_no_grid_on_their_value_axis():
 @pytest.mark.browser
 @pytest.mark.parametrize("view, chart", [("contributions", "Source share"), ("trace", "Top candidates")])
 def test_no_gridline_runs_through_a_bars_number_in_the_dark(browser, server, view, chart):
-    """In the dark theme, no gridline crosses a bar's printed number (Streamlit's chart, and the trace's, drawn in the
-    browser)."""
+    """In the dark theme, no gridline crosses a bar's printed number (a chart of views/figure.js, and the trace's)."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1400}, color_scheme="dark")
     pg = ctx.new_page()
     pg.goto(server + f"/?s=Zwei+M%C3%A4nner+spielen+Fu%C3%9Fball+auf+einer+Wiese.&view={view}")

@@ -267,21 +267,25 @@ const Explorer = (() => {
   }
 
   function themed(layout, look) {
-    // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; axes
-    // make room for their labels (as Streamlit's own chart theme does).
+    // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; grid
+    // and zero lines, where an axis draws them, in a translucent grey on either background (plotly.js's own #eee
+    // glares on the dark one; a template's colour is a default: it turns no grid on); axes make room for their
+    // labels (as Streamlit's own chart theme does).
     const axes = {};
     for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
+    const lines = {gridcolor: "rgba(128,128,128,0.25)", zerolinecolor: "rgba(128,128,128,0.5)"};
     return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+            template: {layout: {xaxis: lines, yaxis: lines}},
             font: {...(layout.font || {}), color: look.color, family: look.family}};
   }
 
   function plot(Plotly, chart, data, layout, format, file) {
     // Plotly.react(chart, data, layout) with the chart's options: no logo, no "Share chart..." (plotly.js 4 offers
-    // to upload the chart to Plotly's cloud; Streamlit's charts do not), and a camera that saves what the chart
-    // shows now, named `file`, as the export section says (PNG at twice the size, or SVG), as views.widgets.chart
-    // does for Streamlit's charts. The options object stays the same from pick to pick (the camera reads the name
-    // when clicked): given options that differ from the last ones, Plotly.react draws the chart anew from nothing,
-    // twice (newPlot, then react), which was most of a pick's time.
+    // to upload the chart to Plotly's cloud; Streamlit's charts did not), and a camera that saves what the chart
+    // shows now, named `file`, as the export section says (PNG at twice the size, or SVG). The options object stays
+    // the same from pick to pick (the camera reads the name when clicked): given options that differ from the last
+    // ones, Plotly.react draws the chart anew from nothing, twice (newPlot, then react), which was most of a pick's
+    // time.
     chart.explorerFile = file;
     if (chart.explorerFormat !== format) {
       chart.explorerFormat = format;

@@ -16,6 +16,7 @@ import streamlit as st
 from viz.labels import wrap_title
 
 from .calls import checkpoint_json
+from .instant import figure_json, show
 from .state import MAX_SENTENCE, MEAN
 
 # Chips follow the theme: translucent backgrounds over the page and the theme's own text colour, so
@@ -51,9 +52,9 @@ div[data-testid="stSliderThumbValue"] {color:inherit !important}
 [data-testid="stButtonGroup"] :is([role="toolbar"], [role="radiogroup"]) {flex-wrap:wrap; overflow-x:visible}
 [class*="st-key-neighbour_"] button :is(div, p) {white-space:normal; text-align:left}
 @media (max-width: 1100px) {
-  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"]) {
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) .explorer-figure) {
     flex-wrap:wrap}
-  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) [data-testid="stPlotlyChart"])
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) .explorer-figure)
     > [data-testid="stColumn"] {flex:1 1 100%; min-width:100%}
 }
 </style>"""
@@ -157,9 +158,14 @@ def diff_chips(diff) -> str:
 TITLE_CHARS = 46  # a title line at Plotly's 17 px title font (about 7.5 px a character) that a 390 px phone shows whole
 
 
-def chart(fig, key: str, name: str = "", **kwargs):
-    """st.plotly_chart with the toolbar's camera set up (PNG at 2x, or SVG, as chosen in the export section), and a
-    long title wrapped into lines a phone shows whole (the top margin and the height grow by its new lines)."""
+def chart(fig, key: str, name: str = "", width: str = "stretch"):
+    """A figure drawn in the browser (views/figure.js, with the plotly.js the browser-drawn views share): as wide as
+    its column ("stretch"), or its own width narrowed to the column ("content"); the toolbar's camera as the export
+    section says (PNG at 2x, or SVG), the file named `name`; a long title wrapped into lines a phone shows whole (the
+    top margin and the height grow by its new lines). Streamlit's own chart element loaded a 4.7 MB bundle on the
+    page's first chart and drew a view's charts 0.5-0.8 s after its data had arrived (bench/open_speed.py)."""
+    if width not in ("stretch", "content"):
+        raise ValueError(f"width is 'stretch' or 'content', not {width!r}")
     title = fig.layout.title.text
     if title and len(title) > TITLE_CHARS:
         text = wrap_title(title, TITLE_CHARS)
@@ -168,11 +174,8 @@ def chart(fig, key: str, name: str = "", **kwargs):
             fig.update_layout(title_text=text, margin_t=(fig.layout.margin.t or 80) + added)
             if fig.layout.height:
                 fig.update_layout(height=fig.layout.height + added)
-    fmt = st.session_state.get("image_format", "PNG (2×)")
-    config = {"toImageButtonOptions": {"format": "svg" if fmt == "SVG" else "png", "scale": 2,
-                                       "filename": (name or key).replace(" ", "_")[:80]},
-              "displaylogo": False}
-    return st.plotly_chart(fig, key=key, config=config, **kwargs)
+    return show("figure", {"figure": figure_json(fig), "file": (name or key).replace(" ", "_")[:80], "width": width},
+                key=key)
 
 
 def cli_command(sentence: str, *args: str) -> str:
