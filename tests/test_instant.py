@@ -3,6 +3,7 @@ a token's lines runs no script, draws the translator's own numbers, and the addr
 the real app in headless Chromium)."""
 
 import gzip
+import re
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -186,6 +187,49 @@ def test_a_chart_fills_its_column_follows_the_window_and_saves_under_its_name(br
     assert info.value.suggested_filename == "pos_map.png"
     info.value.save_as(tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ctx.close()
+
+
+def test_a_view_visited_again_takes_its_drawn_charts_back_and_a_new_sentence_draws_anew(browser, server, translator):
+    """A view left and visited again gets back the charts it had drawn (the same SVG, the same pick), with no
+    plotly.js drawing; after a new sentence its charts are drawn anew, with the new sentence's numbers, and a pick
+    after a return is drawn as ever (views/explorer.js takeBack)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pg = ctx.new_page()
+    pg.goto(f"{server}/?view=cross&s={urllib.parse.quote(SENTENCE)}")
+    pg.wait_for_selector(".explorer-maps[data-ready]", timeout=60_000)
+
+    def visit(label: str, box: str):
+        pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+        wait_idle(pg)
+        pg.wait_for_selector(f"{box}[data-ready]", timeout=30_000)
+
+    radio(pg, "Layer", "2").click()
+    radio(pg, "Head", "3").click()
+    pg.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text"
+                         ".includes('layer 2, head 3')")
+    pg.evaluate(MARK, ".explorer-maps")
+    visit("Encoder self-attention", ".explorer-maps")
+    visit("Cross-attention", ".explorer-maps")
+    assert all(pg.evaluate(KEPT, ".explorer-maps")), "the charts were drawn anew"
+    assert "layer 2, head 3" in drawn(pg)["title"]
+    radio(pg, "Head", "5").click()  # a pick after the return is drawn
+    pg.wait_for_function("() => document.querySelector('.explorer-maps .chart').layout.title.text"
+                         ".includes('layer 2, head 5')")
+    r = translator.translate(SENTENCE)
+    np.testing.assert_allclose(np.array(drawn(pg)["z"], dtype=float), r.cross_attentions[1, 4], atol=5.01e-5)
+
+    other = "Ein Hund rennt durch den Schnee."
+    pg.evaluate(MARK, ".explorer-maps")
+    visit("Encoder self-attention", ".explorer-maps")
+    translate_in_page(pg, other)
+    visit("Cross-attention", ".explorer-maps")
+    assert not any(pg.evaluate(KEPT, ".explorer-maps")), "charts of the last sentence came back"
+    got = drawn(pg)
+    layer, head = re.search(r"layer (\d+), (?:head (\d+)|mean)", got["title"]).groups()
+    maps = translator.translate(other).cross_attentions[int(layer) - 1]
+    np.testing.assert_allclose(np.array(got["z"], dtype=float), maps.mean(axis=0) if head is None else
+                               maps[int(head) - 1], atol=5.01e-5)
     ctx.close()
 
 

@@ -364,6 +364,43 @@ const Explorer = (() => {
     };
   }
 
+  // --- Drawn charts kept for a view's next visit ------------------------------------------------------------
+  // A view left is unmounted by Streamlit, and drawn again from nothing when it comes back: plotly.js's drawing was
+  // most of a second visit (0.2-0.5 s of the browser's main thread for a view with a dozen charts). So an unmounted
+  // component's chart divs, still drawn, are kept with the data they were drawn from (the last KEEP components: a
+  // few views, as each chart of views/figure.js is a component), and a mount of the same component key with the
+  // same data takes them back: a chart whose last drawing had the same picks, room, look and file is not drawn
+  // again (view.plot). Other data: they are freed, and the charts drawn anew.
+
+  const KEEP = 40;
+  const kept = window.explorerKept ||= new Map();  // component key -> {sign, divs}, the least recently left first
+
+  function free(divs) {
+    for (const div of Object.values(divs)) if (window.Plotly) window.Plotly.purge(div);
+  }
+
+  function takeBack(key, sign) {
+    const last = kept.get(key);
+    kept.delete(key);
+    if (last && last.sign === sign) {
+      for (const div of Object.values(last.divs)) div.explorerCarried = true;
+      return last.divs;
+    }
+    if (last) free(last.divs);
+    return {};
+  }
+
+  function keep(key, sign, divs) {
+    if (key === undefined) return free(divs);
+    kept.delete(key);
+    kept.set(key, {sign, divs});
+    while (kept.size > KEEP) {
+      const [oldest, last] = kept.entries().next().value;
+      kept.delete(oldest);
+      free(last.divs);
+    }
+  }
+
   // --- A view's life -------------------------------------------------------------------------------------------
 
   function unlisten(root) {
@@ -388,7 +425,9 @@ const Explorer = (() => {
     const token = {};
     root.explorerRender = token;
     unlisten(root);  // the last render's
-    root.explorerDivs ||= {};
+    const sign = JSON.stringify(data);  // what this render draws from
+    root.explorerDivs ||= takeBack(data.key, sign);  // a new mount: the charts its last visit left, if still right
+    root.explorerKept = [data.key, sign];
     const look = pageLook(root.host || root);
     const box = el("div", {className: `explorer explorer-${name}`});
     root.replaceChildren(el("style", {textContent: CSS}), box);
@@ -398,6 +437,11 @@ const Explorer = (() => {
       chart: (key, className = "chart") => (root.explorerDivs[key] ||= el("div", {className})),
       plot(chart, fig, file, fit) {
         const room = (fit && fit.room) || box.clientWidth;
+        const shown = JSON.stringify([pick, room, fit, look, data.image_format, file]);
+        const carried = chart.explorerCarried;
+        chart.explorerCarried = false;
+        if (carried && chart.explorerShown === shown) return Promise.resolve(chart);  // drawn so at the last visit
+        chart.explorerShown = shown;
         const layout = titled(fit ? fitted(fig.layout, room, fit.rescale) : fig.layout, room);
         return plot(view.Plotly, chart, fig.data, themed(layout, look), data.image_format, file);
       },
@@ -429,9 +473,9 @@ const Explorer = (() => {
       if (first && current()) await first(view);
       box.dataset.ready = "1";  // the view's first full drawing is done: what a person waits for after Enter
     });
-    return () => {  // unmounted: free the charts and their listeners
+    return () => {  // unmounted: its listeners dropped, its charts kept for the next visit
       unlisten(root);
-      for (const div of Object.values(root.explorerDivs || {})) if (window.Plotly) window.Plotly.purge(div);
+      keep(...root.explorerKept, root.explorerDivs || {});  // drawn, for the next visit
       root.explorerDivs = {};
     };
   }

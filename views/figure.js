@@ -23,7 +23,10 @@ function figure({data, parentElement}) {
   function build(view) {
     const chart = view.chart("figure");
     view.box.append(chart);
-    view.listen(window, "resize", () => (stretch ? view.Plotly.Plots.resize(chart) : view.redraw()));
+    view.listen(window, "resize", () => {
+      chart.explorerShown = null;  // resized here, not by view.plot: a later visit draws it anew
+      return stretch ? view.Plotly.Plots.resize(chart) : view.redraw();
+    });
     return {chart};
   }
 

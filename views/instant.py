@@ -128,4 +128,6 @@ def component(name: str):
 def show(name: str, data: dict, key: str, **callbacks):
     """Mount the component `name` (maps, trace) with `data` (its JavaScript says what it reads)."""
     image = "svg" if st.session_state.get("image_format") == "SVG" else "png"  # the export section's choice
-    return component(name)(data={"plotly": serve_plotly(), "image_format": image, **data}, key=key, **callbacks)
+    # key: the browser keeps a left view's drawn charts under it for the view's next visit (views/explorer.js)
+    return component(name)(data={"plotly": serve_plotly(), "image_format": image, "key": key, **data}, key=key,
+                           **callbacks)
