@@ -228,3 +228,30 @@ def test_the_command_writes_both_files_and_refuses_a_server_that_is_not_http(tmp
     assert all(u.startswith(SERVER + "/?") for u in links_in(sheet) + links_in(key))
     assert_one_error_line(run("model.worksheet", "--out", str(tmp_path / "x.html"), "--server", "ftp://x"), "--server")
     assert not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_pages_worksheet_buttons_download_the_sheet_and_its_key(browser, server, sheets, tmp_path):
+    """The exercises view's two buttons (their files made when clicked) give the worksheet and the answer key of this
+    model's exercises, as model.worksheet writes them."""
+    from urllib.parse import quote
+
+    from appserver import wait_idle
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+    pg = ctx.new_page()
+    pg.goto(f"{server}/?view=exercises&s={quote('Zwei Männer spielen Fußball auf einer Wiese.')}")
+    pg.get_by_text("For teachers: the lesson link").click()
+    wait_idle(pg, 60_000)
+    exs = sheets["learned"][1]  # the page's default model
+    for label, name, make in (("Worksheet (HTML)", "worksheet.html", worksheet_html),
+                              ("Answer key (HTML)", "worksheet-answers.html", answer_key_html)):
+        with pg.expect_download(timeout=30_000) as info:
+            pg.get_by_role("button", name=label).click()
+        assert info.value.suggested_filename == name
+        info.value.save_as(tmp_path / name)
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        want = make(exs, server, "Inside a Transformer translator: exercises")
+        assert text == want, label  # its links name the page's own address
+    ctx.close()

@@ -56,10 +56,13 @@ def exercises_view(ctx: Context):
         st.code(server() + "/" + lesson, language=None)
         title = "Inside a Transformer translator: exercises"
         cols = st.columns(2)
-        cols[0].download_button("Worksheet (HTML)", worksheet_html(exs, server(), title), "worksheet.html",
+        # made when clicked (as views/export.py's files), not on every run of the view; the address read now, in
+        # the page's run (the click's call has no page to ask)
+        here = server()
+        cols[0].download_button("Worksheet (HTML)", lambda: worksheet_html(exs, here, title), "worksheet.html",
                                 mime="text/html", on_click="ignore", key="worksheet_download")
-        cols[1].download_button("Answer key (HTML)", answer_key_html(exs, server(), title), "worksheet-answers.html",
-                                mime="text/html", on_click="ignore", key="answers_download")
+        cols[1].download_button("Answer key (HTML)", lambda: answer_key_html(exs, here, title),
+                                "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
         st.caption(f"The worksheet's links point to {literal(server())}. For another server: "
                    "`python -m model.worksheet --out sheet.html --server URL`.")
     for ex in exs:
