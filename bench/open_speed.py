@@ -101,6 +101,18 @@ def fresh_open(browser, url: str, drawn: str) -> float:
     return seconds
 
 
+def until_quiet(pid: int, timeout: float = 120.0):
+    """Until the server spends under 20 ms of CPU in half a second: its warm-up (app.py warm_up, once per server,
+    in the background) is over, and the figures that follow are the page's alone."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        c = cpu_seconds(pid)
+        time.sleep(0.5)
+        if cpu_seconds(pid) - c < 0.02:
+            return
+    raise RuntimeError(f"the server did not go quiet within {timeout:.0f} s")
+
+
 def settled_cpu(pid: int) -> float:
     """The server's CPU seconds once it has gone quiet (a page's last answers may still be on their way)."""
     time.sleep(0.3)
@@ -137,6 +149,7 @@ def main():
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             fresh_open(browser, link, LINK_DRAWN)  # the first open loads the model and fills the caches
             fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN)
+            until_quiet(app.pid)
             opens, bares, open_cpu, bare_cpu = [], [], [], []
             for _ in range(args.rounds):
                 c = settled_cpu(bare.pid)
