@@ -10,8 +10,6 @@ head or step never translates again.
 
 import json
 import logging
-import os
-import threading
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import torch
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
 from views import Context
-from views.calls import MODEL_NAMES, load_translator, models, translate
+from views.calls import MODEL_NAMES, load_translator, models, translate, warm_up_once
 from views.evidence import lexicon, step_index
 from views.exercises import sheet
 from views.familiarity import familiarity_note
@@ -82,35 +80,22 @@ focus_view = st.components.v2.component("explorer_focus", js="""export default f
 }""")
 
 
-@st.cache_resource(show_spinner=False)
-def warm_up() -> threading.Thread:
-    """Once per server, after its first model load, in the background at the lowest priority: what a view's first
-    visit would otherwise wait for (bench/open_speed.py), done before anyone asks. captum's import (1-2 s on 2 cores:
-    the first Attributions visit took 1.7-2.1 s), every model on offer, the positions view's long sentence through
-    each (0.9 s a model), each model's exercises (the first Exercises visit, 1.25 s) and the training evidence's
-    lexicon and step index (0.25 s). A visit while it runs waits for the piece it needs, as it would have computed
-    it."""
-    def work():
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only (Linux)
-        except (AttributeError, OSError):
-            pass
-        try:
-            import captum.attr  # noqa: F401
-        except ImportError:  # the Attributions view says what is missing
-            log.warning("captum could not be imported")
-        try:
-            lexicon()
-            for checkpoint in models().values():
-                translate(checkpoint, LONG_SENTENCE)
-                sheet(checkpoint)
-                step_index(checkpoint)
-        except Exception:
-            log.exception("warming up failed: the views compute it when asked")
-
-    thread = threading.Thread(target=work, name="warm-up", daemon=True)
-    thread.start()
-    return thread
+def warm_up():
+    """What a view's first visit would otherwise wait for (bench/open_speed.py), done once per server after its first
+    model load, before anyone asks (views.calls.warm_up_once: a thread at the lowest priority). captum's import (1-2 s on
+    2 cores: the first Attributions visit took 1.7-2.1 s), every model on offer, the positions view's long sentence
+    through each (0.9 s a model), each model's exercises (the first Exercises visit, 1.25 s) and the training
+    evidence's lexicon and step index (0.25 s). A visit while it runs waits for the piece it needs, as it would have
+    computed it."""
+    try:
+        import captum.attr  # noqa: F401
+    except ImportError:  # the Attributions view says what is missing
+        log.warning("captum could not be imported")
+    lexicon()
+    for checkpoint in models().values():
+        translate(checkpoint, LONG_SENTENCE)
+        sheet(checkpoint)
+        step_index(checkpoint)
 
 
 def safely(read, *args) -> list[str]:
@@ -170,7 +155,7 @@ except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
     log.error("device: %s", e)
     st.error("**The model could not be started.** " + literal(f"{e}."))
     st.stop()
-warm_up()
+warm_up_once(warm_up)
 cfg = translator.cfg
 details = st.expander("The translation's details, the model and the colours") if present else st
 details.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"

@@ -58,7 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.app_speed import rss_mb  # noqa: E402
-from tests.appserver import CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app  # noqa: E402
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, cpu_seconds, free_port, start_app,  # noqa: E402
+                             stop_app)
 from model.data import default_data_dir, load_split  # noqa: E402
 
 TIMEOUT_MS = 120_000
@@ -70,24 +71,6 @@ SPECS = ["cross.2.4", "enc.0.1", "dec.1.7", "cross.1.0,cross.1.3", "enc.2", "cro
 def one_based(spec: str) -> str:
     """--mask-heads 'cross.2.4' -> the link's off=cross.3.5 (the page counts from 1)."""
     return ",".join(".".join([p[0], *(str(int(x) + 1) for x in p[1:])]) for p in (i.split(".") for i in spec.split(",")))
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and all its descendants (Linux /proc)."""
-    import os
-
-    tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total
 
 
 def cli_translations(sentences: list[str], spec: str = "") -> list[str]:

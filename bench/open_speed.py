@@ -34,9 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.app_speed import FIFTEEN  # noqa: E402
-from bench.load_test import cpu_seconds  # noqa: E402
-from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app, stop_app,  # noqa: E402
-                             translate_in_page, wait_idle)
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, cpu_seconds, free_port, start_app,  # noqa: E402
+                             stop_app, translate_in_page, until_quiet, wait_idle)
 
 SENTENCE = FIFTEEN[0]
 MORE = ["Ein Mann mit einer Mütze fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.",
@@ -99,18 +98,6 @@ def fresh_open(browser, url: str, drawn: str) -> float:
     seconds = time.perf_counter() - t
     ctx.close()
     return seconds
-
-
-def until_quiet(pid: int, timeout: float = 120.0):
-    """Until the server spends under 20 ms of CPU in half a second: its warm-up (app.py warm_up, once per server,
-    in the background) is over, and the figures that follow are the page's alone."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        c = cpu_seconds(pid)
-        time.sleep(0.5)
-        if cpu_seconds(pid) - c < 0.02:
-            return
-    raise RuntimeError(f"the server did not go quiet within {timeout:.0f} s")
 
 
 def settled_cpu(pid: int) -> float:

@@ -28,7 +28,10 @@ completeness speaks of), and the gradient source share (`source_share`) takes in
 of the gradients, L1-normalised over source and prefix together.
 """
 
+import copy
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,6 +104,22 @@ def baseline(ids: torch.Tensor) -> torch.Tensor:
     return torch.where(keep, ids, torch.full_like(ids, UNK_ID))
 
 
+_HOOKED = threading.Lock()
+
+
+@contextmanager
+def hooked_model(translator):
+    """The model captum's layer methods run on: a copy of the translator's (made once; the model is never changed),
+    one such method at a time. They put forward hooks on its embedding layers for the length of a call, and a
+    forward pass of another thread through the same modules (a translation of another session, the server's
+    warm-up) was caught by them: "The differentiated Tensor at index 1 appears to not have been used in the graph"."""
+    with _HOOKED:
+        model = translator.__dict__.get("_hooked_model")
+        if model is None:
+            model = translator._hooked_model = copy.deepcopy(translator.model)
+        yield model
+
+
 class Attributor:
     """Attributions of one output of a translator (its greedy translation, or a reference)."""
 
@@ -150,11 +169,10 @@ class Attributor:
         """(T, S, D), (T, T, D): dF_t/de_i (multiply=False) or e_i * dF_t/de_i per dimension, every step at once."""
         from captum.attr import LayerGradientXActivation
 
-        method = LayerGradientXActivation(lambda s, t, st, w, fo: step_targets(self.model, s, t, st, w, fo),
-                                          [self.model.src_embed.tok, self.model.tgt_embed.tok],
-                                          multiply_by_inputs=multiply)
         src, tgt, steps, words = self.rows()
-        with torch.enable_grad():
+        with hooked_model(self.tr) as model, torch.enable_grad():
+            method = LayerGradientXActivation(lambda s, t, st, w, fo: step_targets(model, s, t, st, w, fo),
+                                              [model.src_embed.tok, model.tgt_embed.tok], multiply_by_inputs=multiply)
             g_src, g_tgt = method.attribute((src, tgt), additional_forward_args=(steps, words, foils))
         return g_src.detach().float().cpu().numpy(), g_tgt.detach().float().cpu().numpy()
 
@@ -165,17 +183,17 @@ class Attributor:
         rule: Captum's quadrature (the tests compare "riemann_middle" with a hand-written midpoint sum)."""
         from captum.attr import LayerIntegratedGradients
 
-        with warnings.catch_warnings():  # "Multiple layers provided": the two embedding layers do not feed each other
-            warnings.simplefilter("ignore", UserWarning)
-            method = LayerIntegratedGradients(lambda s, t, st, w, fo: step_targets(self.model, s, t, st, w, fo),
-                                              [self.model.src_embed.tok, self.model.tgt_embed.tok])
         steps = list(range(self.T)) if steps is None else list(steps)
         parts = []
         for start in range(0, len(steps), chunk):
             some = steps[start:start + chunk]
             src, tgt, st, w = self.rows(some)
             fo = None if foils is None else foils[some]
-            with torch.enable_grad():
+            with hooked_model(self.tr) as model, torch.enable_grad():
+                with warnings.catch_warnings():  # "Multiple layers provided": the two embedding layers do not feed
+                    warnings.simplefilter("ignore", UserWarning)  # each other
+                    method = LayerIntegratedGradients(lambda s, t, st, w, fo: step_targets(model, s, t, st, w, fo),
+                                                      [model.src_embed.tok, model.tgt_embed.tok])
                 (a_src, a_tgt), delta = method.attribute(
                     (src, tgt), baselines=(baseline(src), baseline(tgt)), additional_forward_args=(st, w, fo),
                     n_steps=n_steps, method=rule, return_convergence_delta=True)

@@ -16,6 +16,7 @@ and the step of each). The nearest by cosine are the training moments the model 
 import functools
 import gzip
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,8 +131,10 @@ def step_lines(n_train: int) -> list[int]:
 def decoder_states(translator, src_ids: list, tgt_ids: list, batch_size: int = 64) -> list[np.ndarray]:
     """Per pair, (T, D): the last decoder layer's output at each decoder input (<sos> and the reference but its
     last token), teacher-forced: the state in which the model chooses each next word."""
-    model, seen = translator.model, []
-    hook = model.generator.register_forward_hook(lambda m, inp, out: seen.append(inp[0].float().cpu()))
+    model, seen, me = translator.model, [], threading.get_ident()
+    # this thread's passes only: the model is shared, and another session's pass meanwhile runs the same hook
+    hook = model.generator.register_forward_hook(
+        lambda m, inp, out: seen.append(inp[0].float().cpu()) if threading.get_ident() == me else None)
     out = [None] * len(src_ids)
     try:
         for start in range(0, len(src_ids), batch_size):

@@ -80,3 +80,31 @@ def wait_idle(page, timeout_ms=30_000):
     page.wait_for_function(
         "!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
         "!document.querySelector('[data-stale=\"true\"]')", timeout=timeout_ms)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and all its descendants (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def until_quiet(pid: int, timeout: float = 120.0):
+    """Until the server spends under 20 ms of CPU in half a second: its warm-up (app.py warm_up, once per server,
+    in the background) is over, and the figures that follow are the page's alone."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        c = cpu_seconds(pid)
+        time.sleep(0.5)
+        if cpu_seconds(pid) - c < 0.02:
+            return
+    raise RuntimeError(f"the server did not go quiet within {timeout:.0f} s")

@@ -205,3 +205,32 @@ def test_the_result_is_frozen_and_every_method_is_offered(shipped):
     assert all(len(s["prefix"]) == t + 1 and len(s["source"]) == len(a.src_tokens) for t, s in enumerate(j["steps"]))
     ref = shipped.attribute("Ein Hund läuft.", "gradient", reference="A dog is running.")
     assert ref.output_tokens == ["a", "dog", "is", "running", ".", "<eos>"]
+
+
+def test_another_threads_forward_passes_reach_neither_the_gradients_nor_their_hooks(shipped):
+    """The page's model is shared: while one session's gradients run (captum hooks the embedding layers), another
+    translates. Before the hooked copy (model.attribute.hooked_model) those passes reached captum's hooks and the
+    call failed ("The differentiated Tensor at index 1 appears to not have been used in the graph"); now every call
+    gives what it gives alone."""
+    import threading
+
+    sentence = "Zwei Hunde spielen im Schnee."
+    alone = attribute(shipped, sentence, "input_x_gradient")
+    stop = threading.Event()
+
+    def translate_meanwhile():
+        while not stop.is_set():
+            shipped.translate("Ein Mann fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.")
+
+    others = [threading.Thread(target=translate_meanwhile) for _ in range(2)]
+    for t in others:
+        t.start()
+    try:
+        together = [attribute(shipped, sentence, "input_x_gradient") for _ in range(4)]
+    finally:
+        stop.set()
+        for t in others:
+            t.join()
+    for a in together:
+        np.testing.assert_allclose(a.source, alone.source, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a.prefix, alone.prefix, rtol=1e-5, atol=1e-6)

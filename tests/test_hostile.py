@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from appserver import free_port, start_app, stop_app
+from appserver import free_port, start_app, stop_app, until_quiet
 from conftest import from_url
 from views.state import MAX_SENTENCE, whole_number
 from views.widgets import diff_chips, literal, token_chips
@@ -160,6 +160,7 @@ def test_clear_cache_messages_leave_memory_and_threads_flat():
 
         async def drive():
             await anext(steps)
+            until_quiet(proc.pid)  # the server's warm-up (app.py) loads what the views will need: not a leak
             before = threads_and_rss(proc.pid)
             await anext(steps)
             return before, threads_and_rss(proc.pid)
