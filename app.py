@@ -82,10 +82,10 @@ focus_view = st.components.v2.component("explorer_focus", js="""export default f
 
 def warm_up():
     """What a view's first visit would otherwise wait for (bench/open_speed.py), done once per server after its first
-    model load, before anyone asks (views.calls.warm_up_once: a thread at the lowest priority). captum's import (1-2 s on
-    2 cores: the first Attributions visit took 1.7-2.1 s), every model on offer, the positions view's long sentence
-    through each (0.9 s a model), each model's exercises (the first Exercises visit, 1.25 s) and the training
-    evidence's lexicon and step index (0.25 s). A visit while it runs waits for the piece it needs, as it would have
+    model load, before anyone asks (views.calls.warm_up_once: a thread at the lowest priority). captum's import (1-2
+    s on 2 cores: the first Attributions visit took 1.7-2.1 s), every model on offer, the positions view's long
+    sentence through each (0.9 s a model), each model's exercises (the first Exercises visit, 1.25 s) and the
+    training evidence's lexicon and step index (0.25 s). A visit while it runs waits for the piece it needs, as it would have
     computed it."""
     try:
         import captum.attr  # noqa: F401

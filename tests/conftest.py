@@ -199,11 +199,11 @@ def figure_data(app) -> list[dict]:
 
 def charts(app):
     """The page's figures in order: its charts (views.widgets.chart, views/figure.js), then each browser-drawn view's
-    figures as the server sends them. The maps components (views/maps.js) get each panel's figure for the server's pick (its line figure
-    in the line view), the difference's, then the all-heads grid's, all without their cells: the browser fills them
-    from the packed maps (read those with `decoded`; tests/test_instant.py and test_browser.py check what the
-    browser draws). The decoding trace (views/trace.js): its step's three figures. Inside a head (views/inside.js):
-    its figures."""
+    figures as the server sends them. The maps components (views/maps.js) get each panel's figure for the server's
+    pick (its line figure in the line view), the difference's, then the all-heads grid's, all without their cells: the
+    browser fills them from the packed maps (read those with `decoded`; tests/test_instant.py and test_browser.py
+    check what the browser draws). The decoding trace (views/trace.js): its step's three figures. Inside a head
+    (views/inside.js): its figures."""
     found = [json.loads(c["figure"]) for c in figure_data(app)]
     for c in app.get("bidi_component"):
         data = json.loads(c.proto.json)

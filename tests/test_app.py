@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, decoded, figure_data, from_url, headers,
-                      maps_data, markdown, shown)
+from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, decoded, figure_data, from_url,
+                      headers, maps_data, markdown, shown)
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
 from model.vocab import Vocab
