@@ -20,11 +20,8 @@ import torch
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
 from views import Context
-from views.calls import MODEL_NAMES, load_translator, models, translate, warm_up_once
-from views.evidence import lexicon, step_index
-from views.exercises import sheet
+from views.calls import MODEL_NAMES, load_translator, models, translate
 from views.familiarity import familiarity_note
-from views.positions import LONG_SENTENCE
 from views.registry import DEFAULT_VIEW, VIEWS
 from views.guess import VIEWS as GUESSING_VIEWS
 from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
@@ -78,24 +75,6 @@ focus_view = st.components.v2.component("explorer_focus", js="""export default f
   box.tabIndex = -1;
   box.focus({preventScroll: true});
 }""")
-
-
-def warm_up():
-    """What a view's first visit would otherwise wait for (bench/open_speed.py), done once per server after its first
-    model load, before anyone asks (views.calls.warm_up_once: a thread at the lowest priority). captum's import (1-2
-    s on 2 cores: the first Attributions visit took 1.7-2.1 s), every model on offer, the positions view's long
-    sentence through each (0.9 s a model), each model's exercises (the first Exercises visit, 1.25 s) and the
-    training evidence's lexicon and step index (0.25 s). A visit while it runs waits for the piece it needs, as it would have
-    computed it."""
-    try:
-        import captum.attr  # noqa: F401
-    except ImportError:  # the Attributions view says what is missing
-        log.warning("captum could not be imported")
-    lexicon()
-    for checkpoint in models().values():
-        translate(checkpoint, LONG_SENTENCE)
-        sheet(checkpoint)
-        step_index(checkpoint)
 
 
 def safely(read, *args) -> list[str]:
@@ -155,7 +134,6 @@ except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
     log.error("device: %s", e)
     st.error("**The model could not be started.** " + literal(f"{e}."))
     st.stop()
-warm_up_once(warm_up)
 cfg = translator.cfg
 details = st.expander("The translation's details, the model and the colours") if present else st
 details.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"

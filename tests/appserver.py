@@ -99,8 +99,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def until_quiet(pid: int, timeout: float = 120.0):
-    """Until the server spends under 20 ms of CPU in half a second: its warm-up (app.py warm_up, once per server,
-    in the background) is over, and the figures that follow are the page's alone."""
+    """Until the server spends under 20 ms of CPU in half a second: what it still did for the last page is over,
+    and the figures that follow are the next page's alone."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         c = cpu_seconds(pid)

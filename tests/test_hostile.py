@@ -160,7 +160,7 @@ def test_clear_cache_messages_leave_memory_and_threads_flat():
 
         async def drive():
             await anext(steps)
-            until_quiet(proc.pid)  # the server's warm-up (app.py) loads what the views will need: not a leak
+            until_quiet(proc.pid)  # the first run's last work done: what follows is the messages' alone
             before = threads_and_rss(proc.pid)
             await anext(steps)
             return before, threads_and_rss(proc.pid)

@@ -54,29 +54,6 @@ _MODELS: dict[tuple, BatchingTranslator] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-_WARM_UP: list = []  # the warm-up's thread, once started
-
-
-def warm_up_once(work: Callable[[], None]):
-    """Run `work` once per server process, in a thread at the lowest priority (app.py warm_up). Not a Streamlit cache:
-    a client's clear_cache message must not start it again (20 such messages started 20 warm-ups,
-    tests/test_hostile.py). Not a daemon: the process waits for it at exit rather than kill it inside torch."""
-    def run():
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only (Linux)
-        except (AttributeError, OSError):
-            pass
-        try:
-            work()
-        except Exception:
-            log.exception("warming up failed: the views compute it when asked")
-
-    with _MODELS_LOCK:
-        if not _WARM_UP:
-            _WARM_UP.append(threading.Thread(target=run, name="warm-up"))
-            _WARM_UP[0].start()
-
-
 def load_translator(checkpoint: str | None) -> Translator:
     """One model for every session; never mutated (head masks and the like are call arguments).
 
