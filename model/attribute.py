@@ -111,8 +111,8 @@ _HOOKED = threading.Lock()
 def hooked_model(translator):
     """The model captum's layer methods run on: a copy of the translator's (made once; the model is never changed),
     one such method at a time. They put forward hooks on its embedding layers for the length of a call, and a
-    forward pass of another thread through the same modules (a translation of another session, the server's
-    warm-up) was caught by them: "The differentiated Tensor at index 1 appears to not have been used in the graph"."""
+    forward pass of another thread through the same modules (another session's translation) was caught by them:
+    "The differentiated Tensor at index 1 appears to not have been used in the graph"."""
     with _HOOKED:
         model = translator.__dict__.get("_hooked_model")
         if model is None:
