@@ -12,8 +12,9 @@
 # port is left open.
 #
 # Everything a run writes is in its run folder, runs/serve-DATE-PID/ (or $RUN_DIR): replica-K.log and
-# replica-K.pid, nginx.conf, access.log (which replica answered each request), nginx-error.log; each log is kept
-# under LOG_MAX_BYTES, with the text before in LOG.1 (so at most twice that per log).
+# replica-K.pid, nginx.conf, access.log (which replica answered each request), nginx-error.log, streamlit/ (the
+# copy of Streamlit's page code that nginx serves); each log is kept under LOG_MAX_BYTES, with the text before in
+# LOG.1 (so at most twice that per log).
 # Environment: PYTHON (default python), LISTEN_ADDRESS (default all interfaces; 127.0.0.1 keeps it local),
 # RUN_DIR, LOG_MAX_BYTES (default 10000000).
 set -uo pipefail
@@ -136,6 +137,11 @@ conf=${conf//@SERVED_BY@/${served%$'\n'}}
 printf '%s\n' "$conf" >"$RUN/nginx.conf"
 cp "$DEPLOY/proxy.conf" "$DEPLOY/security-headers.conf" "$DEPLOY/starting.html" "$RUN/"
 chmod 644 "$RUN/starting.html"
+# Streamlit's page code (its package's static/static, 26 MB), served by nginx itself (nginx.conf.template): copied,
+# since nginx's worker may not read the Python environment's folder (a home folder is often private).
+static=$("$PYTHON" -c 'import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), "static"))') \
+    && mkdir -p "$RUN/streamlit" && cp -R "$static/static" "$RUN/streamlit/" && chmod -R a+rX "$RUN/streamlit" \
+    || { echo "error: Streamlit's static files could not be copied to $RUN/streamlit" >&2; stop 1; }
 
 nginx -t -q -e "$RUN/nginx-error.log" -p "$RUN" -c "$RUN/nginx.conf" || { cat "$RUN/nginx-error.log" >&2; stop 1; }
 start_nginx  # once it listens: every replica has answered (a replica lost meanwhile is the watch's, below)

@@ -23,6 +23,7 @@ looks English, or not German at all, is unfamiliar. The training sentences are r
 of the data set's training split, so that the app needs no data folder).
 """
 
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -50,12 +51,18 @@ MEASURES = {"unknown_share": +1, "mean_logprob": -1, "nearest_distance": +1}
 
 def words(tokens) -> list[str]:
     """The tokens that are words: those with a letter or a digit (punctuation and specials are not)."""
-    return [t for t in tokens if t not in SPECIALS and any(c.isalnum() for c in t)]
+    return list(words_in(tokens))
+
+
+def words_in(tokens):
+    """`words`, one at a time."""
+    return (t for t in tokens if t not in SPECIALS and any(c.isalnum() for c in t))
 
 
 def marks(vocab) -> set:
-    """A language's marks: its FREQUENT most frequent word tokens (a vocabulary lists tokens by frequency)."""
-    return set(words(vocab.itos)[:FREQUENT])
+    """A language's marks: its FREQUENT most frequent word tokens (a vocabulary lists tokens by frequency). Read
+    from the top of the list only: the whole vocabulary's words took 3 ms a call, four calls an Enter."""
+    return set(itertools.islice(words_in(vocab.itos), FREQUENT))
 
 
 def language(tokens, src_vocab, tgt_vocab) -> tuple[str, dict]:

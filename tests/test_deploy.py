@@ -7,6 +7,7 @@ Drives the same code as `python bench/load_test.py --proxy 2 --lost 4`, smaller.
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -113,6 +114,27 @@ def test_nginx_own_error_pages_carry_the_security_headers(one_replica):
     assert status == 503 and headers["Retry-After"] == "5", (status, dict(headers))
     assert_security_headers(headers)
     wait_for("the replica's return", lambda: answer(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200, 60)
+
+
+def test_streamlit_page_code_comes_from_nginx_as_the_replica_serves_it(one_replica):
+    """The scripts and styles the page's index.html names (under /static/) are nginx's own answers, from serve.sh's
+    copy (no replica named), with the bytes, content type and cache header the replica gives them and the security
+    headers; a file Streamlit does not have is a 404; the page itself still comes from the replica."""
+    _, port, run_dir = one_replica
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30)
+    assert page.headers["X-Replica"] == "1"
+    names = re.findall(r'(?:src|href)="\.?/?(static/[^"]+)"', page.read().decode())
+    assert any(n.endswith(".js") for n in names) and any(n.endswith(".css") for n in names), names
+    for name in names:
+        mine = urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=30)
+        theirs = urllib.request.urlopen(f"http://127.0.0.1:{port + 1}/{name}", timeout=30)
+        assert mine.headers["X-Replica"] is None, name  # nginx's, not proxied
+        assert mine.read() == theirs.read(), name
+        for header in ("Content-Type", "Cache-Control"):
+            assert mine.headers[header].split(";")[0] == theirs.headers[header].split(";")[0], (name, header)
+        assert_security_headers(mine.headers)
+    assert answer(f"http://127.0.0.1:{port}/static/js/no-such-file.js")[0] == 404
+    assert (run_dir / "streamlit" / names[0]).is_file()
 
 
 def test_a_lost_nginx_master_takes_its_workers_with_it(one_replica):

@@ -68,7 +68,22 @@ def _batcher(checkpoint: str | None) -> BatchingTranslator:
         if key not in _MODELS:
             with st.spinner("Loading the model…"):
                 _MODELS[key] = BatchingTranslator(Translator.load(*key))
+            if len(_MODELS) == 1:
+                threading.Thread(target=import_captum, name="import captum", daemon=True).start()
         return _MODELS[key]
+
+
+def import_captum():
+    """captum's import, once per server, in the background after its first model load: the first visit to
+    Attributions (or anything built on it) otherwise waits for it, 0.8 s on a warm disk and 2 s on a cold one
+    (`python -X importtime`: most of it matplotlib and IPython, which captum.attr imports), and took 1.7 s in all
+    (bench/open_speed.py). A view that needs it meanwhile waits for this import, as Python's import lock makes it.
+    Only the import: a warm-up that also computed views' answers ahead made a class of 40 slower (reverted in
+    9eea771)."""
+    try:
+        import captum.attr  # noqa: F401
+    except ImportError:  # the view that needs it says what is missing
+        log.warning("captum could not be imported")
 
 
 @st.cache_data(max_entries=128, show_spinner=False)

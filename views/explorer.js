@@ -270,9 +270,15 @@ const Explorer = (() => {
     // Transparent paper and the page's own text colour and font: readable in the light and the dark theme; grid
     // and zero lines, where an axis draws them, in a translucent grey on either background (plotly.js's own #eee
     // glares on the dark one; a template's colour is a default: it turns no grid on); axes make room for their
-    // labels (as Streamlit's own chart theme does).
+    // labels (as Streamlit's own chart theme does). No axis checks whether its tick labels overflow the chart
+    // (ticklabeloverflow "allow"; with room made for the labels there is nothing to hide): plotly.js measured every
+    // label for it, a forced layout each, and Inside a head's ten charts took 1.04 s of the main thread to draw
+    // first, 0.92 s without (a V8 profile).
     const axes = {};
-    for (const name of ["xaxis", "yaxis"]) axes[name] = {automargin: true, ...(layout[name] || {})};
+    for (const name of new Set(["xaxis", "yaxis", ...Object.keys(layout).filter((n) => /^[xy]axis\d*$/.test(n))])) {
+      const margin = name === "xaxis" || name === "yaxis" ? {automargin: true} : {};
+      axes[name] = {ticklabeloverflow: "allow", ...margin, ...(layout[name] || {})};
+    }
     const lines = {gridcolor: "rgba(128,128,128,0.25)", zerolinecolor: "rgba(128,128,128,0.5)"};
     return {...layout, ...axes, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
             template: {layout: {xaxis: lines, yaxis: lines}},
