@@ -18,11 +18,18 @@ against `streamlit run app.py`; each figure beside its reference, measured in th
   (the same sentences, `Translator.translate` in this process with the server's one torch thread, before the servers
   start and after they stop) (bars: 2.5x and 4x).
 
+- With --proxy, the link is also opened through deploy/serve.sh 1 (nginx in front of one replica, serving
+  Streamlit's page code itself, as a class is served: docs/deploy.md), alternating with the others: its open time
+  and the CPU per fresh open of the replica and of nginx (reported beside the bar, which is judged on the bare
+  `streamlit run app.py`).
+
 The last line is a summary. Exit status 1 when a bar is missed.
 """
 
 import argparse
 import os
+import shutil
+import tempfile
 import statistics
 import subprocess
 import sys
@@ -110,6 +117,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7, help="fresh opens of the link and of the bare page, each")
     ap.add_argument("--views", nargs="*", help="only these views (slugs); all by default")
+    ap.add_argument("--proxy", action="store_true", help="also open the link through deploy/serve.sh 1 (needs nginx)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -130,6 +138,14 @@ def main():
     port, bare_port = free_port(), free_port()
     app, bare = start_app(port), start_app(bare_port, script=ROOT / "bench" / "bare_page.py")
     link = f"http://127.0.0.1:{port}/?" + urllib.parse.urlencode({"s": SENTENCE})
+    proxy = run_dir = None
+    if args.proxy:
+        from bench.load_test import start_proxy, stop_proxy
+
+        run_dir = Path(tempfile.mkdtemp(prefix="serve-"))  # nginx's worker reads from it: not under a private folder
+        proxy, proxy_port = start_proxy(1, run_dir)
+        proxied = f"http://127.0.0.1:{proxy_port}/?" + urllib.parse.urlencode({"s": SENTENCE})
+        replica, nginx = (int((run_dir / f"{name}.pid").read_text()) for name in ("replica-1", "nginx"))
     try:
         os.nice(19)  # this script and the browsers it starts: the servers keep their priority
         with sync_playwright() as p:
@@ -137,8 +153,15 @@ def main():
             fresh_open(browser, link, LINK_DRAWN)  # the first open loads the model and fills the caches
             fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN)
             until_quiet(app.pid)
-            opens, bares, open_cpu, bare_cpu = [], [], [], []
+            opens, bares, open_cpu, bare_cpu, through = [], [], [], [], []
+            if proxy:
+                fresh_open(browser, proxied, LINK_DRAWN)
+                until_quiet(replica)
             for _ in range(args.rounds):
+                if proxy:
+                    c = settled_cpu(replica), cpu_seconds(nginx)
+                    seconds = fresh_open(browser, proxied, LINK_DRAWN)
+                    through.append((seconds, settled_cpu(replica) - c[0], cpu_seconds(nginx) - c[1]))
                 c = settled_cpu(bare.pid)
                 bares.append(fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN))
                 bare_cpu.append(settled_cpu(bare.pid) - c)
@@ -174,6 +197,9 @@ def main():
     finally:
         stop_app(app)
         stop_app(bare)
+        if proxy:
+            stop_proxy(proxy)
+            shutil.rmtree(run_dir, ignore_errors=True)
     model_s = statistics.median(model_times + model_call_seconds(translator, enter_sentences))
 
     o, b = statistics.median(opens), statistics.median(bares)
@@ -204,6 +230,11 @@ def main():
           f"{model_s * 1000:.0f} ms of CPU: {e_cpu / model_s:.1f}x (bar 2.5x){bar(e_cpu / model_s <= 2.5, 'CPU per Enter')}")
     print(f"server CPU per fresh open of the link: median {o_cpu * 1000:.0f} ms: {o_cpu / model_s:.1f}x the model call "
           f"(bar 4x){bar(o_cpu / model_s <= 4, 'CPU per open')}; the bare page's server: {b_cpu * 1000:.0f} ms")
+    if through:
+        t, r_cpu, n_cpu = (statistics.median(x[i] for x in through) for i in range(3))
+        print(f"through deploy/serve.sh 1 (nginx serves Streamlit's page code): link open median {t:.2f} s "
+              f"({t / b:.2f}x the bare page); CPU per fresh open: the replica {r_cpu * 1000:.0f} ms, nginx "
+              f"{n_cpu * 1000:.0f} ms: {(r_cpu + n_cpu) / model_s:.1f}x the model call")
     print(f"summary: open {o:.2f}s bare {b:.2f}s ratio {o / b:.2f} warm_median {w:.2f}s warm_max {top:.2f}s "
           f"notice {shown_at:.2f}s cpu_enter {e_cpu * 1000:.0f}ms cpu_open {o_cpu * 1000:.0f}ms "
           f"model {model_s * 1000:.0f}ms missed {','.join(missed) or 'none'}")
