@@ -7,6 +7,7 @@ turn when they hold a core long on a long sentence (bench/heavy_views.py measure
 
 import contextvars
 import functools
+import gc
 import json
 import logging
 import os
@@ -69,21 +70,31 @@ def _batcher(checkpoint: str | None) -> BatchingTranslator:
             with st.spinner("Loading the model…"):
                 _MODELS[key] = BatchingTranslator(Translator.load(*key))
             if len(_MODELS) == 1:
-                threading.Thread(target=import_captum, name="import captum", daemon=True).start()
+                threading.Thread(target=settle, name="settle", daemon=True).start()
         return _MODELS[key]
 
 
-def import_captum():
-    """captum's import, once per server, in the background after its first model load: the first visit to
-    Attributions (or anything built on it) otherwise waits for it, 0.8 s on a warm disk and 2 s on a cold one
-    (`python -X importtime`: most of it matplotlib and IPython, which captum.attr imports), and took 1.7 s in all
-    (bench/open_speed.py). A view that needs it meanwhile waits for this import, as Python's import lock makes it.
-    Only the import: a warm-up that also computed views' answers ahead made a class of 40 slower (reverted in
-    9eea771)."""
+def settle():
+    """Once per server, in the background after its first model load: captum's import, then the garbage collector
+    told to leave alone everything the server holds by then.
+
+    captum: the first visit to Attributions (or anything built on it) otherwise waits for its import, 0.8 s on a warm
+    disk and 2 s on a cold one (`python -X importtime`: most of it matplotlib and IPython, which captum.attr imports),
+    and took 1.7 s in all (bench/open_speed.py). A view that needs it meanwhile waits for this import (Python's
+    import lock).
+
+    gc.freeze(): torch, plotly, pandas, captum and the model are some 330,000 objects that live as long as the
+    server. Python's full collection walks every one of them, holding the GIL, 0.11-0.26 s each time, and a class
+    pressing Enter together allocates enough to run several: with captum imported and no freeze,
+    `bench/load_test.py --sessions 40` took a median of 9.9 s (max 13.6 s) from Enter to the translation, against
+    5.2 and 5.1 s (max 6.1, 6.4 s) frozen, the same hour. (Likely what made the warm-up reverted in 9eea771 slow too:
+    its lexicon and step index made a full collection 0.26 s.) Frozen objects are never collected: what the first
+    session holds at that moment is kept if it becomes garbage (once, a page's worth)."""
     try:
         import captum.attr  # noqa: F401
     except ImportError:  # the view that needs it says what is missing
         log.warning("captum could not be imported")
+    gc.freeze()
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
