@@ -87,9 +87,12 @@ def settle():
     server. Python's full collection walks every one of them, holding the GIL, 0.11-0.26 s each time, and a class
     pressing Enter together allocates enough to run several: with captum imported and no freeze,
     `bench/load_test.py --sessions 40` took a median of 9.9 s (max 13.6 s) from Enter to the translation, against
-    5.2 and 5.1 s (max 6.1, 6.4 s) frozen, the same hour. (Likely what made the warm-up reverted in 9eea771 slow too:
-    its lexicon and step index made a full collection 0.26 s.) Frozen objects are never collected: what the first
-    session holds at that moment is kept if it becomes garbage (once, a page's worth)."""
+    5.2 and 5.1 s (max 6.1, 6.4 s) frozen, the same hour. Frozen objects are never collected: what the first session
+    holds at that moment is kept if it becomes garbage (once, a page's worth).
+
+    Nothing else is done ahead: translating the positions view's long sentence here through both models (its first
+    visit loads the second model and waits 0.9 s for them), frozen as well, took that class to a median of 9.0 s in
+    one run (max 11.4 s), as the wider warm-up reverted in 9eea771 had; why was not found."""
     try:
         import captum.attr  # noqa: F401
     except ImportError:  # the view that needs it says what is missing
