@@ -29,10 +29,10 @@ The last line is a summary. Exit status 1 when a bar is missed.
 import argparse
 import os
 import shutil
-import tempfile
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 from pathlib import Path
@@ -59,7 +59,8 @@ BARE_DRAWN = "() => [...document.querySelectorAll('p')].some(p => p.textContent 
 # In the page: click a view on the switch, then wait until the address names it (the view's run writes it last,
 # views/state.py page_view), no run is going or stale, every chart and browser-drawn view in the view is drawn (each
 # keyed component holds an .explorer with data-ready, views/explorer.js), and nothing has changed for `quiet` ms;
-# returns the ms from the click to the last change, and to the first notice of a heavy computation (views/calls.waiting_notice), or null.
+# returns the ms from the click to the last change, and to the first notice of a heavy computation
+# (views/calls.waiting_notice), or null.
 SWITCH_JS = """async ([slug, label, quiet]) => {
     const button = [...document.querySelectorAll('[role=radiogroup] [role=radio]')]
         .find(b => b.textContent.trim() === label);

@@ -114,10 +114,9 @@ def hooked_model(translator):
     forward pass of another thread through the same modules (another session's translation) was caught by them:
     "The differentiated Tensor at index 1 appears to not have been used in the graph"."""
     with _HOOKED:
-        model = translator.__dict__.get("_hooked_model")
-        if model is None:
-            model = translator._hooked_model = copy.deepcopy(translator.model)
-        yield model
+        if getattr(translator, "_hooked_model", None) is None:
+            translator._hooked_model = copy.deepcopy(translator.model)
+        yield translator._hooked_model
 
 
 class Attributor:

@@ -49,20 +49,20 @@ FREQUENT = 100  # most frequent words of each vocabulary that count as its langu
 MEASURES = {"unknown_share": +1, "mean_logprob": -1, "nearest_distance": +1}
 
 
+def is_word(token: str) -> bool:
+    """A word has a letter or a digit (punctuation and specials are not words)."""
+    return token not in SPECIALS and any(c.isalnum() for c in token)
+
+
 def words(tokens) -> list[str]:
-    """The tokens that are words: those with a letter or a digit (punctuation and specials are not)."""
-    return list(words_in(tokens))
-
-
-def words_in(tokens):
-    """`words`, one at a time."""
-    return (t for t in tokens if t not in SPECIALS and any(c.isalnum() for c in t))
+    """The tokens that are words."""
+    return [t for t in tokens if is_word(t)]
 
 
 def marks(vocab) -> set:
     """A language's marks: its FREQUENT most frequent word tokens (a vocabulary lists tokens by frequency). Read
     from the top of the list only: the whole vocabulary's words took 3 ms a call, four calls an Enter."""
-    return set(itertools.islice(words_in(vocab.itos), FREQUENT))
+    return set(itertools.islice(filter(is_word, vocab.itos), FREQUENT))
 
 
 def language(tokens, src_vocab, tgt_vocab) -> tuple[str, dict]:
