@@ -58,8 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.app_speed import rss_mb  # noqa: E402
-from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, cpu_seconds, free_port, start_app,  # noqa: E402
-                             stop_app)
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, behind_the_servers, cpu_seconds,  # noqa: E402
+                             free_port, start_app, stop_app)
 from model.data import default_data_dir, load_split  # noqa: E402
 
 TIMEOUT_MS = 120_000
@@ -511,7 +511,7 @@ async def main_async(args) -> int:
         proc = start_app(port)
     base = f"http://127.0.0.1:{port}/"
     if args.nice:  # the browsers (started below) stand for the students' own machines: the server comes first
-        os.nice(args.nice)
+        behind_the_servers(args.nice)
     failed = False
     try:
         async with async_playwright() as p:

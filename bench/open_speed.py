@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.app_speed import FIFTEEN  # noqa: E402
-from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, cpu_seconds, free_port, start_app,  # noqa: E402
-                             stop_app, translate_in_page, until_quiet, wait_idle)
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, behind_the_servers, cpu_seconds,  # noqa: E402
+                             free_port, start_app, stop_app, translate_in_page, until_quiet, wait_idle)
 
 SENTENCE = FIFTEEN[0]
 MORE = ["Ein Mann mit einer Mütze fährt mit seinem Fahrrad über eine alte Brücke in der Stadt.",
@@ -148,7 +148,7 @@ def main():
         proxied = f"http://127.0.0.1:{proxy_port}/?" + urllib.parse.urlencode({"s": SENTENCE})
         replica, nginx = (int((run_dir / f"{name}.pid").read_text()) for name in ("replica-1", "nginx"))
     try:
-        os.nice(19)  # this script and the browsers it starts: the servers keep their priority
+        behind_the_servers(19)  # this script and the browsers it starts: the servers keep their priority
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             fresh_open(browser, link, LINK_DRAWN)  # the first open loads the model and fills the caches

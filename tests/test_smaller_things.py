@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from appserver import wait_idle
-from conftest import component_data, figure_data, from_url, markdown, shown
+from conftest import ROOT, component_data, figure_data, from_url, markdown, shown
 
 SENTENCE = "Ein Mann fährt Fahrrad."
 ANY_WORD = "(another word…)"  # views.state.ANY_WORD, as the browser's what-if box offers it
@@ -270,3 +270,17 @@ def test_a_maps_csv_names_its_rows_as_the_page_does(tiny_translator):
     df = pd.read_csv(io.StringIO(map_csv(r.cross_attentions[0, 0], rows, r.src_tokens)),
                      dtype={"query_token": str, "key_token": str}, keep_default_na=False)
     assert df.groupby("query_pos").query_token.first().tolist() == rows
+
+
+def test_browsers_started_behind_the_servers_cannot_raise_their_priority():
+    """tests/appserver.behind_the_servers: a program started afterwards (Chromium, as root, sets its threads to nice 0
+    and -8) stays at the niceness asked for, even when it tries to go back to 0."""
+    import subprocess
+    import sys
+
+    child = ("import os\ntry:\n    os.setpriority(os.PRIO_PROCESS, 0, 0)\nexcept PermissionError:\n    pass\n"
+             "print(os.getpriority(os.PRIO_PROCESS, 0))")
+    parent = ("import subprocess, sys\nfrom tests.appserver import behind_the_servers\nbehind_the_servers(17)\n"
+              f"print(subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, text=True).stdout.strip())")
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "17", out.stderr
