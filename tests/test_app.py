@@ -457,8 +457,15 @@ def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
     title = charts(app)[0]["layout"]["title"]
     assert title["text"] == "Cross-attention, layer 3, mean of the 8 heads"
     assert title["subtitle"]["text"] == "Zwei Hunde spielen im Schnee."  # a saved picture names its sentence
-    app.segmented_control(key="image_format").set_value("SVG").run()
+    assert not app.get("download_button")  # the export section makes its buttons only while open
+    app.session_state["downloads_open"] = True  # opened (the browser's click on it reruns the view)
+    app.run()
+    assert {"Result (JSON)", "All maps (.npz)", "Step trace (CSV)"} <= {b.label for b in app.get("download_button")}
+    app.segmented_control(key="image_format_pick").set_value("SVG").run()
     assert maps_data(app)[0]["image_format"] == "svg"
+    app.session_state["downloads_open"] = False  # closed again: the choice stays
+    app.run()
+    assert maps_data(app)[0]["image_format"] == "svg" and not app.get("download_button")
     view(app, "trace")
     assert trace_data(app)["image_format"] == "svg"
     view(app, "positions")  # a chart (views/figure.js): the same choice
@@ -499,3 +506,28 @@ def test_odd_input_gets_through_every_view(app, name):
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
         if "attention" in VIEWS[view].label:  # something unknown is still a token: the maps are drawn
             assert charts(app), view
+
+
+def test_the_positions_views_long_sentence_is_translated_by_both_models_when_its_fold_is_opened(app):
+    """The fold asks first and translates only when opened; then each model's output is what that model, loaded on
+    its own, gives for the sentence (the learned model reads 66 positions, more than any training sentence)."""
+    from model.translator import Translator
+    from views.calls import MODEL_NAMES, models
+    from views.positions import LONG_SENTENCE
+
+    typed(app, "Zwei Hunde spielen im Schnee.")
+    view(app, "positions")
+    fold = next(e for e in app.expander if "which model copes?" in e.label)
+    assert not fold.markdown  # nothing translated yet
+    app.session_state["pos_long_open"] = True
+    app.run()
+    assert not app.exception, app.exception
+    fold = next(e for e in app.expander if "which model copes?" in e.label)
+    lines = [m.value for m in fold.markdown]
+    assert shown(lines[0]) == f"> {LONG_SENTENCE}"
+    assert len(models()) == 2
+    for slug, checkpoint in models().items():
+        expected = Translator.load(checkpoint, device="cpu").translate(LONG_SENTENCE)
+        i = lines.index(f"**{MODEL_NAMES[slug]}** ({len(expected.src_tokens)} source positions, "
+                        f"{len(expected.steps)} output tokens)")
+        assert shown(lines[i + 1]) == expected.text

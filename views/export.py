@@ -57,15 +57,26 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
         files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv",
                          lambda: map_csv(weights, map_rows(result, q_tokens), k_tokens)))
     files += extra or []
-    with st.expander("Download the data behind this view"):
+    # Made only while open (state tracked: opening it reruns the view): its six buttons and its choice were a fifth of
+    # the Python of a view's run, on every pick and every Enter (py-spy, bench/load_test.py).
+    section = st.expander("Download the data behind this view", key="downloads_open", on_change="rerun")
+    if not section.open:
+        return
+    with section:
         row = st.container(horizontal=True, gap="small")
         for label, file_name, mime, make in files:
             row.download_button(label, data=make, file_name=file_name, mime=mime, on_click="ignore",
                                 key=f"download_{file_name}")
-        st.segmented_control("The chart toolbar's camera saves", IMAGE_FORMATS, key="image_format",
-                             default=IMAGE_FORMATS[0], required=True)
+        # The choice is kept under its own key: a widget's state is dropped on a run that does not draw it.
+        st.segmented_control("The chart toolbar's camera saves", IMAGE_FORMATS, key="image_format_pick",
+                             default=st.session_state.get("image_format", IMAGE_FORMATS[0]), required=True,
+                             on_change=keep_image_format)
         st.caption("The JSON is exactly what `python -m model.translate --json` prints for this sentence and these "
                    "settings, with a `provenance` record (checkpoint and its hash, heads off, forced steps, beam, "
                    "versions). Load the BertViz file with `model.export.load_bertviz_npz(path)` and pass the result "
                    "to `bertviz.model_view(**...)`. The HTML page holds every map (a layer and head switch for each "
                    "kind) and the trace, and opens from disk with no network: for a slide or a course page.")
+
+
+def keep_image_format():
+    st.session_state.image_format = st.session_state.image_format_pick  # read by views/instant.show
