@@ -529,3 +529,26 @@ def test_the_walk_steps_with_the_arrow_keys_and_opens_a_detailed_view(browser, s
     assert pg.get_by_role("radio", name="Cross-attention", exact=True).get_attribute("aria-checked") == "true"
     assert "layer=3" in pg.url and not errors
     ctx.close()
+
+
+def test_folds_made_when_opened_open_from_the_keyboard(browser, server):
+    """The positions view's long sentence and the export section are made only when opened (a rerun): Enter on the
+    fold's header, with the focus there, brings what it holds, each model's translation and the download buttons."""
+    import urllib.parse
+
+    ctx, pg, errors = fresh_page(browser, server + "?" + urllib.parse.urlencode({"s": "Zwei Hunde spielen im Schnee.",
+                                                                                "view": "positions"}))
+    assert pg.get_by_text("output tokens)").count() == 0
+    pg.locator("summary", has_text="which model copes?").focus()
+    pg.keyboard.press("Enter")
+    pg.get_by_text("output tokens)").first.wait_for(timeout=30_000)
+    wait_idle(pg)
+    assert pg.get_by_text("output tokens)").count() == 2  # one line for each model
+    assert pg.get_by_role("button", name="Result (JSON)").count() == 0
+    pg.locator("summary", has_text="Download the data behind this view").focus()
+    pg.keyboard.press("Enter")
+    pg.get_by_role("button", name="Result (JSON)").wait_for(timeout=30_000)
+    wait_idle(pg)
+    assert pg.get_by_text("output tokens)").count() == 2  # the other fold stays open
+    ctx.close()
+    assert not errors, errors
