@@ -19,22 +19,27 @@ INPUT_LABEL = "German sentence (press Enter to translate)"
 BROWSER_VIEWS = ("cross", "enc", "dec", "trace", "inside")  # views drawn in the browser (views/*.js), by link slug
 
 
-def behind_the_servers(nice: int = 19):
+def behind_the_servers(nice: int = 19) -> bool:
     """This process and every browser it starts from now on run at `nice`, behind the servers it started before.
+    False where that cannot be kept (a program started afterwards could still raise its priority).
 
     os.nice alone is not enough where the benchmarks run as root: Chromium sets its own threads' priorities (nice 0
     for most, -8 for its IO and compositor threads), which root may do, so the browsers that stood for the students'
     machines took the cores from the server as equals or ahead of it. Dropping CAP_SYS_NICE from the bounding set
-    (prctl PR_CAPBSET_DROP) means a program started afterwards cannot raise any thread above `nice`; without root
-    that is already so, and the drop is refused and not needed."""
+    (prctl PR_CAPBSET_DROP) means a program started afterwards cannot raise any thread above `nice`; without that
+    capability it already cannot."""
     import ctypes
 
     os.nice(nice - os.nice(0))
     pr_capbset_drop, cap_sys_nice = 24, 23  # <linux/prctl.h>, <linux/capability.h>
     try:
         ctypes.CDLL(None, use_errno=True).prctl(pr_capbset_drop, cap_sys_nice, 0, 0, 0)
+        status = dict(line.split(":\t", 1) for line in Path("/proc/self/status").read_text().splitlines()
+                      if ":\t" in line)
     except (OSError, AttributeError):  # not Linux
-        pass
+        return False
+    bounded, effective = (int(status[k], 16) >> cap_sys_nice & 1 for k in ("CapBnd", "CapEff"))
+    return not bounded or not effective
 
 
 def free_port() -> int:
