@@ -290,3 +290,16 @@ def test_browsers_started_behind_the_servers_cannot_raise_their_priority():
     if caps >> 23 & 1 and not caps >> 8 & 1:  # CAP_SYS_NICE without CAP_SETPCAP: the drop cannot be made here
         pytest.skip("programs may raise their priority here, and dropping that needs CAP_SETPCAP")
     assert out.stdout.split() == ["True", "17"], (out.stdout, out.stderr)
+
+
+def test_the_sinusoidal_models_position_tables_are_the_papers_formula():
+    """views/positions.py draws the formula (viz.sinusoidal) for the sinusoidal model's table instead of loading that
+    model: the two agree to float32 rounding, source and target."""
+    import viz
+    from model.translator import Translator
+    from views.calls import SINUSOIDAL
+
+    tables = Translator.load(str(SINUSOIDAL), device="cpu").position_tables()
+    assert tables["source"].shape == tables["target"].shape and tables["source"].shape[1] > 64
+    for side in ("source", "target"):
+        np.testing.assert_allclose(tables[side], viz.sinusoidal(*tables[side].shape), rtol=0, atol=1e-6)
