@@ -2,7 +2,7 @@
 command-line tools, the shipped checkpoint and the data set when present, ways to run a tool, the page under
 AppTest, and the app in headless Chromium (a server per test module, a browser, a page, a download).
 
-Two tiers: `python -m pytest -m "not slow"` is the everyday loop (about a minute on 2 cores: the model,
+Two tiers: `python -m pytest -m "not slow"` is the everyday loop (about three minutes on 2 cores: the model,
 decoding, interventions, metrics, viz, exports and every tool's error answers, in this process);
 `python -m pytest` adds the `slow` ones (browsers, AppTest on the shipped model, whole-corpus runs, and
 one `python -m` run per tool).
