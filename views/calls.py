@@ -90,9 +90,10 @@ def settle():
     5.2 and 5.1 s (max 6.1, 6.4 s) frozen, the same hour. Frozen objects are never collected: what the first session
     holds at that moment is kept if it becomes garbage (once, a page's worth).
 
-    Nothing else is done ahead: translating the positions view's long sentence here through both models (its first
-    visit loads the second model and waits 0.9 s for them), frozen as well, took that class to a median of 9.0 s in
-    one run (max 11.4 s), as the wider warm-up reverted in 9eea771 had; why was not found."""
+    Nothing else is done ahead: translating the positions view's long sentence here through both models, frozen as
+    well, took that class to a median of 9.0 s in one run (max 11.4 s), as the wider warm-up reverted in 9eea771 had
+    (measured while the benches' browsers could still raise their priority: tests/appserver.behind_the_servers). That
+    view now needs neither the second model nor the sentence until its fold is opened (views/positions.py)."""
     try:
         import captum.attr  # noqa: F401
     except ImportError:  # the view that needs it says what is missing

@@ -57,8 +57,8 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
         files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv",
                          lambda: map_csv(weights, map_rows(result, q_tokens), k_tokens)))
     files += extra or []
-    # Made only while open (state tracked: opening it reruns the view): its six buttons and its choice were a fifth of
-    # the Python of a view's run, on every pick and every Enter (py-spy, bench/load_test.py).
+    # Made only while open (state tracked: opening it reruns the view): its buttons, its choice and its caption were
+    # about a quarter of the script thread's samples per Enter (py-spy), on every pick and every Enter.
     section = st.expander("Download the data behind this view", key="downloads_open", on_change="rerun")
     if not section.open:
         return
