@@ -6,7 +6,10 @@
 2. cached incremental greedy decoding vs re-running the whole prefix each step, for
    10-, 20- and 40-token outputs (ratio; bar >= 3x at 40);
 3. test2016 batched vs one sentence at a time (ratio), and `python -m model.translate`
-   on all 1,000 sentences, wall time including start-up (bar 30 s).
+   on all 1,000 sentences, wall time including start-up (bar 30 s);
+4. a class's Enter as the page's batcher decodes it (model/batching.py), on one thread as the server runs: 40
+   test2016 sentences, every other with one of 8 sets of heads switched off (bench/load_test.py's), as one batch
+   with a head mask per row vs one batch per set (as the batcher did before), with all maps (ratio).
 """
 
 import argparse
@@ -21,6 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.load_test import SPECS  # noqa: E402
 from model.data import default_data_dir, load_split  # noqa: E402
 from model.extras import Extras  # noqa: E402
 from model.translator import Translator  # noqa: E402
@@ -93,13 +97,23 @@ def main():
     single = (time.perf_counter() - t) * len(de) / len(sample)
     print(f"test2016 ({len(de)} sentences): batched {batched:.1f} s, one at a time {single:.1f} s "
           f"(from 200) -> batched {single / batched:.2f}x faster")
+    torch.set_num_threads(1)
+    class_ = de[:40]
+    specs = ["" if i % 2 == 0 else SPECS[i // 2 % len(SPECS)] for i in range(len(class_))]
+    per_row = median_ms(lambda: tr.translate_batch(class_, heads_off=specs), 5)
+    per_set = median_ms(lambda: [tr.translate_batch([x for x, h in zip(class_, specs) if h == spec], heads_off=spec)
+                                 for spec in dict.fromkeys(specs)], 5)
+    print(f"a class's Enter, {len(class_)} sentences with {len(set(specs))} head masks, one thread: one batch with a mask "
+          f"per row {per_row:.0f} ms, one batch per mask {per_set:.0f} ms -> {per_set / per_row:.2f}x faster")
+    torch.set_num_threads(args.threads)
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "model.translate", "--input", str(data / "test_2016_flickr.de.gz")],
                          cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t
     assert out.returncode == 0 and len(out.stdout.splitlines()) == len(de), out.stderr[-500:]
     print(f"summary: one sentence {one:.1f} ms; cached decoding {b / a:.2f}x at 40 tokens; "
-          f"model.translate on test2016 {wall:.1f} s wall incl. start-up (bar 30 s); batched {single / batched:.1f}x")
+          f"model.translate on test2016 {wall:.1f} s wall incl. start-up (bar 30 s); batched {single / batched:.1f}x; "
+          f"a class's mixed head masks in one batch {per_set / per_row:.2f}x")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ Each Streamlit session runs its script in a thread of one process. Translated on
 sessions pressing Enter together hold the GIL 20 times for a decode loop of many small torch
 calls; as one batch the same 20 sentences decode in about a tenth of the time (bench/load_test.py).
 A caller hands its sentence to a worker thread and waits; the worker takes every request waiting
-(up to `max_batch`), runs them through `Translator.translate_batch`, one batch per head mask, and
-hands each caller its own result. A sentence decoded beside others can differ from one decoded
+(up to `max_batch`), runs them through `Translator.translate_batch` as one batch, each row with its
+caller's head mask, and hands each caller its own result. A sentence decoded beside others can differ from one decoded
 alone by float rounding (~1e-6 in a weight), as in `model.translate`, which batches too.
 
 A few views start a computation that holds a core for up to a second or more on a 100-token
@@ -48,17 +48,13 @@ class BatchingTranslator:
                 while not self._pending:
                     self._wake.wait()
                 batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
-            groups: dict[str, list] = {}
-            for item in batch:
-                groups.setdefault(item[1], []).append(item)
-            for heads_off, items in groups.items():
-                try:
-                    results = self.translator.translate_batch([s for s, _, _ in items], heads_off=heads_off)
-                except BaseException as e:  # every waiting caller hears of it; the worker goes on
-                    for _, _, done in items:
-                        done.set_exception(e)
-                    continue
-                for (_, _, done), result in zip(items, results):
+            try:  # one batch, whatever heads each caller switched off: a mask per row
+                results = self.translator.translate_batch([s for s, _, _ in batch], heads_off=[h for _, h, _ in batch])
+            except BaseException as e:  # every waiting caller hears of it; the worker goes on
+                for _, _, done in batch:
+                    done.set_exception(e)
+            else:
+                for (_, _, done), result in zip(batch, results):
                     done.set_result(result)
             self.batches = [*self.batches[-999:], len(batch)]
 

@@ -103,6 +103,20 @@ class Translator:
         mask = parse_head_mask(heads_off, self.cfg)
         return None if mask is None else {k: v.to(self.device) for k, v in mask.items()}
 
+    def _batch_mask(self, heads_off: str | list | None, n: int) -> dict | None:
+        """One SPEC for all: its (L, H) masks; one SPEC per sentence: (n, L, H) masks, a row of ones where a sentence
+        keeps every head; None when no sentence switches a head off."""
+        if heads_off is None or isinstance(heads_off, str):
+            return self.head_mask(heads_off)
+        if len(heads_off) != n:
+            raise ValueError(f"{len(heads_off)} head specs for {n} sentences")
+        masks = [parse_head_mask(spec, self.cfg) for spec in heads_off]
+        if all(m is None for m in masks):
+            return None
+        every = next(m for m in masks if m is not None)
+        return {k: torch.stack([torch.ones_like(every[k]) if m is None else m[k] for m in masks]).to(self.device)
+                for k in every}
+
     def _force_ids(self, force: dict | None, max_len: int) -> dict | None:
         """{step: English token} -> {step: id}, with a clear error for an unknown token or step."""
         if not force:
@@ -170,21 +184,24 @@ class Translator:
         return ReferenceScore(translation=r, loss=loss)
 
     def translate_batch(self, sentences: list, batch_size: int = 64, top_k: int = 5, max_len: int = MAX_OUTPUT,
-                        with_maps: bool = True, heads_off: str | None = None, force: dict | None = None) -> list:
+                        with_maps: bool = True, heads_off: str | list | None = None, force: dict | None = None) -> list:
         """Greedy translations of many sentences, batched by length; order kept.
 
+        heads_off: one SPEC for every sentence, or a list of one SPEC per sentence ("" or None: every head), decoded
+        in the same batches with a mask per row (docs/contract.md, Head masks).
         Raises InputError for an empty sentence; callers that must go on past one
         (model.translate) check each sentence with `source_ids` first.
         """
         self.check_top_k(top_k)
         prepared = [self.source_ids(s) for s in sentences]
-        mask, force_ids = self.head_mask(heads_off), self._force_ids(force, max_len)
+        mask, force_ids = self._batch_mask(heads_off, len(sentences)), self._force_ids(force, max_len)
         order = sorted(range(len(sentences)), key=lambda i: len(prepared[i][1]))
         results = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             src = pad([prepared[i][1] for i in chunk]).to(self.device)
-            dec = greedy_decode(self.model, src, max_len, top_k, mask, with_maps, force_ids)
+            rows = mask if mask is None or isinstance(heads_off, str) else {k: m[chunk] for k, m in mask.items()}
+            dec = greedy_decode(self.model, src, max_len, top_k, rows, with_maps, force_ids)
             cpu = {k: (v.float() if v.is_floating_point() else v).cpu() for k, v in vars(dec).items()
                    if v is not None}
             for b, i in enumerate(chunk):

@@ -40,15 +40,21 @@ def same(a, b):
         np.testing.assert_allclose(x, y, atol=1e-5)
 
 
-def test_threads_at_once_share_batches_and_each_gets_its_own_translation():
+def test_threads_at_once_share_batches_and_each_gets_its_own_translation(monkeypatch):
     tr = seeded_translator()
     batcher = BatchingTranslator(tr)
-    specs = ["", "enc.0.1", "", "cross.1"]  # two head masks: one batch each
+    specs = ["", "enc.0.1", "", "cross.1"]  # two head masks, in the same batches
     jobs = [(s, specs[i % len(specs)]) for i, s in enumerate(SENTENCES)]
+    calls, real = [], tr.translate_batch
+    monkeypatch.setattr(tr, "translate_batch", lambda sentences, **kw: calls.append(kw["heads_off"]) or
+                        real(sentences, **kw))
     got = run_together(batcher, jobs)
+    monkeypatch.setattr(tr, "translate_batch", real)
     for (sentence, heads_off), result in zip(jobs, got):
         same(result, tr.translate(sentence, heads_off=heads_off))  # the other route: alone, no batcher
     assert sum(batcher.batches) == len(jobs) and max(batcher.batches) > 1  # they really went together
+    assert len(calls) == len(batcher.batches)  # one decoding a batch, whatever heads its callers switched off
+    assert any(len(set(c)) > 1 for c in calls)
     assert len({r.text for r in got}) > 5  # different sentences, different outputs: a mix-up would show
 
 
@@ -73,6 +79,35 @@ def test_an_error_inside_a_batch_reaches_its_callers_and_the_worker_goes_on(monk
         batcher.translate(SENTENCES[0])
     monkeypatch.setattr(tr, "translate_batch", real)
     same(batcher.translate(SENTENCES[0]), tr.translate(SENTENCES[0]))
+
+
+def identical(got, want):
+    """Bit for bit: tokens, probabilities and every map."""
+    assert got.output_tokens == want.output_tokens and [s.prob for s in got.steps] == [s.prob for s in want.steps]
+    for kind in ("enc", "dec", "cross"):
+        np.testing.assert_array_equal(got.maps(kind), want.maps(kind))
+
+
+def test_one_batch_with_a_head_mask_per_row():
+    """Sentences with different heads switched off decode as one batch, each row with its own mask. Two routes: each
+    row against its sentence translated alone with its spec (1e-5); and bit for bit against the same batch decoded
+    under one mask for every row, its spec's (an all-ones row is no mask: docs/contract.md, Head masks)."""
+    tr = seeded_translator()
+    specs = ["", "enc.0.1", "cross.1", "dec.1.0,enc.1"]
+    sentences = SENTENCES[:12]
+    rows = [specs[i % len(specs)] for i in range(len(sentences))]
+    got = tr.translate_batch(sentences, heads_off=rows)
+    for sentence, spec, result in zip(sentences, rows, got):
+        same(result, tr.translate(sentence, heads_off=spec))
+    for spec in specs:
+        everyone = tr.translate_batch(sentences, heads_off=spec)
+        for i in range(len(sentences)):
+            if rows[i] == spec:
+                identical(got[i], everyone[i])
+    assert len({tuple(r.output_tokens) for r in got}) > 3  # different outputs: a mix-up of rows would show
+    assert tr.translate_batch(sentences[:3], heads_off=["", "", None])[0].text == tr.translate(sentences[0]).text
+    with pytest.raises(ValueError, match="2 head specs for 3 sentences"):
+        tr.translate_batch(sentences[:3], heads_off=["", "enc.0.1"])
 
 
 def test_heavy_computations_take_turns_first_come_first_served():
