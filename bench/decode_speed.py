@@ -103,8 +103,8 @@ def main():
     per_row = median_ms(lambda: tr.translate_batch(class_, heads_off=specs), 5)
     per_set = median_ms(lambda: [tr.translate_batch([x for x, h in zip(class_, specs) if h == spec], heads_off=spec)
                                  for spec in dict.fromkeys(specs)], 5)
-    print(f"a class's Enter, {len(class_)} sentences with {len(set(specs))} head masks, one thread: one batch with a mask "
-          f"per row {per_row:.0f} ms, one batch per mask {per_set:.0f} ms -> {per_set / per_row:.2f}x faster")
+    print(f"a class's Enter, {len(class_)} sentences with {len(set(specs))} head masks, one thread: one batch with a "
+          f"mask per row {per_row:.0f} ms, one batch per mask {per_set:.0f} ms -> {per_set / per_row:.2f}x faster")
     torch.set_num_threads(args.threads)
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "model.translate", "--input", str(data / "test_2016_flickr.de.gz")],

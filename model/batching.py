@@ -6,8 +6,9 @@ sessions pressing Enter together hold the GIL 20 times for a decode loop of many
 calls; as one batch the same 20 sentences decode in about a tenth of the time (bench/load_test.py).
 A caller hands its sentence to a worker thread and waits; the worker takes every request waiting
 (up to `max_batch`), runs them through `Translator.translate_batch` as one batch, each row with its
-caller's head mask, and hands each caller its own result. A sentence decoded beside others can differ from one decoded
-alone by float rounding (~1e-6 in a weight), as in `model.translate`, which batches too.
+caller's head mask, and hands each caller its own result. A sentence decoded beside others can
+differ from one decoded alone by float rounding (~1e-6 in a weight), as in `model.translate`,
+which batches too.
 
 A few views start a computation that holds a core for up to a second or more on a 100-token
 sentence (live head importance, contributions, wide beams: bench/heavy_views.py). On 2 cores, two
