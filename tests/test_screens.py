@@ -249,3 +249,22 @@ def test_every_view_fits_a_phone_and_a_wide_window(browser, server, width, schem
     ctx.close()
     assert not found, found
     assert not errors, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_ablation_chart_fits_with_heads_off(browser, server, width):
+    """The sweep above visits the ablation view with every head on, where it draws no chart. With a head off it draws
+    the probability of each chosen token before and after: its title, three lines on a phone, must keep off the
+    legend (which sat above the plot, in the title's way)."""
+    from urllib.parse import urlencode
+
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    pg = ctx.new_page()
+    pg.goto(server + "/?" + urlencode({"s": PHONE_SENTENCE, "view": "ablate", "off": "cross.3.5"}))
+    pg.locator(".st-key-ablate_probs .js-plotly-plot .legendtext").first.wait_for(timeout=120_000)
+    wait_idle(pg, 120_000)
+    assert pg.locator(".st-key-ablate_probs .gtitle").first.bounding_box()["width"] > 0
+    assert not pg.evaluate(FITS, width)
+    ctx.close()

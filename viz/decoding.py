@@ -65,7 +65,9 @@ def probability_change(tokens, before, after, title=""):
     fig.update_layout(title=dict(text=title), barmode="group", height=340, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(tickmode="array", tickvals=x, ticktext=[plain(t) for t in tokens], tickangle=-50,
                                  title=dict(text="originally chosen token, step by step")),
-                      yaxis=dict(title=dict(text="probability"), range=[0, 1.05]), legend=dict(orientation="h", y=1.12))
+                      yaxis=dict(title=dict(text="probability"), range=[0, 1.05]),
+                      # Under the chart, not above it: above, a title wrapped to three lines on a phone ran into it.
+                      legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0))
     return fig
 
 
