@@ -110,10 +110,11 @@ class Translator:
             return self.head_mask(heads_off)
         if len(heads_off) != n:
             raise ValueError(f"{len(heads_off)} head specs for {n} sentences")
-        masks = [parse_head_mask(spec, self.cfg) for spec in heads_off]
-        if all(m is None for m in masks):
+        parsed = {spec: parse_head_mask(spec, self.cfg) for spec in set(heads_off)}  # a class shares a few SPECs
+        if all(m is None for m in parsed.values()):
             return None
-        every = next(m for m in masks if m is not None)
+        every = next(m for m in parsed.values() if m is not None)
+        masks = [parsed[spec] for spec in heads_off]
         return {k: torch.stack([torch.ones_like(every[k]) if m is None else m[k] for m in masks]).to(self.device)
                 for k in every}
 
