@@ -7,7 +7,9 @@ against `streamlit run app.py`; each figure beside its reference, measured in th
 
 - Link open: a shared link (a 15-token sentence, the default view) in a fresh browser context, from `goto` until the
   translation is on the page and the first view is drawn, against bench/bare_page.py (a title and one line) opened
-  the same way on a second server; the two alternate, `--rounds` times each (bar: 1.5x).
+  the same way on a second server; the two alternate, `--rounds` times each (bar: 1.5x). A third server opens
+  bench/bare_chart.py (the bare page and one small heatmap drawn as the app draws every chart: a components v2
+  element that loads plotly.js), alternating with them: the floor that drawing any chart in a component sets.
 - View switch: every registered view in switch order, clicked on the switch, from the click until the run is over,
   every chart of the view is drawn and the page has been quiet for 0.15 s (the time of its last change is what
   counts), on its first visit and on a second visit. A first visit that computed something heavy (it showed the
@@ -55,6 +57,7 @@ MORE = ["Ein Mann mit einer Mütze fährt mit seinem Fahrrad über eine alte Br�
 LINK_DRAWN = """() => document.querySelector('.translation') && document.querySelector('.explorer[data-ready]')
     && !document.querySelector('[data-testid="stStatusWidget"]')"""
 BARE_DRAWN = "() => [...document.querySelectorAll('p')].some(p => p.textContent === 'One line.')"
+CHART_DRAWN = f"() => ({BARE_DRAWN})() && document.querySelector('.explorer[data-ready]')"
 
 # In the page: click a view on the switch, then wait until the address names it (the view's run writes it last,
 # views/state.py page_view), no run is going or stale, every chart and browser-drawn view in the view is drawn (each
@@ -136,8 +139,12 @@ def main():
     translator.translate("Ein Hund.")
     model_times = model_call_seconds(translator, enter_sentences)  # again at the end: the median of both
 
-    port, bare_port = free_port(), free_port()
+    port, bare_port, chart_port = free_port(), free_port(), free_port()
     app, bare = start_app(port), start_app(bare_port, script=ROOT / "bench" / "bare_page.py")
+    chart_dir = Path(tempfile.mkdtemp(prefix="bare-chart-"))  # the page's script beside static/ (bench/bare_chart.py)
+    shutil.copy(ROOT / "bench" / "bare_chart.py", chart_dir)
+    (chart_dir / "static").symlink_to(ROOT / "static")
+    with_chart = start_app(chart_port, script=chart_dir / "bare_chart.py")
     link = f"http://127.0.0.1:{port}/?" + urllib.parse.urlencode({"s": SENTENCE})
     proxy = run_dir = None
     if args.proxy:
@@ -153,8 +160,9 @@ def main():
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             fresh_open(browser, link, LINK_DRAWN)  # the first open loads the model and fills the caches
             fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN)
+            fresh_open(browser, f"http://127.0.0.1:{chart_port}/", CHART_DRAWN)
             until_quiet(app.pid)
-            opens, bares, open_cpu, bare_cpu, through = [], [], [], [], []
+            opens, bares, charts, open_cpu, bare_cpu, through = [], [], [], [], [], []
             if proxy:
                 fresh_open(browser, proxied, LINK_DRAWN)
                 until_quiet(replica)
@@ -166,6 +174,7 @@ def main():
                 c = settled_cpu(bare.pid)
                 bares.append(fresh_open(browser, f"http://127.0.0.1:{bare_port}/", BARE_DRAWN))
                 bare_cpu.append(settled_cpu(bare.pid) - c)
+                charts.append(fresh_open(browser, f"http://127.0.0.1:{chart_port}/", CHART_DRAWN))
                 c = settled_cpu(app.pid)
                 opens.append(fresh_open(browser, link, LINK_DRAWN))
                 open_cpu.append(settled_cpu(app.pid) - c)
@@ -198,12 +207,14 @@ def main():
     finally:
         stop_app(app)
         stop_app(bare)
+        stop_app(with_chart)
+        shutil.rmtree(chart_dir, ignore_errors=True)
         if proxy:
             stop_proxy(proxy)
             shutil.rmtree(run_dir, ignore_errors=True)
     model_s = statistics.median(model_times + model_call_seconds(translator, enter_sentences))
 
-    o, b = statistics.median(opens), statistics.median(bares)
+    o, b, c = statistics.median(opens), statistics.median(bares), statistics.median(charts)
     e_cpu, o_cpu, b_cpu = (statistics.median(x) for x in (enter_cpu, open_cpu, bare_cpu))
     missed = []
 
@@ -215,6 +226,8 @@ def main():
     print(f"link open, fresh browser, until the first view is drawn: median {o:.2f} s (min {min(opens):.2f}, max "
           f"{max(opens):.2f}) over {len(opens)}; bare Streamlit page {b:.2f} s (min {min(bares):.2f}, max "
           f"{max(bares):.2f}): {o / b:.2f}x (bar 1.5x){bar(o / b <= 1.5, 'link open')}")
+    print(f"  the bare page with one chart (bench/bare_chart.py): median {c:.2f} s, {c / b:.2f}x the bare page (the "
+          f"floor a chart drawn in a component sets); the link {o / c:.2f}x that")
     print("view switch, click to drawn and quiet (s); (*) a first visit that computed something heavy, and when its "
           "notice showed:")
     for slug in slugs:
@@ -236,7 +249,7 @@ def main():
         print(f"through deploy/serve.sh 1 (nginx serves Streamlit's page code): link open median {t:.2f} s "
               f"({t / b:.2f}x the bare page); CPU per fresh open: the replica {r_cpu * 1000:.0f} ms, nginx "
               f"{n_cpu * 1000:.0f} ms: {(r_cpu + n_cpu) / model_s:.1f}x the model call")
-    print(f"summary: open {o:.2f}s bare {b:.2f}s ratio {o / b:.2f} warm_median {w:.2f}s warm_max {top:.2f}s "
+    print(f"summary: open {o:.2f}s bare {b:.2f}s ratio {o / b:.2f} chart {c:.2f}s warm_median {w:.2f}s warm_max {top:.2f}s "
           f"notice {shown_at:.2f}s cpu_enter {e_cpu * 1000:.0f}ms cpu_open {o_cpu * 1000:.0f}ms "
           f"model {model_s * 1000:.0f}ms missed {','.join(missed) or 'none'}")
     sys.exit(1 if missed else 0)
