@@ -105,6 +105,15 @@ def wait_idle(page, timeout_ms=30_000):
         "!document.querySelector('[data-stale=\"true\"]')", timeout=timeout_ms)
 
 
+def draw_every_chart(page, box: str = ".st-key-view_box", timeout_ms=30_000):
+    """Scroll to each chart in `box`, as a reader does, and wait until it is drawn with the view's latest picks: a view
+    mounted with `later` (views/explorer.js) draws a chart far below the window only when it comes near."""
+    for chart in page.locator(f"{box} .chart").all():
+        chart.scroll_into_view_if_needed()
+        page.wait_for_function("c => !c.dataset.later && c.querySelector('.main-svg')", arg=chart.element_handle(),
+                               timeout=timeout_ms)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process and all its descendants (Linux /proc)."""
     tick = os.sysconf("SC_CLK_TCK")

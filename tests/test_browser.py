@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from appserver import CHROMIUM_ARGS, free_port, start_app, stop_app, translate_in_page, wait_idle
+from appserver import CHROMIUM_ARGS, draw_every_chart, free_port, start_app, stop_app, translate_in_page, wait_idle
 from conftest import CHECKPOINT, ROOT, download, fresh_page
 
 ARTIFACTS = ROOT / "tests/artifacts"
@@ -410,6 +410,7 @@ def test_inside_a_head_follows_head_and_query_clicks(page):
     page.wait_for_function("location.search.includes('view=inside') && location.search.includes('query=3')",
                            timeout=10_000)
     assert page.locator("[data-testid='stException']").count() == 0
+    draw_every_chart(page)  # the picture shows them all
     page.screenshot(path=str(ARTIFACTS / "inside.png"), full_page=True)
 
 

@@ -13,7 +13,7 @@ import plotly
 import pytest
 from plotly.offline import get_plotlyjs_version
 
-from appserver import translate_in_page, wait_idle
+from appserver import draw_every_chart, translate_in_page, wait_idle
 from views.instant import plotly_source, serve_plotly
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -304,6 +304,7 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
     page.get_by_text("1. The query's input vector x").wait_for(timeout=30_000)
     wait_idle(page)
     before = runs(page)
+    draw_every_chart(page, ".explorer-inside")  # the charts below the window are drawn when scrolled to
     page.evaluate(MARK, ".explorer-inside")
     # 1-based layer and head, 0-based query (as the page counts them)
     for layer, head, query in [(1, 5, 0), (1, 5, 2), (3, 2, 2), (2, 8, 4)]:
@@ -313,6 +314,7 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
         page.locator(".explorer-inside input[type=range]").fill(str(query))
         page.get_by_text(f"Cross-attention, layer {layer}, head {head}, query {query}:").wait_for()
         tr = inside.head("cross", layer - 1, head - 1, query)
+        draw_every_chart(page, ".explorer-inside")
         charts = page.locator(".explorer-inside .chart")
         x = charts.nth(0).evaluate("g => g.data[0].z")
         np.testing.assert_allclose(np.array(x)[0], tr.x, rtol=1e-6, atol=1e-6)
@@ -326,6 +328,30 @@ def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
         assert (link(page)["layer"], link(page)["head"], link(page)["query"]) == (str(layer), str(head), str(query))
     assert runs(page) == before
     assert page.evaluate(KEPT, ".explorer-inside") == [True] * 9  # each chart redrawn in place
+
+
+def test_inside_a_head_draws_a_chart_below_the_window_when_scrolled_to(browser, server, translator):
+    """Inside a head mounts with `later` (views/explorer.js): on a 900 px window a chart far below is not drawn with
+    the view (it keeps its place, marked data-later) and is drawn when scrolled to, with the picks made meanwhile."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = ctx.new_page()
+    pg.goto(server + "/?" + urllib.parse.urlencode({"s": SENTENCE, "view": "inside", "layer": "2", "head": "1",
+                                                     "query": "0"}))
+    pg.locator(".explorer-inside[data-ready]").wait_for(timeout=60_000)
+    out = pg.locator(".explorer-inside .chart").nth(5)  # the head's output, under the scores and the weighted values
+    waiting = "c => c.dataset.later === '1' && !c.querySelector('.main-svg')"
+    assert out.evaluate(waiting) and out.bounding_box()["height"] >= 150  # its place is held
+    pg.locator(".explorer-inside").get_by_role("radiogroup", name="Head").get_by_role(
+        "radio", name="4", exact=True).click()
+    pg.locator(".explorer-inside input[type=range]").fill("2")
+    pg.get_by_text("Cross-attention, layer 2, head 4, query 2:").wait_for()
+    assert out.evaluate(waiting)  # still far below: nothing drawn for the picks either
+    draw_every_chart(pg, ".explorer-inside")
+    tr = translator.inside(SENTENCE).head("cross", 1, 3, 2)
+    np.testing.assert_allclose(np.array(out.evaluate("g => g.data[0].z"))[0], tr.head_output, rtol=1e-5, atol=1e-6)
+    x = pg.locator(".explorer-inside .chart").nth(0).evaluate("g => g.data[0].z")  # drawn at once, redrawn on the pick
+    np.testing.assert_allclose(np.array(x)[0], tr.x, rtol=1e-6, atol=1e-6)
+    ctx.close()
 
 
 def test_the_views_draw_with_no_network_but_the_app(browser, server):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from appserver import INPUT_LABEL, wait_idle
+from appserver import INPUT_LABEL, draw_every_chart, wait_idle
 from conftest import fresh_page
 from model.export import provenance
 from views.widgets import literal
@@ -243,6 +243,7 @@ def test_every_view_fits_a_phone_and_a_wide_window(browser, server, width, schem
         # the browser-drawn views draw after the run: each component's box is marked data-ready once drawn
         pg.wait_for_function("() => [...document.querySelectorAll('.explorer')].every(e => e.dataset.ready)",
                              timeout=60_000)
+        draw_every_chart(pg)  # a chart far below the window is drawn when scrolled to (views/explorer.js, later)
         bad = pg.evaluate(FITS, width)
         if bad:
             found[slug] = bad[:5]

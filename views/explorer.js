@@ -1,8 +1,8 @@
 // The small framework the page's browser-drawn views share. views/instant.py puts this file before each component's
 // own (views/maps.js, trace.js, inside.js), which reaches it through the one name declared here, `Explorer`:
 //
-//   Explorer.mount(root, data, {name, pick, build, draw, first})  a view's life: render token, page look, style and
-//                                                                  box, one redraw at a time, ready, teardown
+//   Explorer.mount(root, data, {name, pick, build, draw, first, later})  a view's life: render token, page look,
+//                                          style and box, one redraw at a time, charts far below drawn later, ready
 //   Explorer.decode(packed) -> {values, shape}                     the numbers Python packed (views/instant.py)
 //   Explorer.at(array, ...index)                                   one indexer into a decoded array
 //   Explorer.picks(slug, seq, first, limits)                       one pick store: the server's pick, then the page's
@@ -382,7 +382,10 @@ const Explorer = (() => {
   const kept = window.explorerKept ||= new Map();  // component key -> {sign, divs}, the least recently left first
 
   function free(divs) {
-    for (const div of Object.values(divs)) if (window.Plotly) window.Plotly.purge(div);
+    for (const div of Object.values(divs)) {
+      if (watcher) watcher.unobserve(div);
+      if (window.Plotly) window.Plotly.purge(div);
+    }
   }
 
   function takeBack(key, sign) {
@@ -407,6 +410,46 @@ const Explorer = (() => {
     }
   }
 
+  // --- Charts below the window, drawn when they come near it ------------------------------------------------
+  // A view that mounts with `later` (Inside a head: nine charts, two of them on a 900 px screen) draws a chart far
+  // below the window when it is scrolled near, not with the rest: its first visit took 0.8 s of the main thread,
+  // most of it charts nobody could see yet. Such a chart keeps its place (its figure's height) and carries
+  // data-later until drawn; a newer pick replaces what it waits to draw. Each chart's drawings run one after
+  // another (a pick's and a scroll's could otherwise meet in one Plotly.react).
+
+  const AHEAD = 0.5;  // of the window's height: how far below it a chart is drawn at once, and drawn when scrolled to
+
+  function farBelow(chart) {
+    return chart.isConnected && chart.getBoundingClientRect().top > (1 + AHEAD) * window.innerHeight;
+  }
+
+  function drawNow(chart, now) {
+    delete chart.explorerLater;
+    const drawn = (chart.explorerDrawing || Promise.resolve()).then(now, now);
+    chart.explorerDrawing = drawn.then(() => {
+      if (chart.explorerLater) return;  // a newer pick waits: its place stays held
+      delete chart.dataset.later;
+      chart.style.minHeight = "";
+    }, () => {});
+    return drawn;
+  }
+
+  let watcher = null;
+
+  function drawLater(chart, now, height) {
+    chart.explorerLater = now;
+    chart.dataset.later = "1";
+    if (!chart.querySelector(".main-svg")) chart.style.minHeight = `${height || 450}px`;  // plotly.js's own default
+    watcher ||= new IntersectionObserver((entries) => {
+      for (const {target, isIntersecting} of entries) {
+        if (isIntersecting && target.explorerLater) drawNow(target, target.explorerLater);
+      }
+    }, {rootMargin: `0px 0px ${AHEAD * 100}% 0px`});
+    watcher.unobserve(chart);
+    watcher.observe(chart);  // answers at once if the chart is already near
+    return Promise.resolve(chart);
+  }
+
   // --- A view's life -------------------------------------------------------------------------------------------
 
   function unlisten(root) {
@@ -415,7 +458,7 @@ const Explorer = (() => {
     root.explorerListeners = [];
   }
 
-  function mount(root, data, {name, pick, build, draw, first}) {
+  function mount(root, data, {name, pick, build, draw, first, later = false}) {
     // Draw the view `name` in `root` (the component's parentElement) from `data` (what Python sent). The component
     // is called again with new data (a new sentence) without being torn down: each call is a render, and only the
     // latest one draws (its token). It gets `view`:
@@ -427,6 +470,8 @@ const Explorer = (() => {
     //   view.redraw(), view.set(change)  draw again (after changing the picks)
     // build(view) makes the view's elements (in view.box) and returns them; draw(view) draws the picks, one redraw
     // at a time (data-drawn counts them); first(view), if given, runs once after the first draw; then data-ready.
+    // later: a chart that view.plot finds more than half a window below the window is drawn when it comes that near
+    // (drawLater), not with the rest; data-ready then means that what a person can see is drawn.
     // Returns the teardown the component returns to Streamlit.
     const token = {};
     root.explorerRender = token;
@@ -447,9 +492,14 @@ const Explorer = (() => {
         const carried = chart.explorerCarried;
         chart.explorerCarried = false;
         if (carried && chart.explorerShown === shown) return Promise.resolve(chart);  // drawn so at the last visit
-        chart.explorerShown = shown;
-        const layout = titled(fit ? fitted(fig.layout, room, fit.rescale) : fig.layout, room);
-        return plot(view.Plotly, chart, fig.data, themed(layout, look), data.image_format, file);
+        const Plotly = view.Plotly;
+        const now = () => {
+          chart.explorerShown = shown;
+          const layout = titled(fit ? fitted(fig.layout, room, fit.rescale) : fig.layout, room);
+          return plot(Plotly, chart, fig.data, themed(layout, look), data.image_format, file);
+        };
+        if (!later) return now();
+        return farBelow(chart) ? drawLater(chart, now, fig.layout && fig.layout.height) : drawNow(chart, now);
       },
       tableSwitch(label) {
         const toggle = el("input", {type: "checkbox"});

@@ -4,7 +4,8 @@
 // Python sends every number one teacher-forced pass computed in each layer's attention sublayer of that kind
 // (float32: vectors have no bound, and the hover shows 4 decimals), with the figures viz/ built for the first pick
 // and the view's text (data.text: each section's title and note, {fields} filled here). A change of layer, head or
-// query token swaps the rows, labels and colour range of each figure here: no script run.
+// query token swaps the rows, labels and colour range of each figure here: no script run. The nine charts stand one
+// under another: those far below the window are drawn when scrolled to (Explorer.mount's `later`).
 //
 // Uses of the framework (views/explorer.js): Explorer.mount, picks, decode, at, fill, follow, radios, el, htmlTable;
 // view.chart, view.plot, view.tableSwitch, view.set.
@@ -42,7 +43,7 @@ function inside({data, parentElement}) {
   const figs = Object.fromEntries(Object.entries(data.figures).map(([name, json]) => [name, JSON.parse(json)]));
   const text = data.text;
 
-  return Explorer.mount(parentElement, data, {name: "inside", pick, build, draw});
+  return Explorer.mount(parentElement, data, {name: "inside", pick, build, draw, later: true});
 
   function build(view) {
     const slider = el("input", {type: "range", min: 0, max: Q - 1, step: 1});
