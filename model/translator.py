@@ -110,13 +110,12 @@ class Translator:
             return self.head_mask(heads_off)
         if len(heads_off) != n:
             raise ValueError(f"{len(heads_off)} head specs for {n} sentences")
-        parsed = {spec: parse_head_mask(spec, self.cfg) for spec in set(heads_off)}  # a class shares a few SPECs
+        parsed = {spec: self.head_mask(spec) for spec in set(heads_off)}  # a class shares a few SPECs
         if all(m is None for m in parsed.values()):
             return None
-        every = next(m for m in parsed.values() if m is not None)
+        every = next(m for m in parsed.values() if m is not None)  # each mask has every kind (model/heads.py)
         masks = [parsed[spec] for spec in heads_off]
-        return {k: torch.stack([torch.ones_like(every[k]) if m is None else m[k] for m in masks]).to(self.device)
-                for k in every}
+        return {k: torch.stack([torch.ones_like(every[k]) if m is None else m[k] for m in masks]) for k in every}
 
     def _force_ids(self, force: dict | None, max_len: int) -> dict | None:
         """{step: English token} -> {step: id}, with a clear error for an unknown token or step."""

@@ -442,11 +442,13 @@ const Explorer = (() => {
     if (!chart.querySelector(".main-svg")) chart.style.minHeight = `${height || 450}px`;  // plotly.js's own default
     watcher ||= new IntersectionObserver((entries) => {
       for (const {target, isIntersecting} of entries) {
-        if (isIntersecting && target.explorerLater) drawNow(target, target.explorerLater);
+        if (!isIntersecting || !target.explorerLater) continue;
+        watcher.unobserve(target);  // watched again if a later pick leaves it far below
+        drawNow(target, target.explorerLater);
       }
     }, {rootMargin: `0px 0px ${AHEAD * 100}% 0px`});
-    watcher.unobserve(chart);
-    watcher.observe(chart);  // answers at once if the chart is already near
+    watcher.unobserve(chart);  // so that observe answers at once if the chart is already near
+    watcher.observe(chart);
     return Promise.resolve(chart);
   }
 
