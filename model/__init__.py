@@ -37,3 +37,12 @@ Commands (`python -m model.NAME --help`; each shares cli.py's parser and its one
     baseline), faithfulness, familiarity, replay, train (--snapshots), train_lengths
     report           one translation as a self-contained HTML page (every map, layer and head switches, the trace)
 """
+
+import sys
+
+# `python -m model.NAME` imports this package before model/NAME.py, with sys.argv[0] set to "-m" meanwhile
+# (Python's documented cue): Ctrl-C while the tool's imports load torch is then one line too (model/cli.py).
+if getattr(sys, "argv", [])[:1] == ["-m"]:
+    from .cli import catch_early_interrupts
+
+    catch_early_interrupts()

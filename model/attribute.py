@@ -39,13 +39,14 @@ import torch
 
 from .errors import InputError
 from .extras import Extras
-from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
+from .vocab import EOS_ID, PAD, PAD_ID, SOS, SOS_ID, UNK_ID, tokenize
 
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_out", "value_zeroing", "contrastive")
 SIGNED = {"input_x_gradient", "integrated_gradients", "leave_one_out", "contrastive"}
 IG_STEPS = 64  # Gauss-Legendre points of integrated gradients
 IG_CHUNK = 4  # steps attributed in one pass of integrated gradients (IG_STEPS x IG_CHUNK rows)
 SPECIALS = (SOS_ID, EOS_ID, PAD_ID)  # kept in the integrated-gradients baseline
+NEVER_WRITTEN = (PAD, SOS)  # no step writes these: no foil can be one (nor can the page's picker offer them)
 
 
 @dataclass(frozen=True)
@@ -144,9 +145,7 @@ class Attributor:
     def foils(self, contrast: str | None) -> torch.Tensor:
         """The foil of each step: the given word, or the step's most likely word other than its own."""
         if contrast is not None:
-            if contrast not in self.tr.tgt_vocab.stoi:
-                raise InputError(f"the foil {contrast!r} is not in the model's English vocabulary")
-            return torch.full((self.T,), self.tr.tgt_vocab.stoi[contrast], device=self.out.device)
+            return torch.full((self.T,), foil_id(self.tr.tgt_vocab, contrast), device=self.out.device)
         with torch.no_grad():
             logits = self.model(self.src, self.tgt, Extras(need_weights=False)).logits[0].float()  # (T, V)
         logits[torch.arange(self.T), self.out] = -float("inf")
@@ -250,6 +249,15 @@ def attribute(translator, sentence: str, method: str, reference: str | None = No
         source, prefix, f = vz["source"], vz["prefix"], a.f()
     return Attribution(**base, f=f, source=np.asarray(source), prefix=np.asarray(prefix),
                        foils=None if foils is None else words(translator, foils))
+
+
+def foil_id(vocab, word: str) -> int:
+    """The English id of a foil: the one rule for the CLI and the page. InputError unless the model can write the
+    word: a word of its English vocabulary, and not one of NEVER_WRITTEN."""
+    if word in NEVER_WRITTEN or word not in vocab.stoi:
+        raise InputError(f"the foil {word[:40]!r} is not a word the model writes: use a word of its English "
+                         f"vocabulary other than {' and '.join(NEVER_WRITTEN)}")
+    return vocab.stoi[word]
 
 
 def words(translator, ids) -> list:

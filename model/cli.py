@@ -9,12 +9,13 @@ it print that line and make main return 2. `run` starts a tool as `python -m mod
 
 Numbers on the command line go through one parser and one check: `whole` and `real` (argparse
 types: ASCII digits only, a bounded count of them, finite) and `check` (each option's Range, before
-any work). Ctrl-C is one line, `interrupted`, and exit status 130 (128 + SIGINT, as a shell says it).
+any work). Ctrl-C is one line, `interrupted`, and exit status 130 (128 + SIGINT, as a shell says it),
+from the start: model/__init__.py calls `catch_early_interrupts` before a tool's module imports torch.
 Files are read and written by model/files.py's rules: bounded inputs, atomic outputs, JSON without NaN.
 
-The library raises, the tools print: nothing here is imported by the model or the page. Imports
-of torch-heavy modules wait until they are needed, so that `--help` stays fast and
-model/head_stats.py stays importable without torch.
+The library raises, the tools print: nothing here is imported by the model or the page (model/__init__.py
+imports it only when `python -m model.X` starts a tool). Imports of torch-heavy modules wait until they are
+needed, so that `--help` stays fast and model/head_stats.py stays importable without torch.
 """
 
 import argparse
@@ -22,6 +23,7 @@ import functools
 import math
 import os
 import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,12 +178,13 @@ def read_split(data_dir, split: str) -> tuple[list[str], list[str]]:
 
 def output_file(out, checkpoint, name: str) -> Path:
     """Where a tool writes its JSON: --out, else `name` in the checkpoint's folder. Checked before the
-    long run, not after it: InputError when the folder does not exist."""
+    long run, not after it: InputError when the folder does not exist or the path is no regular file."""
     from .checkpoint import checkpoint_folder
 
     path = Path(out) if out else checkpoint_folder(checkpoint) / name
     if not path.parent.is_dir():
         raise InputError(f"cannot write {path}: the folder {path.parent} does not exist")
+    files.check_target(path)
     return path
 
 
@@ -223,12 +226,34 @@ def entry_point(main):
     return wrapped
 
 
+def _interrupted_early(signum, frame):
+    """SIGINT while a tool's module is still importing (torch takes seconds): the one line and status 130 at
+    once. os._exit, since a KeyboardInterrupt raised inside an import has nothing to catch it but Python's
+    traceback, and nothing is written yet that an exit could leave half done."""
+    print("interrupted", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
+
+
+def catch_early_interrupts():
+    """Ctrl-C before a tool's main runs is `interrupted` and 130 too; `run` hands SIGINT back to Python.
+
+    model/__init__.py calls this when `python -m model.X` starts, before model/X.py and its imports run.
+    A SIGINT that is not at Python's default (ignored, as in a background job) is left as it is."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted_early)
+
+
 def run(main):
     """`python -m model.X`: exit with main()'s status. A reader that stops early (`... | head`) is no
     error of ours: exit 0 quietly."""
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_early:  # from here, KeyboardInterrupt (entry_point)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         status = main()
         sys.stdout.flush()  # here, so that a closed pipe shows up inside the try
+    except KeyboardInterrupt:  # one that came before main's own try, or after it
+        print("interrupted", file=sys.stderr)
+        status = INTERRUPTED
     except BrokenPipeError:
         # Python flushes stdout again at exit and would report the same error: send what is left nowhere
         # (the recipe of the Python docs, "Note on SIGPIPE").

@@ -114,8 +114,7 @@ def make_pairs(translators: dict, sentences: list[str], per_category: int, progr
 def read_pairs(path) -> list[dict]:
     """The pairs of a pairs file (JSON lines); InputError naming the line that is not a pair."""
     pairs = []
-    text = files.read_limited(open(path, "rb"), str(path)).decode("utf-8")
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(files.read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         p = files.loads(line, f"{path} line {n}")

@@ -30,7 +30,6 @@ Every removal of one sentence is a row of shared batches, distinct removals once
 teacher-forced pass that serves every step asking for it; a prefix removal reuses the one encoder output.
 """
 
-import json
 import math
 import time
 import warnings
@@ -254,7 +253,7 @@ def aligning_head(folder) -> tuple[int, int] | None:
     path = Path(folder) / "alignment.json"
     if not path.is_file():
         return None
-    grid = np.array(json.loads(path.read_text())["heads"]["cross"])  # (L, H) AER
+    grid = np.array(files.loads(files.read_text(path), str(path))["heads"]["cross"])  # (L, H) AER
     layer, head = np.unravel_index(int(grid.argmin()), grid.shape)
     return int(layer), int(head)
 
@@ -584,7 +583,8 @@ def main(argv=None):
     out = cli.output_file(args.out, args.checkpoint, "faithfulness.json")
     translator = cli.load_translator(args)
     folder = checkpoint_folder(args.checkpoint)
-    alignment = json.loads((folder / "alignment.json").read_text()) if (folder / "alignment.json").is_file() else None
+    path = folder / "alignment.json"
+    alignment = files.loads(files.read_text(path), str(path)) if path.is_file() else None
     head = aligning_head(folder)
     t0 = time.time()
     result = evaluate(translator, src, ref, alignment, heads=() if head is None else (head,),

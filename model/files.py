@@ -2,9 +2,11 @@
 
 - A read takes at most MAX_INPUT_BYTES (after decompression, for .gz): past that, InputError saying the limit.
   A gzip bomb (a few kilobytes that inflate to gigabytes) stops at the limit instead of filling the memory.
+- Text is UTF-8: `read_text` names the file and the byte offset of the first byte that is not.
 - A write goes to a temporary file in the target's folder, moved onto the target by os.replace once it is
   complete: a reader finds the old file or the new one, never half of one. If the write fails (an error,
-  a full disk, Ctrl-C), the temporary file is removed.
+  a full disk, Ctrl-C), the temporary file is removed. A target that exists must be a regular file: os.replace
+  would put a file in place of a symbolic link, a named pipe or a device (/dev/stdout) instead of writing to it.
 - JSON read from a file is parsed by `loads`: anything it cannot read is an InputError, never a RecursionError.
 - JSON has no NaN or Infinity (RFC 8259; Python's json writes them unless told not to): `dumps` writes null in
   their place, so that every JSON reader can read what a tool wrote.
@@ -16,6 +18,7 @@ import json
 import math
 import os
 import secrets
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,6 +39,35 @@ def read_limited(f, name: str) -> bytes:
     return data
 
 
+def read_text(path) -> str:
+    """A UTF-8 text file, up to MAX_INPUT_BYTES; InputError when it is not UTF-8, naming the first bad byte."""
+    with open(path, "rb") as f:
+        data = read_limited(f, str(path))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path} is not UTF-8 text (byte 0x{data[e.start]:02x} at byte {e.start + 1}): "
+                         "save the file as UTF-8") from None
+
+
+# What os.replace would replace instead of writing to, by its stat mode (os.lstat: a link is not followed). A folder
+# is not here: os.replace refuses it itself (IsADirectoryError), and nothing is lost.
+_NOT_REGULAR = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_target(path):
+    """InputError when `path` is a symbolic link, a named pipe, a device or a socket: an output replaces a file
+    (or nothing), never one of these."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    for test, kind in _NOT_REGULAR:
+        if test(mode):
+            raise InputError(f"cannot write {path}: it is {kind}; --out must be a regular file's path or a new one")
+
+
 @contextmanager
 def replacing(path):
     """A temporary path beside `path` to write to: moved onto `path` when the block ends, removed if it fails.
@@ -44,9 +76,11 @@ def replacing(path):
             save_file(state, tmp)
 
     The name is new (a random part), so a reader of `path` never sees it half written, and two writers of the
-    same file never share one.
+    same file never share one. InputError before anything is written when `path` is not a regular file
+    (check_target).
     """
     path = Path(path)
+    check_target(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         yield tmp

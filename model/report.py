@@ -34,6 +34,7 @@ def main(argv=None):
     out = Path(args.out)
     if not out.parent.is_dir():
         raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
+    files.check_target(out)  # before the model runs, as replacing would after
     translator = cli.load_translator(args)
     text = report_html(translator.translate(args.sentence), provenance(translator))
     files.write_text(out, text)  # whole or not at all: a failure leaves no half page

@@ -10,9 +10,10 @@ page's Exercises view computes them: the key of one model is wrong for the other
 """
 
 import html
+import ipaddress
 import re
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from . import cli, files
 from .errors import InputError
@@ -20,8 +21,10 @@ from .exercises import exercises, lesson_params, link
 
 DEFAULT_SERVER = "http://localhost:8501"
 TITLE = "Inside a Transformer translator: exercises"
-# http(s)://host[:port][/path]: a host name or IPv4 address, no user, query or fragment (the sheet appends its own)
-SERVER = re.compile(r"https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?")
+# A --server is http(s)://host[:port][/path]: no user, query or fragment (the sheet appends its own).
+LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # one part of a DNS name (RFC 1123)
+PORT = re.compile(r"[0-9]{1,5}")
+URL_PATH = re.compile(r"(/[A-Za-z0-9._~/-]*)?")
 
 STYLE = """body { font: 16px/1.45 system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em;
 color: #222; }
@@ -32,6 +35,33 @@ h1 { font-size: 1.5em; }
 .hint, .why { color: #444; }
 a { word-break: break-all; }
 @media print { a { color: #222; } }"""
+
+
+def server_fault(url: str) -> str | None:
+    """What is wrong with a --server address (None: nothing): http(s)://host[:port][/path], the host a DNS name
+    (parts of letters, digits and hyphens, no hyphen at either end) or an IPv4 address, the port 1 to 65535."""
+    if not re.fullmatch(r"[!-~]+", url):  # printable ASCII, no space: urlsplit would drop a tab or a newline
+        return "holds a space, a control character or a character that is not ASCII"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
+        return "must start with http:// or https://"
+    if "@" in parts.netloc or parts.query or parts.fragment or url.endswith(("?", "#")):
+        return "must be http(s)://host[:port][/path], with no user name, query or fragment"
+    host, colon, port = parts.netloc.partition(":")
+    if colon and not (PORT.fullmatch(port) and 1 <= int(port) <= 65535):
+        return f"the port must be a number from 1 to 65535, not {port[:20]!r}"
+    labels = host.split(".")
+    if all(label.isdigit() for label in labels):  # digits alone: an IPv4 address (no top-level domain is a number)
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return f"the host {host[:80]!r} is not an IPv4 address"
+    elif len(host) > 253 or not all(LABEL.fullmatch(label) for label in labels):
+        return (f"the host {host[:80]!r} is not a DNS name (parts of letters, digits and hyphens between dots, "
+                "no hyphen at either end of a part) or an IPv4 address")
+    if not URL_PATH.fullmatch(parts.path):
+        return "the path may hold letters, digits and . _ ~ / - only"
+    return None
 
 
 def page(title: str, body: list[str]) -> str:
@@ -96,13 +126,15 @@ def main(argv=None):
     cli.add_checkpoint(p)
     cli.add_device(p)
     args = p.parse_args(argv)
-    if not SERVER.fullmatch(args.server):
-        raise InputError(f"--server must be http(s)://host[:port][/path], got {args.server[:80]!r}")
+    fault = server_fault(args.server)
+    if fault:
+        raise InputError(f"--server {args.server[:80]!r}: {fault}")
     out = Path(args.out)
     key = Path(args.answers) if args.answers else answers_path(out)
     for path in (out, key):
         if not path.parent.is_dir():  # before the model loads, not after
             raise InputError(f"cannot write {path}: the folder {path.parent} does not exist")
+        files.check_target(path)
     if out.resolve() == key.resolve():
         raise InputError(f"--answers must differ from --out: both are {out}")
     from .checkpoint import checkpoint_folder

@@ -1,5 +1,6 @@
 """Attributions (model/attribute.py): known answers, invariants, and literal second routes for Captum's numbers."""
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -7,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import CHECKPOINT, seeded_translator
+from conftest import CHECKPOINT, assert_error_line, seeded_translator
+from model import inspect
 from model.attribute import METHODS, Attributor, attribute, baseline, step_targets
 from model.extras import Extras
 from model.vocab import UNK_ID
@@ -115,6 +117,18 @@ def test_a_foil_equal_to_the_word_scores_0(shipped):
     assert a.foils == [word] * len(a.output_tokens)
     runner = attribute(shipped, r.source, "contrastive")  # the default foil: each step's runner-up
     assert runner.foils == [s.runner_up[0] for s in r.steps]
+
+
+@pytest.mark.parametrize("foil", ["<pad>", "<sos>", "zebra"])
+def test_the_command_refuses_a_foil_the_model_never_writes_as_the_page_does(foil, call, tiny_checkpoint):
+    """<pad> and <sos> are no step's word (the page's foil picker leaves them out), and "zebra" is no word of the
+    tiny English vocabulary: one rule, model/attribute.py's foil_id, for the command and the page."""
+    argv = ["attribute", "--checkpoint", tiny_checkpoint, "--method", "contrastive", SENTENCE]
+    status, out, err = call(inspect.main, *argv, "--contrast", foil)
+    assert_error_line(status, err, f"the foil {foil!r} is not a word the model writes")
+    assert out == ""
+    status, out, err = call(inspect.main, *argv, "--contrast", "dog")
+    assert status == 0 and json.loads(out)["steps"][0]["foil"] == "dog", err
 
 
 def test_leave_one_out_equals_separate_model_runs(shipped):

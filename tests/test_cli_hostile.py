@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,7 @@ def ctx(tiny_checkpoint, corpus, tmp_path) -> SimpleNamespace:
         train=["--data-dir", data, "--out", tmp_path / "out", "--work-dir", tmp_path / "work", "--no-progress",
                "--epochs", "1", "--max-steps", "1"],
         latin1=write(tmp_path / "latin1.jsonl", '{"line": 0, "de": "Männer"}\n'.encode("latin-1")),
+        not_utf8=write(tmp_path / "bad.jsonl", b"\xff\xfe\x00bad"),
         deep=write(tmp_path / "deep.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n"),
         gold=gold_file(tmp_path / "gold.jsonl"),
         empty_de=write(tmp_path / "e.de", b""), empty_en=write(tmp_path / "e.en", b""))
@@ -101,6 +103,8 @@ FAILURES = {  # case: (tool, its arguments from ctx, what the error line says)
                                          "--silver", "none", *c.out], ["latin1.jsonl line 1 is not UTF-8"]),
     "silver not UTF-8": (align, lambda c: ["--checkpoint", c.ck, "--src", c.src, "--ref", c.ref, "--gold", c.gold,
                                            "--silver", c.latin1, *c.out], ["latin1.jsonl line 1 is not UTF-8"]),
+    "pairs not UTF-8": (patch, lambda c: ["--checkpoint", c.ck, "--pairs", c.not_utf8, *c.out],
+                        ["bad.jsonl is not UTF-8 text (byte 0xff at byte 1)"]),
     "silver nested too deeply": (align, lambda c: ["--checkpoint", c.ck, "--src", c.src, "--ref", c.ref, "--gold",
                                                    c.gold, "--silver", c.deep, *c.out],
                                  ["deep.jsonl:1: nested too deeply"]),
@@ -210,6 +214,28 @@ def test_ctrl_c_in_any_tool_is_one_line_and_status_130(tool, call, monkeypatch):
     assert (status, out, err) == (130, "", "interrupted\n")
 
 
+def test_a_real_sigint_while_the_tool_imports_torch_is_one_line_and_status_130(tiny_checkpoint):
+    """SIGINT in a tool's first second, while its module imports torch: `interrupted` and 130, no traceback.
+
+    -X importtime says when the package `model` is imported (its line comes once it is): the signal follows at
+    once, while model.translate's own imports (torch among them, seconds) are still loading."""
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "model.translate", "--checkpoint",
+                             tiny_checkpoint], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a shell starts it
+    try:
+        for line in proc.stderr:
+            if line.rstrip().endswith("| model"):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    said = [line for line in err.splitlines() if not line.startswith("import time:")]
+    assert "Traceback" not in err and (proc.returncode, said) == (130, ["interrupted"]), err[-2000:]
+    assert not any(line.rstrip().endswith("| torch") for line in err.splitlines())  # stopped inside its import
+
+
 def test_a_real_sigint_stops_training_with_status_130_and_no_half_file(tmp_path):
     """SIGINT once training runs (its first log line is out): status 130, one line, no temporary file left."""
     data = write_multi30k(tmp_path / "data")
@@ -269,6 +295,29 @@ def test_a_write_that_fails_midway_leaves_no_file(tool, call, tiny_checkpoint, c
     status, _, err = call(main, *argv)
     assert_error_line(status, err, "No space left on device")
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["symbolic link", "named pipe"])
+def test_out_onto_a_link_or_a_pipe_is_refused_and_left_as_it_is(kind, call, tiny_checkpoint, corpus, tmp_path):
+    """os.replace would put a regular file in place of the link or the pipe (or of /dev/stdout, a link too)."""
+    real = tmp_path / "real.json"
+    real.write_text("keep")
+    target = tmp_path / "target.json"
+    if kind == "symbolic link":
+        target.symlink_to(real)
+    else:
+        os.mkfifo(target)
+    for main, argv in ((report.main, [SENTENCE, "--checkpoint", tiny_checkpoint, "--out", target]),
+                       (head_stats.main, ["--checkpoint", tiny_checkpoint, "--src", corpus[0], "--out", target])):
+        status, out, err = call(main, *argv)
+        assert_error_line(status, err, f"cannot write {target}: it is a {kind}",
+                          "--out must be a regular file's path or a new one")
+    assert (target.is_symlink() and os.readlink(target) == str(real)) if kind == "symbolic link" else \
+        stat.S_ISFIFO(os.lstat(target).st_mode)
+    assert real.read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "r.en", "real.json", "s.de", "target.json"]
+    with pytest.raises(InputError, match="it is a character device"):  # checked alone: never written to
+        files.check_target("/dev/null")
 
 
 def test_replacing_keeps_the_old_file_until_the_new_one_is_whole(tmp_path):

@@ -9,7 +9,9 @@ import re
 import pytest
 import torch
 
-from conftest import CHECKPOINT, ROOT, assert_one_error_line, run
+from conftest import CHECKPOINT, ROOT, assert_error_line, assert_one_error_line, run
+from model import cli, worksheet
+from model.errors import InputError
 from model.exercises import EXAMPLES, SENTENCE_INDEX, TOPICS, check, exercises, lesson_params, link
 from model.translator import Translator
 from model.worksheet import answer_key_html, worksheet_html
@@ -228,6 +230,26 @@ def test_the_command_writes_both_files_and_refuses_a_server_that_is_not_http(tmp
     assert all(u.startswith(SERVER + "/?") for u in links_in(sheet) + links_in(key))
     assert_one_error_line(run("model.worksheet", "--out", str(tmp_path / "x.html"), "--server", "ftp://x"), "--server")
     assert not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize("server, says", [
+    ("http://localhost:99999", "the port must be a number from 1 to 65535, not '99999'"),
+    ("http://localhost:0", "the port must be a number from 1 to 65535, not '0'"),
+    ("http://--.-", "the host '--.-' is not a DNS name"),
+])
+def test_a_server_whose_port_or_host_cannot_be_is_refused(server, says, call, tmp_path):
+    status, out, err = call(worksheet.main, "--out", tmp_path / "x.html", "--server", server)
+    assert_error_line(status, err, f"--server {server!r}: {says}")
+    assert out == "" and not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize("server", ["http://localhost:8501", "https://class.example.org/app", "http://10.0.0.5:80"])
+def test_a_server_by_name_or_ipv4_with_a_port_or_a_path_is_taken(server, call, tmp_path, monkeypatch):
+    def stop(args):  # past every check of the command line: the model is not needed to know
+        raise InputError("checked")
+
+    monkeypatch.setattr(cli, "load_translator", stop)
+    assert call(worksheet.main, "--out", tmp_path / "x.html", "--server", server)[2] == "error: checked\n"
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import torch
 from conftest import ROOT, run, seeded_translator
 from model import patch as P
 from model.contrast import CATEGORIES, read_pairs
+from model.errors import InputError
 from model.extras import Extras
 
 CLEAN, CORRUPT = "Ein Mann spielt Gitarre auf der Straße.", "Eine Frau spielt Gitarre auf der Straße."
@@ -155,6 +156,16 @@ def test_the_command_prints_one_pair_and_refuses_unequal_lengths():
     assert out["words"] == ["man", "woman"] and len(out["edges"]) == 3 and out["metric"].startswith("(LD_patched")
     r = run("model.patch", "--clean", CLEAN, "--corrupt", "Eine alte Frau spielt Gitarre auf der Straße.")
     assert r.returncode == 2 and r.stderr.startswith("error: the two sentences must have the same number of tokens")
+
+
+def test_sentences_that_differ_past_the_cut_are_refused_saying_so(translator):
+    """110 words, the last one changed: the model reads the first max_positions - 2 tokens of each, the same."""
+    words = ["Ein", "Hund", "läuft", "im", "Park", "und"] * 18 + ["ein", "Mann"]  # 110
+    keep = translator.cfg.max_positions - 2
+    assert len(words) == 110 > keep
+    with pytest.raises(InputError, match=f"differ only past the model's {keep}-token cut, so the model sees the "
+                                         "same input"):
+        P.setup(translator, " ".join(words), " ".join([*words[:-1], "Frau"]))
 
 
 def test_the_pairs_file_says_what_it_holds(translator):
