@@ -41,11 +41,13 @@ def step_stats(logits, top_k):
 
 @torch.no_grad()
 def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=True,
-                  force: dict | None = None) -> Decoded:
+                  force: dict | None = None, pause=None) -> Decoded:
     """src (B, S) padded source ids -> Decoded.
 
     force: {step: token id} makes step `step` (0-based) emit that token instead of the argmax,
     and greedy decoding goes on from there (what-if decoding).
+    pause: called before each step; a decoding that must give way to others waits there (model/batching.py).
+    It changes when a step runs, never what it computes.
     """
     B = src.size(0)
     max_len = min(max_len, model.cfg.max_positions)  # the decoder input at step t sits at position t
@@ -57,6 +59,8 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
     lengths = torch.full((B,), max_len, dtype=torch.long, device=src.device)
     ids, probs, ents, tps, tis, self_rows, cross_rows = [], [], [], [], [], [], []
     for t in range(max_len):
+        if pause is not None:
+            pause()
         logits, s_maps, c_maps = model.decode(y, memory, src_mask, t, extras)
         logp, entropy, top_p, top_i = step_stats(logits[:, -1], top_k)
         nxt = logp.argmax(-1)  # (B,)

@@ -184,11 +184,13 @@ class Translator:
         return ReferenceScore(translation=r, loss=loss)
 
     def translate_batch(self, sentences: list, batch_size: int = 64, top_k: int = 5, max_len: int = MAX_OUTPUT,
-                        with_maps: bool = True, heads_off: str | list | None = None, force: dict | None = None) -> list:
+                        with_maps: bool = True, heads_off: str | list | None = None, force: dict | None = None,
+                        pause=None) -> list:
         """Greedy translations of many sentences, batched by length; order kept.
 
         heads_off: one SPEC for every sentence, or a list of one SPEC per sentence ("" or None: every head), decoded
         in the same batches with a mask per row (docs/contract.md, Head masks).
+        pause: called before each decoding step (greedy_decode), for a batch that gives way to others.
         Raises InputError for an empty sentence; callers that must go on past one
         (model.translate) check each sentence with `source_ids` first.
         """
@@ -201,7 +203,7 @@ class Translator:
             chunk = order[start:start + batch_size]
             src = pad([prepared[i][1] for i in chunk]).to(self.device)
             rows = mask if mask is None or isinstance(heads_off, str) else {k: m[chunk] for k, m in mask.items()}
-            dec = greedy_decode(self.model, src, max_len, top_k, rows, with_maps, force_ids)
+            dec = greedy_decode(self.model, src, max_len, top_k, rows, with_maps, force_ids, pause)
             cpu = {k: (v.float() if v.is_floating_point() else v).cpu() for k, v in vars(dec).items()
                    if v is not None}
             for b, i in enumerate(chunk):

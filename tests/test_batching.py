@@ -158,3 +158,144 @@ def test_heavy_computations_take_turns_first_come_first_served():
             raise ValueError("the computation failed")
     with turns.turn():  # and the turn was given back
         assert turns.busy == 1
+
+
+def test_sessions_take_turns_and_a_session_holds_one_turn_at_a_time():
+    """A session that keeps asking goes behind every session not served since: a newcomer waits only for the
+    computation running, not for the ones queued before it (first come first served made it wait for all); a
+    session never holds two turns, even with a turn free; the ahead counts follow the order of serving."""
+    turns, log, ahead_seen = TakeTurns(at_once=1), [], {}
+    first_in, lock = threading.Event(), threading.Lock()
+
+    def job(name, who, hold):
+        with turns.turn(lambda ahead: ahead_seen.setdefault(name, []).append(ahead), who=who):
+            with lock:
+                log.append(name)
+            first_in.set()
+            time.sleep(hold)
+
+    threads = [threading.Thread(target=job, args=("x1", "visitor", 0.6))]
+    threads[0].start()
+    first_in.wait()
+    for name, who in (("x2", "visitor"), ("y1", "other visitor"), ("x3", "visitor"), ("s1", "student")):
+        threads.append(threading.Thread(target=job, args=(name, who, 0.05)))
+        threads[-1].start()
+        time.sleep(0.1)
+    for t in threads:
+        t.join()
+    # y1 and s1 have never been served: before x2 and x3, whose session just was; then the visitor's in turn
+    assert log == ["x1", "y1", "s1", "x2", "x3"], log
+    assert ahead_seen["s1"][0] == 2  # x1 running, y1 before it; never x2 (asked earlier, served later)
+    assert ahead_seen["x2"][0] == 1 and max(ahead_seen["x2"]) == 3  # y1 and s1 went ahead of it
+
+    two = TakeTurns(at_once=2)
+    with two.turn(who="visitor"):
+        asked = threading.Event()
+        got = []
+        t = threading.Thread(target=lambda: [asked.set(), two.turn(who="visitor").__enter__(), got.append(1)])
+        t.start()
+        asked.wait()
+        time.sleep(0.4)
+        assert not got and two.busy == 2  # a second turn free, but not for the same session
+        with two.turn(who="student"):  # another session takes it at once
+            assert two.busy == 3
+    t.join(timeout=5)
+    assert got == [1]
+
+
+def test_the_page_names_the_session_that_asks():
+    """views/calls.HEAVY asks Streamlit's script context which session runs the thread; no context: no session."""
+    from views.calls import HEAVY, session_id
+
+    assert HEAVY.asker is session_id and session_id() is None
+
+
+def test_a_long_batch_gives_way_to_short_sentences():
+    """A long sentence (past the lane's limit, here 10 tokens for the tiny model's 24 positions) decodes in the long
+    lane; a short sentence asked meanwhile is decoded while the long batch waits between its steps (no step of it
+    runs during the short batch), and comes back first. Both results are bit for bit what each gives alone."""
+    tr = seeded_translator()
+    batcher = BatchingTranslator(tr, long_tokens=10)
+    long_sentence = " ".join(GERMAN[4 + i % 19] for i in range(20))
+    short = SENTENCES[3]
+    steps, during, started = [0], [], threading.Event()
+    real = tr.translate_batch
+
+    def watched(sentences, pause=None, **kw):
+        if pause is None:  # the short lane: how many long steps ran while it decoded
+            before = steps[0]
+            out = real(sentences, **kw)
+            during.append(steps[0] - before)
+            return out
+
+        def slow_pause():
+            pause()
+            steps[0] += 1
+            started.set()
+            time.sleep(0.01)  # a long step, as on a slow machine
+        return real(sentences, pause=slow_pause, **kw)
+    tr.translate_batch = watched
+    done = {}
+    t = threading.Thread(target=lambda: done.setdefault("long", batcher.translate(long_sentence)))
+    t.start()
+    started.wait()
+    got_short = batcher.translate(short)
+    long_done_then = "long" in done
+    t.join(timeout=60)
+    del tr.translate_batch
+    assert not long_done_then and during == [0]
+    assert batcher.lanes == ["short", "long"] and batcher.batches == [1, 1]
+    identical(got_short, tr.translate(short))
+    identical(done["long"], tr.translate(long_sentence))
+    assert steps[0] == len(done["long"].steps) > 3  # a step after each pause: the short one came back mid-way
+
+
+def test_a_long_batch_takes_sentences_up_to_its_token_budget():
+    from model.batching import LONG_BUDGET, batch_size
+
+    assert batch_size([5, 6, 7], 32, None) == 3 and batch_size([5] * 40, 32, None) == 32
+    assert batch_size([100, 100, 100], 32, 256) == 2 and batch_size([300, 10], 32, 256) == 1  # one at least
+    assert batch_size([98] * 5, 32, LONG_BUDGET) == 2  # two visitor sessions' 97-token sentences (+<eos>) at most
+
+
+def test_a_light_session_takes_the_spare_turn_and_a_busy_one_waits():
+    """With one usual turn and one spare: a session that has held turns for longer than light_seconds lately waits
+    for the usual turn; a session that has not (a student) starts at once in the spare one, beside the computation
+    running, and never waits for it to end."""
+    turns = TakeTurns(at_once=1, spare=1, light_seconds=0.3, window=60)
+    with turns.turn(who="busy visitor"):
+        time.sleep(0.4)  # now over light_seconds: no longer light
+    assert turns.held("busy visitor", time.monotonic()) >= 0.4
+    events, seen, lock = [], {}, threading.Lock()
+    holding = threading.Event()
+
+    def job(who, hold):
+        with turns.turn(lambda ahead: seen.setdefault(who, []).append(ahead), who=who):
+            with lock:
+                events.append(("start", who))
+            holding.set()
+            time.sleep(hold)
+        with lock:
+            events.append(("end", who))
+
+    long_one = threading.Thread(target=job, args=("other visitor", 1.0))
+    long_one.start()
+    holding.wait()
+    busy = threading.Thread(target=job, args=("busy visitor", 0.05))
+    busy.start()
+    time.sleep(0.3)
+    student = threading.Thread(target=job, args=("student", 0.05))
+    student.start()
+    for t in (long_one, busy, student):
+        t.join()
+    order = [f"{what} {who}" for what, who in events]
+    assert order.index("start student") < order.index("end other visitor") < order.index("start busy visitor"), order
+    assert seen["student"] == [0] and max(seen["busy visitor"]) >= 1
+
+    no_spare = TakeTurns(at_once=1, light_seconds=0.3, window=60)  # without a spare turn: everyone waits
+    with no_spare.turn(who="a"):
+        t = threading.Thread(target=lambda: no_spare.turn(who="student").__enter__())
+        t.start()
+        time.sleep(0.3)
+        assert no_spare.busy == 2 and t.is_alive()
+    t.join(timeout=5)

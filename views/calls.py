@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from model.batching import BatchingTranslator, TakeTurns
 from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
@@ -115,10 +116,19 @@ def analyze(checkpoint: str | None, sentence: str, output_tokens: tuple, heads_o
     return tr.analyze(sentence, tr.tgt_vocab.encode(list(output_tokens)), heads_off=heads_off)
 
 
+def session_id() -> str | None:
+    """The session whose script runs in this thread (None outside a session: a test, a bench)."""
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx else None
+
+
 # The computations that hold a core longest on a long sentence (bench/heavy_views.py) take turns across every
-# session of this server, so that one student's 100-token sentence never takes both cores from the class. Only a
-# computation that is not in the cache waits: the turn is taken inside the cached function.
-HEAVY = TakeTurns(at_once=1)
+# session of this server, one at a time, one per session, the session served longest ago first (model/batching.py),
+# so that one student's 100-token sentence never takes both cores from the class. A light session (under 10 s of
+# turns in the last 2 minutes) takes a spare second turn when the first is held, so a student's Contributions never
+# waits for a visitor's minute of faithfulness on a long sentence. Only a computation that is not in the cache
+# waits: the turn is taken inside the cached function, in the session's own thread.
+HEAVY = TakeTurns(at_once=1, asker=session_id, spare=1)
 
 
 def outside_cache(update):
@@ -138,7 +148,8 @@ def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
     def waiting(ahead: int):
         most[0] = max(most[0], ahead)
         box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy computation"
-                     f"{'s' * (ahead > 1)} on this server (they take turns, so the class keeps its speed)…" if ahead
+                     f"{'s' * (ahead > 1)} on this server, {ahead} ahead of you (they take turns, one session at a "
+                     "time, so the class keeps its speed)…" if ahead
                      else f"{what}: computing now (a heavy computation: they take turns on this server)…")
     try:
         yield outside_cache(waiting)  # called from inside the cached computations: not recorded for their replay
