@@ -45,6 +45,21 @@ METHODS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_ou
 SIGNED = {"input_x_gradient", "integrated_gradients", "leave_one_out", "contrastive"}
 IG_STEPS = 64  # Gauss-Legendre points of integrated gradients
 IG_CHUNK = 4  # steps attributed in one pass of integrated gradients (IG_STEPS x IG_CHUNK rows)
+# A pass's memory grows with its rows times the square of the tokens it reads (the attention maps kept for the
+# gradient): IG_STEPS x IG_CHUNK rows of a 16-token sentence and a 16-token output are the most one pass may cost.
+# A longer sentence gets fewer steps per pass, then fewer points per batch (Captum's internal_batch_size): a 98-token
+# sentence with a 50-token output took 3.3 GB at one pass of 256 rows (bench/load_test.py --heavy), 0.5 GB bounded.
+IG_BUDGET = IG_STEPS * IG_CHUNK * 32 ** 2
+LOGIT_BYTES = 64_000_000  # the float32 logits one pass of leave-one-out may hold (a 98-token sentence: 360 MB in one)
+
+
+def ig_batches(n_steps: int, chunk: int, tokens: int) -> tuple[int, int | None]:
+    """(steps per pass, points per batch or None for all n_steps) for a pass over `tokens` source and output tokens:
+    at most IG_BUDGET / tokens^2 rows, at least one step and one point."""
+    rows = max(1, IG_BUDGET // tokens ** 2)
+    if rows >= n_steps:
+        return max(1, min(chunk, rows // n_steps)), None
+    return 1, rows
 SPECIALS = (SOS_ID, EOS_ID, PAD_ID)  # kept in the integrated-gradients baseline
 NEVER_WRITTEN = (PAD, SOS)  # no step writes these: no foil can be one (nor can the page's picker offer them)
 
@@ -164,24 +179,33 @@ class Attributor:
 
     # methods ------------------------------------------------------------------------------------
     def gradients(self, multiply: bool, foils=None) -> tuple[np.ndarray, np.ndarray]:
-        """(T, S, D), (T, T, D): dF_t/de_i (multiply=False) or e_i * dF_t/de_i per dimension, every step at once."""
+        """(T, S, D), (T, T, D): dF_t/de_i (multiply=False) or e_i * dF_t/de_i per dimension, every step in one pass
+        (in a few on a long sentence: IG_BUDGET)."""
         from captum.attr import LayerGradientXActivation
 
-        src, tgt, steps, words = self.rows()
+        per_pass = max(1, IG_BUDGET // (self.src.size(1) + self.tgt.size(1)) ** 2)  # every step at once unless long
+        parts = []
         with hooked_model(self.tr) as model, torch.enable_grad():
             method = LayerGradientXActivation(lambda s, t, st, w, fo: step_targets(model, s, t, st, w, fo),
                                               [model.src_embed.tok, model.tgt_embed.tok], multiply_by_inputs=multiply)
-            g_src, g_tgt = method.attribute((src, tgt), additional_forward_args=(steps, words, foils))
-        return g_src.detach().float().cpu().numpy(), g_tgt.detach().float().cpu().numpy()
+            for start in range(0, self.T, per_pass):
+                some = list(range(start, min(self.T, start + per_pass)))
+                src, tgt, steps, words = self.rows(some)
+                fo = None if foils is None else foils[some]
+                parts.append([g.detach().float().cpu() for g in
+                              method.attribute((src, tgt), additional_forward_args=(steps, words, fo))])
+        return tuple(torch.cat([p[i] for p in parts]).numpy() for i in range(2))
 
     def integrated_gradients(self, n_steps: int = IG_STEPS, steps=None, foils=None, progress=None,
                              rule: str = "gausslegendre", chunk: int = IG_CHUNK):
         """(source (n, S), prefix (n, T), F at the input (n,), F at the baseline (n,), completeness gap (n,)) for the
-        given steps (default: all), `chunk` steps per pass (n_steps x chunk rows; progress(done, total) after each).
+        given steps (default: all), `chunk` steps per pass (n_steps x chunk rows; fewer on a long sentence: ig_batches;
+        progress(done, total) after each).
         rule: Captum's quadrature (the tests compare "riemann_middle" with a hand-written midpoint sum)."""
         from captum.attr import LayerIntegratedGradients
 
         steps = list(range(self.T)) if steps is None else list(steps)
+        chunk, points = ig_batches(n_steps, chunk, self.src.size(1) + self.tgt.size(1))
         parts = []
         for start in range(0, len(steps), chunk):
             some = steps[start:start + chunk]
@@ -194,7 +218,7 @@ class Attributor:
                                                       [model.src_embed.tok, model.tgt_embed.tok])
                 (a_src, a_tgt), delta = method.attribute(
                     (src, tgt), baselines=(baseline(src), baseline(tgt)), additional_forward_args=(st, w, fo),
-                    n_steps=n_steps, method=rule, return_convergence_delta=True)
+                    n_steps=n_steps, method=rule, internal_batch_size=points, return_convergence_delta=True)
             with torch.no_grad():
                 fx = step_targets(self.model, src, tgt, st, w, fo)
                 fb = step_targets(self.model, baseline(src), baseline(tgt), st, w, fo)
@@ -205,17 +229,21 @@ class Attributor:
 
     def leave_one_out(self, foils=None) -> tuple[np.ndarray, np.ndarray]:
         """F_t(x) - F_t(x with one token replaced by <unk>): every source token and every decoder input, as rows of
-        one batch (each row gives every step)."""
+        one batch (each row gives every step; a few batches when their logits would pass LOGIT_BYTES)."""
         S, T = self.src.size(1), self.T
         src = self.src.repeat(1 + S + T, 1)
         tgt = self.tgt.repeat(1 + S + T, 1)
         src[1 + torch.arange(S), torch.arange(S)] = UNK_ID
         tgt[1 + S + torch.arange(T), torch.arange(T)] = UNK_ID
-        with torch.no_grad():
-            logp = torch.log_softmax(self.model(src, tgt, Extras(need_weights=False)).logits.float(), -1)
-        f = logp[:, torch.arange(T), self.out]  # (1 + S + T, T)
-        if foils is not None:
-            f = f - logp[:, torch.arange(T), foils]
+        per_pass = max(1, LOGIT_BYTES // (4 * T * len(self.tr.tgt_vocab.itos)))  # one pass unless long
+        parts = []
+        for start in range(0, 1 + S + T, per_pass):
+            with torch.no_grad():
+                logp = torch.log_softmax(self.model(src[start:start + per_pass], tgt[start:start + per_pass],
+                                                    Extras(need_weights=False)).logits.float(), -1)
+            part = logp[:, torch.arange(T), self.out]
+            parts.append(part if foils is None else part - logp[:, torch.arange(T), foils])
+        f = torch.cat(parts)  # (1 + S + T, T)
         drop = (f[:1] - f[1:]).T.cpu().numpy()  # (T, S + T)
         prefix = np.tril(drop[:, S:])  # a prefix token j is an input of steps t >= j only
         return drop[:, :S], prefix

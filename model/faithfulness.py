@@ -187,8 +187,8 @@ class Removals:
 
 # --- the explanations of one output -----------------------------------------------------------------------------
 def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, heads=()) -> dict:
-    """{"source": {method: (T, S)}, "prefix": {method: (T, T)}, "attributor": Attributor}: every explanation's
-    scores for each step of an output.
+    """{"source": {method: (T, S)}, "prefix": {method: (T, T)}}: every explanation's scores for each step of an
+    output, as plain arrays (a page's cache keeps them: no model, no translator, no hook inside).
 
     Attention: the cross-attention (source) and decoder self-attention (prefix) maps, the mean of every layer and
     head ("attention") and of each layer's heads ("attention L1"); the cross-attention heads in `heads` ((layer,
@@ -229,17 +229,17 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
     src["leave_one_out"], pre["leave_one_out"] = a.leave_one_out()
     vz = value_zeroing(translator, sentence, output_tokens)
     src["value_zeroing"], pre["value_zeroing"] = np.asarray(vz["source"]), np.asarray(vz["prefix"])
-    return add_integrated_gradients({"source": src, "prefix": pre, "attributor": a},
-                                    range(T) if ig_steps is None else ig_steps)
+    return add_integrated_gradients(a, {"source": src, "prefix": pre}, range(T) if ig_steps is None else ig_steps)
 
 
-def add_integrated_gradients(scores: dict, steps) -> dict:
-    """The scores with integrated gradients' rows filled for the given steps where they are still NaN: a new dict
-    with new integrated-gradients arrays, the given scores untouched (a cache may hold them)."""
+def add_integrated_gradients(a, scores: dict, steps) -> dict:
+    """The scores with integrated gradients' rows filled for the given steps where they are still NaN, by `a` (the
+    Attributor of the scores' output): a new dict with new integrated-gradients arrays, the given scores untouched
+    (a cache may hold them)."""
     steps = [int(t) for t in steps if np.isnan(scores["source"]["integrated_gradients"][t]).any()]
     if not steps:
         return scores
-    ig_src, ig_pre, *_ = scores["attributor"].integrated_gradients(steps=steps)
+    ig_src, ig_pre, *_ = a.integrated_gradients(steps=steps)
     filled = {**scores}
     for side, rows in (("source", ig_src), ("prefix", ig_pre)):
         filled[side] = {**scores[side], "integrated_gradients": scores[side]["integrated_gradients"].copy()}
@@ -328,9 +328,11 @@ def measure(translator, sentence: str, output_tokens: list | None = None, steps=
     steps = list(range(T)) if steps is None else [int(t) for t in steps]
     if any(not 0 <= t < T for t in steps):
         raise InputError(f"steps must lie between 0 and {T - 1}: the output has {T} steps")
+    from .attribute import Attributor
+
+    a = Attributor(translator, sentence, output_tokens=output_tokens)
     scores = explanations(translator, sentence, output_tokens, steps, heads) if scores is None else \
-        add_integrated_gradients(scores, steps)
-    a = scores["attributor"]
+        add_integrated_gradients(a, scores, steps)
     S = len(a.src_tokens)
     probe = Removals(translator.model, a.src[0], a.tgt[0], a.out)
     order_sets = {"source": random_orders(S - 2, orders, seed), "prefix": random_orders(T - 1, orders, seed + 1)}

@@ -13,6 +13,7 @@ import torch
 
 from conftest import CHECKPOINT, run
 from model import faithfulness as F
+from model.attribute import Attributor
 from model.transformer import Extras
 from model.vocab import UNK_ID
 
@@ -166,7 +167,7 @@ def test_leave_one_out_is_best_at_one_token_and_its_reverse_worst(measured):
 def test_every_p_under_removal_equals_a_plain_forward_pass(translator, measured):
     """The batched, truncated, deduplicated passes against one full teacher-forced pass per removal."""
     sentence, out, scores, f = measured[2]
-    a = scores["attributor"]
+    a = Attributor(translator, sentence, output_tokens=out)
     rng = np.random.default_rng(4)
     for t in (0, 3, len(out) - 1):
         for side in ("source", "prefix"):
@@ -186,13 +187,31 @@ def test_every_p_under_removal_equals_a_plain_forward_pass(translator, measured)
     assert f.p == pytest.approx([s.prob for s in translator.translate(sentence).steps], abs=2e-6)
 
 
+def test_the_scores_a_page_caches_are_plain_arrays_under_a_megabyte(translator):
+    """What views/faithful.sentence_explanations keeps in st.cache_data, which pickles every entry: for a 20-token
+    sentence, no module, tensor or translator inside and under 1 MB (with the Attributor inside, 36-73 MB and a
+    model copy unpickled on every hit)."""
+    import pickle
+
+    sentence = "Ein kleines Mädchen in einem rosa Kleid klettert mit ihrem alten Vater heute auf einen großen Baum im Park ."
+    out = [s.token for s in translator.translate(sentence).steps]
+    scores = F.explanations(translator, sentence, out, ig_steps=[], heads=((2, 7),))
+    assert len(translator.source_ids(sentence)[0]) - 2 == 20
+    blob = pickle.dumps(scores)
+    assert len(blob) < 1_000_000, len(blob)
+    assert set(scores) == {"source", "prefix"}
+    for side in scores.values():
+        assert all(isinstance(v, np.ndarray) for v in side.values()), {k: type(v) for k, v in side.items()}
+    assert b"torch" not in blob and b"Translator" not in blob
+
+
 def test_random_baseline_falls_inside_the_band_of_the_exact_expectation(translator):
     """E[comprehensiveness] of a uniformly random order is the mean of p over every subset of each size: computed
     exactly over all 2^n subsets, the estimate from 400 orders lies within 4 standard errors of it."""
     sentence = "Ein Hund läuft über die Wiese."
     out = [s.token for s in translator.translate(sentence).steps]
     scores = F.explanations(translator, sentence, out, ig_steps=[])
-    a = scores["attributor"]
+    a = Attributor(translator, sentence, output_tokens=out)
     n, t = len(a.src_tokens) - 2, 2
     probe = F.Removals(translator.model, a.src[0], a.tgt[0], a.out)
     subsets = [c for k in range(n + 1) for c in itertools.combinations(range(1, n + 1), k)]
@@ -257,9 +276,21 @@ def test_shipped_table_is_reproduced_by_its_command_on_its_first_sentences(check
     again = json.loads((tmp_path / "f.json").read_text())
     for side in ("source", "prefix"):
         for method, rows in again["per_sentence"][side].items():
-            want = shipped["per_sentence"][side][method][:n]
+            want = np.array(shipped["per_sentence"][side][method][:n], dtype=float)
             got = np.array(rows, dtype=float)
-            np.testing.assert_allclose(got, np.array(want, dtype=float), atol=1e-4, err_msg=f"{side} {method}")
+            if method == F.RANDOM:
+                np.testing.assert_allclose(got, want, atol=1e-4, err_msg=f"{side} {method}")
+                continue
+            # A measure is a step function of the scores' order: where two scores tie or nearly tie (at a step where
+            # p is near 1, leave-one-out's drops are a few float32 steps apart, 1e-6), another CPU's rounding makes
+            # or breaks the tie (sentence 10 of test2016, step 15: two drops exactly 0.0 on one machine), and the
+            # removal order, so comprehensiveness and sufficiency, and Kendall's tau move with it (on a three-token
+            # prefix one pair is a third of tau). Measured on two CPUs: two sentences of 20 at most, and the mean
+            # over the 20 within 0.0016. So: 1e-4 for all but two sentences, and the means within 0.005.
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (side, method)
+            off = np.abs(got - want) > 1e-4
+            assert off.any(axis=1).sum() <= 2, (side, method, got[off], want[off])
+            np.testing.assert_allclose(np.nanmean(got, 0), np.nanmean(want, 0), atol=0.005, err_msg=f"{side} {method}")
     # the table's means are the per-sentence values' means
     for method, rows in shipped["per_sentence"]["source"].items():
         if method != F.RANDOM:
