@@ -98,15 +98,18 @@ def test_the_norms_switch_draws_the_translators_norms_and_stays_in_the_link(monk
     big = charts(at)[0]  # the figure as sent, without its cells: the browser fills them from the packed maps
     assert big["layout"]["title"]["text"] == "Cross-attention, layer 2, head 5, norms ‖α·f(x)‖"
     step = maps_data(at)[0]["panels"][0]["maps"]["step"]  # norms travel as codes of max / 65535
-    np.testing.assert_allclose(picked_maps(at)[0], norms[1, 4], atol=step / 2 + 1e-7)
+    # up to the codes' rounding, and float32's between two runs of the same pass (the page's in its script thread:
+    # another thread may take another kernel, 1e-6 of the largest value apart on some CPUs)
+    fp = 1e-6 * norms.max()
+    np.testing.assert_allclose(picked_maps(at)[0], norms[1, 4], atol=step / 2 + fp)
     axis = big["layout"]["coloraxis"]
     assert axis["colorbar"]["title"]["text"] == "‖α·f(x)‖" and axis["cmax"] == pytest.approx(norms[1, 4].max())
     # The all-heads grid is filled from the same maps (every layer and head, norms too, one colour range).
     data = maps_data(at)[0]["panels"][0]
-    np.testing.assert_allclose(decoded(data["maps"])[:, :-1], norms, atol=step / 2 + 1e-7)
+    np.testing.assert_allclose(decoded(data["maps"])[:, :-1], norms, atol=step / 2 + fp)
     assert dict(at.query_params)["values"] == "norms"
     # another head, in the browser: norms too, each with its own range
-    np.testing.assert_allclose(decoded(data["maps"])[1, 2], norms[1, 2], atol=data["maps"]["step"] / 2 + 1e-7)
+    np.testing.assert_allclose(decoded(data["maps"])[1, 2], norms[1, 2], atol=data["maps"]["step"] / 2 + fp)
     assert data["scales"][1][2][0] == [0.0, pytest.approx(norms[1, 2].max()), "‖α·f(x)‖"]
     assert data["titles"][1][2] == "Cross-attention, layer 2, head 3, norms ‖α·f(x)‖"
     assert dict(at.query_params) == {"s": s, "view": "cross", "layer": "2", "head": "5", "values": "norms"}
