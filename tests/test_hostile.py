@@ -18,7 +18,9 @@ ACTIVE = set("\\`*_{}[]()#+-.!|~$<>&\"'=")
 ADDRESS = re.compile(r"https?://|www\.|[\w.+-]@[\w-]", re.IGNORECASE)
 MARKUP = ["[Anmelden](https://evil.example/login)", "![x](https://evil.example/x.png)", "**fett**", "$x^2$",
           "`code`", "<b>b</b>", "https://evil.example", "~~weg~~", "_kursiv_", "www.evil.example", "info@evil.example",
-          "HTTP://EVIL.EXAMPLE", "WWW.evil.example"]
+          "HTTP://EVIL.EXAMPLE", "WWW.evil.example", ":smile:", ":material/lock:", ":red[rot]", ":+1:", ":-1:"]
+# What Streamlit's Markdown turns into an emoji, an icon or coloured text once character references are decoded.
+SHORTCODE = re.compile(r":[\w/+-]")
 
 
 def shown_text(markup: str) -> str:
@@ -32,6 +34,7 @@ def test_chips_leave_nothing_for_markdown_latex_or_html(text):
     for markup in (token_chips(tokens), diff_chips([("same", t) for t in tokens]), literal(text)):
         assert not ACTIVE & set(shown_text(markup)), markup
         assert not ADDRESS.search(html.unescape(re.sub(r"<[^>]*>", "", markup))), markup
+        assert not SHORTCODE.search(html.unescape(re.sub(r"<[^>]*>", "", markup))), markup
     assert html.unescape(literal(text)).replace("\u2060", "") == text  # it reads as typed
 
 
@@ -172,6 +175,7 @@ def test_clear_cache_messages_leave_memory_and_threads_flat():
     assert rss_after - rss_before < 60, (rss_before, rss_after)
 
 
+SHORTCODES = ":material/lock: :smile: :red[rot]"
 HOSTILE_SENTENCE = ("Ein Hund [Anmelden](https://evil.example/login) ![x](https://evil.example/x.png) läuft $zq^7$ "
                     "**fett** `code` https://evil.example ~~weg~~ <b>b</b> info@evil.example.")
 
@@ -188,11 +192,13 @@ def test_a_hostile_link_renders_as_text_on_every_view_in_chromium(browser, serve
     from views.registry import VIEWS
 
     url = f"{server}/?" + urlencode({"s": HOSTILE_SENTENCE, "view": "[Anmelden](https://evil.example/login)",
-                                     "layer": "![x](https://evil.example/x.png)"})
+                                     "layer": "![x](https://evil.example/x.png)", "model": SHORTCODES})
     ctx, pg, errors = fresh_page(browser, url)
     try:
         note = pg.locator("[data-testid='stAlert']").filter(has_text="Parts of this link were not used")
         assert "view='[Anmelden](https://evil.example/l" in note.inner_text().replace("\u2060", "")  # as typed
+        assert f"model={SHORTCODES!r}" in note.inner_text().replace("\u2060", "")  # no emoji, icon or colour
+        assert note.locator("[data-testid='stIconMaterial'], span[style*='color']").count() == 0
         for label in (view.label for view in VIEWS.values()):  # the switch names each view by its label
             pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
             wait_idle(pg)
@@ -201,8 +207,10 @@ def test_a_hostile_link_renders_as_text_on_every_view_in_chromium(browser, serve
                     .filter(u => u.hostname.includes('evil') || u.protocol === 'mailto:').map(String),
                 images: [...document.querySelectorAll('img')].map(i => i.src).filter(s => s.includes('evil')),
                 math: [...document.querySelectorAll('.katex annotation')].filter(a => a.textContent.includes('zq')).length,
-                bold: [...document.querySelectorAll('.chip strong, .chip b, .chip code, .chip del')].length})""")
-            assert found == {"links": [], "images": [], "math": 0, "bold": 0}, (label, found)
+                bold: [...document.querySelectorAll('.chip strong, .chip b, .chip code, .chip del')].length,
+                picker: [...document.querySelectorAll('[data-testid="stButtonGroup"] :is(del, s, strong, em, code)')]
+                    .length})""")
+            assert found == {"links": [], "images": [], "math": 0, "bold": 0, "picker": 0}, (label, found)
         assert "fett" in pg.locator(".chip").all_inner_texts()
     finally:
         ctx.close()

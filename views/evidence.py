@@ -86,7 +86,7 @@ def evidence_view(ctx: Context):
         st.session_state.evidence_word = (unknown or positions)[0]
     st.markdown("**A word of the sentence**")
     i = st.segmented_control("Word", positions, key="evidence_word", required=True,
-                             format_func=lambda i: result.src_tokens[i])
+                             format_func=lambda i: literal(result.src_tokens[i]))
     ev = lex.word(result.src_tokens[i], ctx.translator.src_vocab)
     word = literal(ev.word)
     if ev.sentences == 0:

@@ -69,10 +69,12 @@ PRESENT_CSS = """<style>
 
 
 MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'="}, "<": "&lt;", ">": "&gt;", "&": "&amp;"}
-# Streamlit's Markdown (remark-gfm) turns web and e-mail addresses in text into live links after character
-# references are decoded, so escaping cannot stop it: an invisible word joiner (U+2060) inside each "://", after
-# each "@" and after "www" breaks the patterns it looks for, and the text still reads as typed.
-AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=@)|(?<=www)(?=\.)", re.IGNORECASE)
+# Streamlit's Markdown (remark-gfm) turns web and e-mail addresses in text into live links, and its own plugins
+# turn ":smile:" into an emoji, ":material/lock:" into an icon and ":red[x]" into coloured text, all after character
+# references are decoded, so escaping cannot stop them: an invisible word joiner (U+2060) after each ":" that a
+# letter, digit, "/", "+" or "-" follows, after each "@" and after "www" breaks the patterns they look for, and the
+# text still reads as typed.
+AUTOLINK = re.compile(r"(?<=:)(?=[\w/+-])|(?<=@)|(?<=www)(?=\.)", re.IGNORECASE)
 
 
 def literal(text: str) -> str:
