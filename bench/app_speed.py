@@ -1,13 +1,13 @@
 """The app as a person feels it: a real browser against `streamlit run app.py`.
 
-    python bench/app_speed.py [--sentences 100]
+    python bench/app_speed.py [--sentences 100] [--picked 5]
 
 Prints, each next to a reference measured in the same run: Enter -> translation and the first view drawn, over
 the bare model call (bar 20x); a change of head or layer in an attention view, of decoding step, and of layer,
 head or query in "Inside a head", all drawn in the browser (views/maps.js, trace.js, inside.js) and timed in the
 page from the click to the end of the view's redraw, over a bare `Plotly.react` of the same figures in the same
 page (the map; the trace's 3 charts; Inside a head's 9) (bars: median 5x, max 10x); heads and layers are picked on
-each of five sentences in turn, as a person uses the page; the server's resident memory after N different
+each of five sentences in turn (--picked), as a person uses the page; the server's resident memory after N different
 sentences (bar 700 MB); and what the maps of a 100-token sentence weigh on the wire. The last line is the summary
 (seconds, MB, ms).
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, free_port, start_app,  # noqa: E402
-                             stop_app, translate_in_page, wait_idle)
+from tests.appserver import (CHROMIUM, CHROMIUM_ARGS, INPUT_LABEL, draw_every_chart, free_port,  # noqa: E402
+                             start_app, stop_app, translate_in_page, wait_idle)
 from model.data import default_data_dir, load_split  # noqa: E402
 
 FIFTEEN = ["Ein kleines Mädchen in einem rosa Kleid klettert auf einen großen Baum im Park.",
@@ -73,9 +73,12 @@ PICK_JS = """async ([box, how, a, b]) => {
 
 # The reference: a bare Plotly.react of the same figures, each on a bare div of the same page, as many times as
 # the view has charts (one map for an attention view, three for the trace, nine for Inside a head), each round
-# with a new data revision so that every figure is recomputed and redrawn; median of 21 rounds, in ms.
+# with a new data revision so that every figure is recomputed and redrawn; median of 21 rounds, in ms. Every chart
+# must be drawn first (draw_every_chart: Inside a head draws a chart far below the window only when scrolled near).
 REACT_JS = """async box => {
     const charts = [...document.querySelectorAll(box + ' .chart')];
+    const waiting = charts.filter(gd => !gd.data).length;
+    if (waiting) throw new Error(`${waiting} of the ${charts.length} charts are not drawn yet: scroll to them first`);
     const divs = charts.map(() => document.body.appendChild(document.createElement('div')));
     const times = [];
     for (let i = 0; i < 21; i++) {
@@ -127,6 +130,7 @@ def payload_bytes(translator, sentence: str) -> tuple[int, int, int]:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=100, help="different sentences before reading memory")
+    ap.add_argument("--picked", type=int, default=len(FIFTEEN), help="sentences whose heads and layers are picked")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -149,7 +153,7 @@ def main():
             # As a person uses the page: picks on each sentence, the next sentence shown after them (a chart that
             # has been redrawn many times, with earlier picks, is what a pick meets).
             enter, maps, heads, layers = [], [], [], []
-            for s in FIFTEEN:
+            for s in FIFTEEN[:args.picked]:
                 enter.append(timed(lambda s=s: translate_in_page(page, s), lambda: None))
                 maps.append(bare_react_ms(page, ".explorer-maps"))
                 heads += [pick_ms(page, ".explorer-maps", "radio", "Head", str(h)) for h in (2, 5, 8, 1, 4, 7)]
@@ -158,6 +162,7 @@ def main():
             page.get_by_role("radio", name="Inside a head").click()
             page.get_by_text("1. The query's input vector x").wait_for()
             wait_idle(page)
+            draw_every_chart(page, ".explorer-inside")
             react["inside"] = bare_react_ms(page, ".explorer-inside")
             inside = [pick_ms(page, ".explorer-inside", "radio", "Head", str(h)) for h in (3, 6)]
             inside += [pick_ms(page, ".explorer-inside", "radio", "Layer", str(layer)) for layer in (2, 3)]

@@ -3,6 +3,7 @@
     python bench/load_test.py [--sessions 5 10 20] [--memory 100 300 600] [--abuse]
     python bench/load_test.py --proxy 2 --sessions 40 --lost 20
     python bench/load_test.py --sessions 20 --heavy 2
+    python bench/load_test.py --sessions 20 --visitor 2 --heavy 4      (the hostile mode: both bars of a fair server)
 
 Starts one `streamlit run app.py` on 127.0.0.1 (or, with --proxy N, deploy/serve.sh: nginx in front of N
 replicas) and drives headless Chromium sessions with Playwright.
@@ -21,7 +22,12 @@ replicas) and drives headless Chromium sessions with Playwright.
   heaviest views (live head importance, contributions, beam search of width 8) by link, each on a new
   100-token sentence (no cache helps them). The page runs such computations one at a time server-wide
   (views/calls.py, HEAVY): the classroom must keep its bar at 20 sessions. Prints both rounds and how
-  many heavy pages were drawn meanwhile, and how long they took.
+  many heavy pages were drawn meanwhile, and how long they took; then, while they go on, a new student session's
+  first visit to Contributions (seconds from the link to the drawn view; bar <= 10 s), and the server's peak
+  resident memory in the round (sampled every 0.5 s; bar < 2 GB).
+--visitor K: each round again while K sessions of one visitor keep typing new 97-token sentences and pressing
+  Enter. The class's median and max Enter -> translation against the same round without the visitor, in the same
+  run (bars: median <= 1.5x, max <= 2x; model/batching.py decodes long sentences in a lane that gives way).
 --memory: the server's resident memory after that many different sentences, each opened with an
   intervention (heads switched off, beam search, a reference), four sessions at a time
   (bar: <= 1 GB at 600).
@@ -171,33 +177,72 @@ async def sessions_round(browser, base: str, sentences: list[str], expected: dic
             "wrong": wrong, "errors": errors, "replicas": replicas}
 
 
-HEAVY_VIEWS = ({"view": "importance"}, {"view": "contributions"}, {"view": "beam", "beam": "8"})
+HEAVY_VIEWS = ({"view": "importance"}, {"view": "contributions"}, {"view": "beam", "beam": "8"}, {"view": "patch"},
+               {"view": "faithful"}, {"view": "attribute", "method": "integrated_gradients"})
 
 
-def long_sentence(i: int) -> str:
-    """A different 100-token sentence for each i: 90 nouns with commas in an order of its own (bench/heavy_views.py:
-    the model's longest output, 50 tokens), cut at the model's 100 positions as the page cuts it."""
+def long_sentence(i: int, nouns: int = 90) -> str:
+    """A different long sentence for each i: `nouns` nouns with commas in an order of its own (bench/heavy_views.py:
+    the model's longest output, 50 tokens). 90 nouns: cut at the model's 100 positions as the page cuts it; 49: 97
+    tokens, the longest a visitor can send whole."""
     import random
 
     from bench.heavy_views import NOUNS
 
-    return ", ".join(random.Random(i).sample(NOUNS * 9, 90))
+    return ", ".join(random.Random(i).sample(NOUNS * 9, nouns))
+
+
+async def visitor_loop(browser, base: str, who: int, stop: asyncio.Event, done: list):
+    """One session typing a new 97-token sentence and pressing Enter, again and again, until `stop`: seconds each."""
+    ctx, page, _ = await open_session(browser, base)
+    i = 0
+    while not stop.is_set():
+        got = await translation_of(page, long_sentence(7000 + 100 * who + i, nouns=49), False)
+        done.append(got["shown"])
+        i += 1
+    await ctx.close()
+
+
+async def first_contributions(browser, base: str, sentence: str) -> float:
+    """Seconds from a new session's link to its Contributions view drawn (the script done, the chart there)."""
+    ctx = await browser.new_context(viewport={"width": 1300, "height": 1000})
+    page = await ctx.new_page()
+    start = time.perf_counter()
+    await page.goto(base + "?" + urllib.parse.urlencode({"s": sentence, "view": "contributions"}), timeout=TIMEOUT_MS)
+    await page.locator(".translation").wait_for(timeout=TIMEOUT_MS)
+    await idle(page)
+    seconds = time.perf_counter() - start
+    await ctx.close()
+    return seconds
+
+
+async def peak_rss(pid: int, stop: asyncio.Event) -> float:
+    """The largest resident memory of the server (MB) until `stop`, sampled every 0.5 s."""
+    peak = 0.0
+    while not stop.is_set():
+        peak = max(peak, rss_mb(pid))
+        await asyncio.sleep(0.5)
+    return peak
 
 
 async def heavy_loop(browser, base: str, who: int, stop: asyncio.Event, done: list):
-    """One session opening the heavy views by link, one after another, until `stop`: (view, seconds) to `done`."""
+    """One session opening the heavy views by link, one after another, until `stop` (or cancelled: a page on a
+    100-token sentence may compute for minutes): (view, seconds) of each page drawn to `done`."""
     ctx = await browser.new_context(viewport={"width": 1300, "height": 1000})
     page = await ctx.new_page()
     i = 0
-    while not stop.is_set():
-        params = {"s": long_sentence(1000 * who + i), **HEAVY_VIEWS[i % len(HEAVY_VIEWS)]}
-        start = time.perf_counter()
-        await page.goto(base + "?" + urllib.parse.urlencode(params), timeout=TIMEOUT_MS)
-        await page.locator(".translation").wait_for(timeout=TIMEOUT_MS)
-        await idle(page)
-        done.append((params["view"], time.perf_counter() - start))
-        i += 1
-    await ctx.close()
+    try:
+        while not stop.is_set():
+            params = {"s": long_sentence(1000 * who + i), **HEAVY_VIEWS[(who + i) % len(HEAVY_VIEWS)]}
+            start = time.perf_counter()
+            await page.goto(base + "?" + urllib.parse.urlencode(params), timeout=TIMEOUT_MS)
+            await page.locator(".translation").wait_for(timeout=TIMEOUT_MS)
+            await page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                         timeout=10 * TIMEOUT_MS)
+            done.append((params["view"], time.perf_counter() - start))
+            i += 1
+    finally:
+        await ctx.close()
 
 
 def expected_outputs(sentences: list[str], n_max: int) -> dict:
@@ -503,7 +548,7 @@ async def main_async(args) -> int:
         return 2
     de, en = load_split(data, "test")
     n_max = max(args.sessions or [0])
-    sentences = de[:max(n_max, 3 * args.lost, 20)]
+    sentences = de[:max(n_max + 1, 3 * args.lost, 20)]
     expected = expected_outputs(sentences, n_max)
     if args.proxy:
         run_dir = Path(tempfile.mkdtemp(prefix="serve-"))
@@ -523,22 +568,44 @@ async def main_async(args) -> int:
             for _ in range(args.proxy or 1):  # the first run loads the model (the proxy takes turns: each replica)
                 _, warm, _ = await open_session(browser, base)
                 await translation_of(warm, "Ein Hund.", False)
-            for n, heavy in [(n, h) for n in args.sessions or [] for h in ([0, args.heavy] if args.heavy else [0])]:
+            rounds = [(n, kind, k) for n in args.sessions or []
+                      for kind, k in [(None, 0), ("visitor", args.visitor), ("heavy", args.heavy)] if kind is None or k]
+            alone = {}  # n -> the round without extra sessions
+            for n, kind, k in rounds:
                 cpu0, me0 = cpu_seconds(proc.pid), cpu_seconds(os.getpid())
-                stop, heavy_done = asyncio.Event(), []
-                loops = [asyncio.create_task(heavy_loop(browser, base, k, stop, heavy_done)) for k in range(heavy)]
-                if heavy:
-                    await asyncio.sleep(3)  # the heavy sessions are under way when the class presses Enter
+                stop, extra_done = asyncio.Event(), []
+                loop = {"heavy": heavy_loop, "visitor": visitor_loop}.get(kind)
+                loops = [asyncio.create_task(loop(browser, base, j, stop, extra_done)) for j in range(k)]
+                memory = asyncio.create_task(peak_rss(proc.pid, stop)) if kind == "heavy" and not args.proxy else None
+                if k:
+                    await asyncio.sleep(3)  # the extra sessions are under way when the class presses Enter
                 r = await sessions_round(browser, base, sentences, expected, n)
+                contributions = await first_contributions(browser, base, sentences[n]) if kind == "heavy" else None
                 stop.set()
-                await asyncio.gather(*loops)
+                for task in loops if kind == "heavy" else []:
+                    task.cancel()
+                await asyncio.gather(*loops, return_exceptions=True)
                 cpu, me = cpu_seconds(proc.pid) - cpu0, cpu_seconds(os.getpid()) - me0
                 bar = n not in (20, 40) or args.proxy or (r["median"] <= 4 and r["max"] <= 10)
-                if heavy:
-                    seconds = [s for _, s in heavy_done]
-                    print(f"    with {heavy} more sessions on the heaviest views meanwhile ({len(heavy_done)} heavy pages "
-                          f"drawn, {statistics.median(seconds):.1f} s median, {max(seconds):.1f} s max each):",
-                          flush=True)
+                if kind is None:
+                    alone[n] = r
+                if kind == "heavy":
+                    seconds = [sec for _, sec in extra_done] or [float("nan")]
+                    peak = await memory if memory else float("nan")
+                    fair = contributions <= 10 and (memory is None or peak < 2048)
+                    print(f"    with {k} more sessions on the heaviest views meanwhile ({len(extra_done)} heavy pages "
+                          f"drawn, {statistics.median(seconds):.1f} s median, {max(seconds):.1f} s max each); a new "
+                          f"student's first Contributions {contributions:.1f} s, the server's peak memory "
+                          f"{peak:.0f} MB: bar (<= 10 s, < 2 GB) {'met' if fair else 'MISSED'}", flush=True)
+                    failed |= not fair
+                if kind == "visitor":
+                    ratio = r["median"] / alone[n]["median"], r["max"] / alone[n]["max"]
+                    fair = ratio[0] <= 1.5 and ratio[1] <= 2
+                    print(f"    with {k} sessions of a visitor sending 97-token sentences meanwhile ({len(extra_done)} "
+                          f"sent, {statistics.median(extra_done or [float('nan')]):.1f} s median each): the class's "
+                          f"median {ratio[0]:.2f}x and max {ratio[1]:.2f}x the round without the visitor: bar "
+                          f"(<= 1.5x, <= 2x) {'met' if fair else 'MISSED'}", flush=True)
+                    failed |= not fair
                 print(f"{n:3d} sessions: Enter -> translation at the browser median {r['median']:.2f} s, max "
                       f"{r['max']:.2f} s (drawn in the page: median {r['shown_median']:.2f} s, max "
                       f"{r['shown_max']:.2f} s; the heads-off output drawn: median {r['ablated_median']:.2f} s, max "
@@ -546,7 +613,7 @@ async def main_async(args) -> int:
                       + ("" if n not in (20, 40) or args.proxy else
                          f"; bar (median <= 4 s, max <= 10 s) {'met' if bar else 'MISSED'}")
                       + ("" if not args.proxy else "\n     sessions per replica: " +
-                         ", ".join(f"{k}: {v}" for k, v in sorted(r["replicas"].items())))
+                         ", ".join(f"{key}: {v}" for key, v in sorted(r["replicas"].items())))
                       + f"\n     CPU seconds in the round: server {cpu:.1f}, browsers and this script {me:.1f}",
                       flush=True)
                 for w in r["wrong"] + r["errors"]:
@@ -601,6 +668,8 @@ def main():
     ap.add_argument("--abuse", action="store_true", help="misbehaving sessions beside a well-behaved one")
     ap.add_argument("--heavy", type=int, default=0, metavar="K",
                     help="repeat each round with K sessions on the heaviest views and 100-token sentences")
+    ap.add_argument("--visitor", type=int, default=0, metavar="K",
+                    help="repeat each round with K sessions of one visitor sending 97-token sentences")
     ap.add_argument("--proxy", type=int, default=0, metavar="N",
                     help="through deploy/serve.sh: nginx in front of N replicas (needs nginx)")
     ap.add_argument("--lost", type=int, default=0, metavar="SESSIONS",
