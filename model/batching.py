@@ -139,7 +139,7 @@ class TakeTurns:
     Turns do not nest: a holder that asks again waits for itself."""
 
     def __init__(self, at_once: int = 1, asker: Callable[[], object] | None = None, spare: int = 0,
-                 light_seconds: float = 10.0, window: float = 120.0):
+                 light_seconds: float = 10.0, window: float = 600.0):
         """asker: called in the asking thread, says which session asks when `turn` is not told (None: nobody's)."""
         self.at_once, self.asker, self.spare = at_once, asker, spare
         self.light_seconds, self.window = light_seconds, window
