@@ -582,7 +582,8 @@ async def main_async(args) -> int:
                 if k:
                     await asyncio.sleep(3)  # the extra sessions are under way when the class presses Enter
                 r = await sessions_round(browser, base, sentences, expected, n)
-                contributions = await first_contributions(browser, base, sentences[n]) if kind == "heavy" else None
+                if kind == "heavy":
+                    contributions, translated = await first_contributions(browser, base, sentences[n])
                 stop.set()
                 for task in loops if kind == "heavy" else []:
                     task.cancel()
@@ -594,7 +595,6 @@ async def main_async(args) -> int:
                 if kind == "heavy":
                     seconds = [sec for _, sec in extra_done] or [float("nan")]
                     peak = await memory if memory else float("nan")
-                    contributions, translated = contributions
                     fair = contributions <= 10 and (memory is None or peak < 2048)
                     print(f"    with {k} more sessions on the heaviest views meanwhile ({len(extra_done)} heavy pages "
                           f"drawn, {statistics.median(seconds):.1f} s median, {max(seconds):.1f} s max each); a new "

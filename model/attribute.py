@@ -51,17 +51,22 @@ IG_CHUNK = 4  # steps attributed in one pass of integrated gradients (IG_STEPS x
 # sentence with a 50-token output took 3.3 GB at one pass of 256 rows (bench/load_test.py --heavy), 0.5 GB bounded.
 IG_BUDGET = IG_STEPS * IG_CHUNK * 32 ** 2
 LOGIT_BYTES = 64_000_000  # the float32 logits one pass of leave-one-out may hold (a 98-token sentence: 360 MB in one)
+SPECIALS = (SOS_ID, EOS_ID, PAD_ID)  # kept in the integrated-gradients baseline
+NEVER_WRITTEN = (PAD, SOS)  # no step writes these: no foil can be one (nor can the page's picker offer them)
+
+
+def rows_per_pass(tokens: int) -> int:
+    """The most rows a pass with gradients may take over `tokens` source and output tokens (IG_BUDGET)."""
+    return max(1, IG_BUDGET // tokens ** 2)
 
 
 def ig_batches(n_steps: int, chunk: int, tokens: int) -> tuple[int, int | None]:
-    """(steps per pass, points per batch or None for all n_steps) for a pass over `tokens` source and output tokens:
-    at most IG_BUDGET / tokens^2 rows, at least one step and one point."""
-    rows = max(1, IG_BUDGET // tokens ** 2)
+    """(steps per pass, points per batch or None for all n_steps) for integrated gradients over `tokens` source and
+    output tokens: at most rows_per_pass rows, at least one step and one point."""
+    rows = rows_per_pass(tokens)
     if rows >= n_steps:
         return max(1, min(chunk, rows // n_steps)), None
     return 1, rows
-SPECIALS = (SOS_ID, EOS_ID, PAD_ID)  # kept in the integrated-gradients baseline
-NEVER_WRITTEN = (PAD, SOS)  # no step writes these: no foil can be one (nor can the page's picker offer them)
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,7 @@ class Attributor:
         (in a few on a long sentence: IG_BUDGET)."""
         from captum.attr import LayerGradientXActivation
 
-        per_pass = max(1, IG_BUDGET // (self.src.size(1) + self.tgt.size(1)) ** 2)  # every step at once unless long
+        per_pass = rows_per_pass(self.src.size(1) + self.tgt.size(1))  # every step at once unless long
         parts = []
         with hooked_model(self.tr) as model, torch.enable_grad():
             method = LayerGradientXActivation(lambda s, t, st, w, fo: step_targets(model, s, t, st, w, fo),

@@ -181,11 +181,7 @@ def output_file(out, checkpoint, name: str) -> Path:
     long run, not after it: InputError when the folder does not exist or the path is no regular file."""
     from .checkpoint import checkpoint_folder
 
-    path = Path(out) if out else checkpoint_folder(checkpoint) / name
-    if not path.parent.is_dir():
-        raise InputError(f"cannot write {path}: the folder {path.parent} does not exist")
-    files.check_target(path)
-    return path
+    return files.check_output(Path(out) if out else checkpoint_folder(checkpoint) / name)
 
 
 def write_corpus_result(out: Path, result: dict, n: int, lines: int) -> int:

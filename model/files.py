@@ -68,6 +68,16 @@ def check_target(path):
             raise InputError(f"cannot write {path}: it is {kind}; --out must be a regular file's path or a new one")
 
 
+def check_output(path) -> Path:
+    """`path` as a Path, once it is known that an output can go there: InputError when its folder does not exist
+    or it is not a regular file (check_target). Tools call it before their long work, not after it."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"cannot write {path}: the folder {path.parent} does not exist")
+    check_target(path)
+    return path
+
+
 @contextmanager
 def replacing(path):
     """A temporary path beside `path` to write to: moved onto `path` when the block ends, removed if it fails.

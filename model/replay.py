@@ -215,8 +215,8 @@ def main(argv=None):
         print(files.dumps({"out": args.ship, "snapshots": len(m["snapshots"])}))
         return 0
     snapshot_rows(args.snapshots)  # a bad folder fails before the first model loads
-    if args.out and not Path(args.out).parent.is_dir():
-        raise InputError(f"cannot write {args.out}: the folder {Path(args.out).parent} does not exist")
+    if args.out:
+        files.check_output(args.out)  # before the first model loads
     text = files.dumps({"sentence": args.sentence, "snapshots": replay_sentence(
         args.snapshots, args.sentence, args.device, progress=not args.no_progress)}, ensure_ascii=False)
     if args.out:

@@ -24,17 +24,11 @@ def main(argv=None):
     cli.add_device(p)
     args = p.parse_args(argv)
 
-    from pathlib import Path
-
     from viz.report import report_html  # after argument parsing: --help stays fast
 
-    from .errors import InputError
     from .export import provenance
 
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise InputError(f"cannot write {out}: the folder {out.parent} does not exist")
-    files.check_target(out)  # before the model runs, as replacing would after
+    out = files.check_output(args.out)  # before the model runs
     translator = cli.load_translator(args)
     text = report_html(translator.translate(args.sentence), provenance(translator))
     files.write_text(out, text)  # whole or not at all: a failure leaves no half page

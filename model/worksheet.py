@@ -132,9 +132,7 @@ def main(argv=None):
     out = Path(args.out)
     key = Path(args.answers) if args.answers else answers_path(out)
     for path in (out, key):
-        if not path.parent.is_dir():  # before the model loads, not after
-            raise InputError(f"cannot write {path}: the folder {path.parent} does not exist")
-        files.check_target(path)
+        files.check_output(path)  # before the model loads, not after
     if out.resolve() == key.resolve():
         raise InputError(f"--answers must differ from --out: both are {out}")
     from .checkpoint import checkpoint_folder
