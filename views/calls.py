@@ -147,9 +147,9 @@ def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
 
     def waiting(ahead: int):
         most[0] = max(most[0], ahead)
-        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for {ahead} other heavy computation"
-                     f"{'s' * (ahead > 1)} on this server, {ahead} ahead of you (they take turns, one session at a "
-                     "time, so the class keeps its speed)…" if ahead
+        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for its turn, {ahead} ahead of you (heavy "
+                     "computations take turns on this server, one session at a time, so the class keeps its speed)…"
+                     if ahead
                      else f"{what}: computing now (a heavy computation: they take turns on this server)…")
     try:
         yield outside_cache(waiting)  # called from inside the cached computations: not recorded for their replay
