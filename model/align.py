@@ -170,31 +170,23 @@ def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = 
     """One teacher-forced pass over the English words (unknown words as <unk>, so any reference works):
     {"attention": (L, H, T, S) cross maps, "norms": (L, H, T, S), "alti": (T, S) source contributions}
     (attention_only: the cross maps alone, for the training replay)."""
-    import torch
-
+    from .attribute import attribute
     from .contributions import contributions, weighted_norms
-    from .extras import Extras
-    from .vocab import EOS_ID, SOS_ID
+    from .translator import capture_maps
+    from .vocab import EOS_ID
 
-    _, ids, _ = translator.source_ids(sentence)  # a long source is cut to the model's positions, as everywhere
     if len(en_tokens) > translator.cfg.max_positions - 1:
         raise InputError(f"{len(en_tokens)} English words: the model has {translator.cfg.max_positions} positions")
-    out_ids = translator.tgt_vocab.encode(en_tokens) + [EOS_ID]
-    dev = translator.device
-    src, tgt = torch.tensor([ids], device=dev), torch.tensor([[SOS_ID, *out_ids[:-1]]], device=dev)
-    capture = {}
-    with torch.no_grad():
-        out = translator.model(src, tgt, Extras(capture=capture))
-    attention = torch.stack(out.cross_attentions)[:, 0].float().cpu().numpy()
+    vocab = translator.tgt_vocab  # the words as the model reads them (<unk> for unknown ones), <eos> last
+    forced = translator.force(sentence, vocab.decode(vocab.encode(en_tokens) + [EOS_ID]))
+    capture = translator.capture(forced)  # a long source is cut to the model's positions, as everywhere
+    attention = capture_maps(capture)["cross"]
     if attention_only:
         return {"attention": attention}
-    from .attribute import attribute
-
-    output = translator.tgt_vocab.decode(out_ids)  # the words as the model reads them (<unk> for unknown ones)
     return {"attention": attention,
             "norms": weighted_norms(capture, translator.model)["cross"],
             "alti": contributions(capture, translator.model)["source"],
-            **{m: attribute(translator, sentence, m, output_tokens=output).source for m in ATTRIBUTIONS}}
+            **{m: attribute(translator, forced, m).source for m in ATTRIBUTIONS}}
 
 
 def pair_links(maps: dict, n_src: int, n_tgt: int) -> tuple[dict, dict]:

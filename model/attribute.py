@@ -31,6 +31,7 @@ of the gradients, L1-normalised over source and prefix together.
 import copy
 import threading
 import warnings
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -39,7 +40,7 @@ import torch
 
 from .errors import InputError
 from .extras import Extras
-from .vocab import EOS_ID, PAD, PAD_ID, SOS, SOS_ID, UNK_ID, tokenize
+from .vocab import EOS_ID, PAD, PAD_ID, SOS, SOS_ID, UNK_ID
 
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_out", "value_zeroing", "contrastive")
 SIGNED = {"input_x_gradient", "integrated_gradients", "leave_one_out", "contrastive"}
@@ -126,40 +127,32 @@ def baseline(ids: torch.Tensor) -> torch.Tensor:
 
 
 _HOOKED = threading.Lock()
+_COPIES = weakref.WeakKeyDictionary()  # a translator's model -> the copy captum's layer methods hook
 
 
 @contextmanager
 def hooked_model(translator):
-    """The model captum's layer methods run on: a copy of the translator's (made once; the model is never changed),
-    one such method at a time. They put forward hooks on its embedding layers for the length of a call, and a
-    forward pass of another thread through the same modules (another session's translation) was caught by them:
-    "The differentiated Tensor at index 1 appears to not have been used in the graph"."""
+    """The model captum's layer methods run on: a copy of the translator's (made once, kept here while the model
+    lives; neither the model nor the translator is changed), one such method at a time. They put forward hooks on
+    its embedding layers for the length of a call, and a forward pass of another thread through the same modules
+    (another session's translation) was caught by them: "The differentiated Tensor at index 1 appears to not have
+    been used in the graph"."""
     with _HOOKED:
-        if getattr(translator, "_hooked_model", None) is None:
-            translator._hooked_model = copy.deepcopy(translator.model)
-        yield translator._hooked_model
+        if translator.model not in _COPIES:
+            _COPIES[translator.model] = copy.deepcopy(translator.model)
+        yield _COPIES[translator.model]
 
 
 class Attributor:
-    """Attributions of one output of a translator (its greedy translation, or a reference)."""
+    """Attributions of one forced output (`Translator.force`: the greedy translation, a given output or a
+    reference)."""
 
-    def __init__(self, translator, sentence: str, reference: str | None = None, output_tokens: list | None = None):
-        self.tr, self.model = translator, translator.model
-        self.src_tokens, src_ids, _ = translator.source_ids(sentence)
-        if reference is not None:
-            words = tokenize(reference, "en")
-            if not any(w.strip() for w in words):
-                raise InputError("the reference is empty: type an English translation")
-            output_tokens = [*words[:translator.cfg.max_positions - 1], "<eos>"]
-        elif output_tokens is None:
-            output_tokens = [s.token for s in translator.translate_batch([sentence], with_maps=False)[0].steps]
-        self.output_tokens = list(output_tokens)
-        out_ids = [translator.tgt_vocab.stoi.get(t, UNK_ID) for t in self.output_tokens]
-        self.out = torch.tensor(out_ids, device=translator.device)
-        self.src = torch.tensor([src_ids], device=translator.device)
-        self.tgt = torch.tensor([[SOS_ID, *out_ids[:-1]]], device=translator.device)
-        self.tgt_tokens = ["<sos>", *self.output_tokens[:-1]]
-        self.T = len(out_ids)
+    def __init__(self, translator, forced):
+        self.tr, self.model, self.forced = translator, translator.model, forced
+        self.src_tokens, self.output_tokens = list(forced.src_tokens), list(forced.output_tokens)
+        self.src, self.tgt, self.out = translator.inputs(forced)
+        self.tgt_tokens = forced.tgt_tokens
+        self.T = len(forced.output_ids)
 
     # targets ------------------------------------------------------------------------------------
     def foils(self, contrast: str | None) -> torch.Tensor:
@@ -254,12 +247,13 @@ class Attributor:
         return drop[:, :S], prefix
 
 
-def attribute(translator, sentence: str, method: str, reference: str | None = None, contrast: str | None = None,
-              output_tokens: list | None = None, n_steps: int = IG_STEPS, progress=None) -> Attribution:
-    """One method's Attribution of the greedy translation (or the reference's tokens, teacher-forced)."""
+def attribute(translator, forced, method: str, contrast: str | None = None, n_steps: int = IG_STEPS,
+              progress=None) -> Attribution:
+    """One method's Attribution of a forced output (`Translator.force`: the greedy translation, a given output or a
+    reference's tokens, teacher-forced)."""
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
-    a = Attributor(translator, sentence, reference, output_tokens)
+    a = Attributor(translator, forced)
     base = dict(method=method, src_tokens=a.src_tokens, tgt_tokens=a.tgt_tokens, output_tokens=a.output_tokens)
     foils = a.foils(contrast) if method == "contrastive" or contrast is not None else None
     if method in ("gradient", "input_x_gradient", "contrastive"):
@@ -278,7 +272,7 @@ def attribute(translator, sentence: str, method: str, reference: str | None = No
         f = a.f(foils)
     else:
         from .value_zeroing import value_zeroing
-        vz = value_zeroing(translator, sentence, a.output_tokens)
+        vz = value_zeroing(translator.capture(a.forced), translator.model)
         source, prefix, f = vz["source"], vz["prefix"], a.f()
     return Attribution(**base, f=f, source=np.asarray(source), prefix=np.asarray(prefix),
                        foils=None if foils is None else words(translator, foils))

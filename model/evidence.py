@@ -180,9 +180,8 @@ class StepIndex:
 
 def step_state(translator, result, t: int) -> np.ndarray:
     """The decoder's state at step t of a translation (teacher-forced on its own output)."""
-    src = translator.source_ids(result.source)[1]
-    tgt = [SOS_ID, *translator.tgt_vocab.encode([s.token for s in result.steps[:-1]])]
-    return decoder_states(translator, [src], [tgt])[0][t]
+    forced = translator.force(result.source, [s.token for s in result.steps])
+    return decoder_states(translator, [forced.src_ids], [forced.tgt_ids])[0][t]
 
 
 def build(translator, folder, data_dir, log=print) -> dict:

@@ -198,28 +198,33 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
     step); its rows for other steps are NaN (`add_integrated_gradients` fills more).
     """
     from .attribute import Attributor
-    from .flow import rollout
+    from .contributions import contributions, weighted_norms
+    from .flow import rollout_maps
+    from .translator import capture_maps
     from .value_zeroing import value_zeroing
 
-    stoi = translator.tgt_vocab.stoi
-    result = translator.analyze(sentence, [stoi[t] for t in output_tokens])
+    forced = translator.force(sentence, output_tokens)
+    capture = translator.capture(forced)  # one pass: attention, norms, ALTI+ and value zeroing are read off it
+    maps = capture_maps(capture)
     T = len(output_tokens)
     src, pre = {}, {}
-    for maps, out in ((result.cross_attentions, src), (result.decoder_attentions, pre)):
-        maps = np.asarray(maps, dtype=np.float64)  # (L, H, T, S|T)
-        out["attention"] = maps.mean(axis=(0, 1))
-        for layer in range(maps.shape[0]):
-            out[f"attention L{layer + 1}"] = maps[layer].mean(axis=0)
+    for kind, out in (("cross", src), ("dec", pre)):
+        kind_maps = maps[kind].astype(np.float64)  # (L, H, T, S|T)
+        out["attention"] = kind_maps.mean(axis=(0, 1))
+        for layer in range(kind_maps.shape[0]):
+            out[f"attention L{layer + 1}"] = kind_maps[layer].mean(axis=0)
     for layer, head in heads:
-        src[f"attention L{layer + 1} H{head + 1}"] = np.asarray(result.cross_attentions[layer, head], np.float64)
-    src["rollout"] = rollout(result, result.cross_attentions.shape[0] - 1)
-    norms = translator.weighted_norms(sentence, output_tokens).norms
+        src[f"attention L{layer + 1} H{head + 1}"] = maps["cross"][layer, head].astype(np.float64)
+    src["rollout"] = rollout_maps(maps["enc"], maps["cross"], maps["cross"].shape[0] - 1)
+    norms = weighted_norms(capture, translator.model)
     for kind, out in (("cross", src), ("dec", pre)):
         for layer, n in enumerate(np.asarray(norms[kind], dtype=np.float64)):
             out[f"norms L{layer + 1}"] = n.sum(axis=0)
-    c = translator.contributions(sentence, output_tokens)
-    src["ALTI+"], pre["ALTI+"] = np.asarray(c.source, np.float64), np.asarray(c.prefix, np.float64)
-    a = Attributor(translator, sentence, output_tokens=output_tokens)
+    c = contributions(capture, translator.model)
+    src["ALTI+"], pre["ALTI+"] = np.asarray(c["source"], np.float64), np.asarray(c["prefix"], np.float64)
+    vz = value_zeroing(capture, translator.model)  # its place among the methods is after leave-one-out
+    del capture
+    a = Attributor(translator, forced)
     g_src, g_tgt = a.gradients(False)
     src["gradient"], pre["gradient"] = np.linalg.norm(g_src, axis=-1), np.linalg.norm(g_tgt, axis=-1)
     x_src, x_tgt = a.gradients(True)
@@ -227,7 +232,6 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
     src["integrated_gradients"] = np.full((T, len(a.src_tokens)), np.nan)
     pre["integrated_gradients"] = np.full((T, T), np.nan)
     src["leave_one_out"], pre["leave_one_out"] = a.leave_one_out()
-    vz = value_zeroing(translator, sentence, output_tokens)
     src["value_zeroing"], pre["value_zeroing"] = np.asarray(vz["source"]), np.asarray(vz["prefix"])
     return add_integrated_gradients(a, {"source": src, "prefix": pre}, range(T) if ig_steps is None else ig_steps)
 
@@ -330,7 +334,7 @@ def measure(translator, sentence: str, output_tokens: list | None = None, steps=
         raise InputError(f"steps must lie between 0 and {T - 1}: the output has {T} steps")
     from .attribute import Attributor
 
-    a = Attributor(translator, sentence, output_tokens=output_tokens)
+    a = Attributor(translator, translator.force(sentence, output_tokens))
     scores = explanations(translator, sentence, output_tokens, steps, heads) if scores is None else \
         add_integrated_gradients(a, scores, steps)
     S = len(a.src_tokens)

@@ -30,7 +30,13 @@ def coverage(result: Translation) -> np.ndarray:
 
 
 def rollout(result: Translation, layer: int) -> np.ndarray:
-    """(T, S): how much each output step drew on each source token, through the encoder.
+    """(T, S): how much each output step drew on each source token, through the encoder (`rollout_maps` of the
+    Translation's maps)."""
+    return rollout_maps(*_maps(result), layer)
+
+
+def rollout_maps(enc: np.ndarray, cross: np.ndarray, layer: int) -> np.ndarray:
+    """(T, S) from encoder self-attention (L, H, S, S) and cross-attention (L, H, T, S) maps.
 
     Attention rollout (Abnar and Zuidema, 2020): per encoder layer A = the mean of the
     heads, A' = 0.5 I + 0.5 A for the residual connection, rows renormalised; R =
@@ -40,7 +46,6 @@ def rollout(result: Translation, layer: int) -> np.ndarray:
     attribution: it ignores values, W_O, the feed-forward blocks and the decoder's own
     mixing across steps.
     """
-    enc, cross = _maps(result)
     L = cross.shape[0]
     if not isinstance(layer, (int, np.integer)) or isinstance(layer, bool) or not 0 <= layer < L:
         raise InputError(f"layer {layer!r} is outside 0 to {L - 1} (there are {L} decoder layers)")

@@ -39,7 +39,6 @@ import torch
 from . import cli, files
 from .errors import InputError
 from .extras import Extras
-from .vocab import SOS_ID
 
 ROWS = 96  # patched runs per forward pass
 EDGES = 12  # strongest edges (by attribution patching) confirmed by exact patching
@@ -103,11 +102,11 @@ def setup(translator, clean: str, corrupt: str) -> Setup:
         raise InputError("the two translations are the same word for word: there is no step where they differ "
                          "to trace back")
     stoi = translator.tgt_vocab.stoi
-    dev = translator.device
-    tgt = torch.tensor([[SOS_ID, *(stoi[w] for w in outs[0][:t])]], device=dev)
-    return capture_pair(translator.model, torch.tensor([c_ids], device=dev), torch.tensor([x_ids], device=dev), tgt,
+    forced = translator.force(clean, outs[0][:t + 1])  # the clean run, forced up to the step where the two part
+    clean_ids, tgt, _ = translator.inputs(forced)
+    return capture_pair(translator.model, clean_ids, torch.tensor([x_ids], device=translator.device), tgt,
                         t, (stoi[outs[0][t]], stoi[outs[1][t]]), {"clean": c_tokens, "corrupt": x_tokens},
-                        ["<sos>", *outs[0][:t]], (outs[0][t], outs[1][t]), {"clean": outs[0], "corrupt": outs[1]})
+                        forced.tgt_tokens, (outs[0][t], outs[1][t]), {"clean": outs[0], "corrupt": outs[1]})
 
 
 def capture_pair(model, clean, corrupt, tgt, step: int, words: tuple, src_tokens=None, tgt_tokens=None,

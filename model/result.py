@@ -35,6 +35,32 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Forced:
+    """One sentence forced through one output, made by `Translator.force`: what every analysis of that output
+    starts from (one teacher-forced pass, `Translator.capture`, serves them all).
+
+    The output is the greedy translation, a given list of tokens, or a reference (its words as typed, a word the
+    model lacks read as <unk>: `output_ids` holds what the model reads)."""
+
+    source: str  # the sentence as typed
+    src_tokens: tuple  # S labels: <sos> tokens <eos>, cut to the model's positions
+    src_ids: tuple  # (S,)
+    cut: int  # source tokens cut to fit the positions
+    output_tokens: tuple  # T: the steps' tokens, <eos> last when the output ends
+    output_ids: tuple  # (T,)
+    sos_id: int  # the decoder's first input
+
+    @property
+    def tgt_tokens(self) -> list:
+        """The decoder's T inputs: <sos> and the output shifted by one."""
+        return ["<sos>", *self.output_tokens[:-1]]
+
+    @property
+    def tgt_ids(self) -> tuple:
+        return (self.sos_id, *self.output_ids[:-1])
+
+
+@dataclass(frozen=True)
 class Translation:
     source: str  # the sentence as typed
     src_tokens: list  # S key labels of the source: <sos> tokens <eos>

@@ -12,6 +12,8 @@
     n = tr.weighted_norms("Ein Hund läuft.")                # AttentionNorms: ||alpha f(x)|| per head (Kobayashi)
     c = tr.contributions("Ein Hund läuft.")                 # Contributions: ALTI+ source and prefix shares
     d = tr.decoder_lens("Ein Hund läuft.")                  # DecoderLens: greedy output from each encoder layer
+    f = tr.force("Ein Hund läuft.")                         # Forced: the sentence forced through its output
+    cap = tr.capture(f)                                     # every intermediate of that one pass, for analyses
 
 Interventions are call arguments: the shared model is never edited, so any number of
 users can ask for different ones at the same time.
@@ -29,7 +31,7 @@ from .device import describe, pick_device
 from .errors import InputError
 from .extras import Extras
 from .heads import parse_head_mask
-from .result import (AttentionNorms, BeamSearch, Candidate, Contributions, DecoderLens, Inside, LogitLens,
+from .result import (AttentionNorms, BeamSearch, Candidate, Contributions, DecoderLens, Forced, Inside, LogitLens,
                      ReferenceScore, Step, Translation)
 from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
@@ -159,18 +161,16 @@ class Translator:
     def analyze(self, sentence: str, output_ids: list, top_k: int = 5, heads_off: str | None = None) -> Translation:
         """A Translation for a given output (ids, <eos> included if produced) by one teacher-forced pass."""
         self.check_top_k(top_k)
-        src_tokens, ids, cut = self.source_ids(sentence)
-        src = torch.tensor([ids], device=self.device)
-        tgt_in = torch.tensor([[SOS_ID, *output_ids[:-1]]], device=self.device)
+        forced = self._forced(sentence, [self.tgt_vocab.itos[i] for i in output_ids], list(output_ids))
+        src, tgt, chosen = self.inputs(forced)
         with torch.no_grad():
-            out = self.model(src, tgt_in, Extras(self.head_mask(heads_off)))
+            out = self.model(src, tgt, Extras(self.head_mask(heads_off)))
         logp, entropy, top_p, top_i = step_stats(out.logits[0], top_k)  # (T, V), (T,), (T, k), (T, k)
-        chosen = torch.tensor(output_ids, device=self.device)
         probs = logp.gather(-1, chosen[:, None]).squeeze(-1).exp()
         maps = [torch.stack(m)[:, 0].float().cpu().numpy() for m in
                 (out.encoder_attentions, out.decoder_attentions, out.cross_attentions)]
-        return self._result(sentence, src_tokens, ids, cut, list(output_ids), probs.tolist(), entropy.tolist(),
-                            top_i.tolist(), top_p.tolist(), maps)
+        return self._result(sentence, list(forced.src_tokens), forced.src_ids, forced.cut, list(output_ids),
+                            probs.tolist(), entropy.tolist(), top_i.tolist(), top_p.tolist(), maps)
 
     def score_reference(self, sentence: str, reference: str, heads_off: str | None = None) -> ReferenceScore:
         """Teacher forcing on an English reference: its Translation (steps hold the reference tokens'
@@ -229,7 +229,8 @@ class Translator:
         output_tokens: the steps' tokens, <eos> included when produced (default: the greedy
         translation). The weights are the maps a Translation of that output shows.
         """
-        src_tokens, out_tokens, capture = self._capture(sentence, output_tokens)
+        forced = self.force(sentence, output_tokens)
+        src_tokens, out_tokens, capture = list(forced.src_tokens), list(forced.output_tokens), self.capture(forced)
         enc, dec = capture["encoder"], capture["decoder"]
         layers = {"enc": [(c["self"], c["output"]) for c in enc], "dec": [(c["self"], c["output"]) for c in dec],
                   "cross": [(c["cross"], c["output"]) for c in dec]}
@@ -250,8 +251,8 @@ class Translator:
     def logit_lens(self, sentence: str, output_tokens: list | None = None, top_k: int = 5) -> LogitLens:
         """The generator applied to the state after each decoder layer, for an output (default: greedy's)."""
         self.check_top_k(top_k)
-        _, out_tokens, capture = self._capture(sentence, output_tokens)
-        chosen = torch.tensor([self.tgt_vocab.stoi[t] for t in out_tokens], device=self.device)  # (T,)
+        forced = self.force(sentence, output_tokens)
+        out_tokens, capture, (_, _, chosen) = list(forced.output_tokens), self.capture(forced), self.inputs(forced)
         itos = self.tgt_vocab.itos
         tokens, probs, chosen_probs = [], [], []
         for layer in capture["decoder"]:
@@ -270,24 +271,24 @@ class Translator:
         output (default: the greedy translation): {kind: (L, H, Tq, Tk)} shaped like the maps."""
         from .contributions import weighted_norms
 
-        src_tokens, out_tokens, capture = self._capture(sentence, output_tokens)
-        norms = weighted_norms(capture, self.model)
+        forced = self.force(sentence, output_tokens)
+        norms = weighted_norms(self.capture(forced), self.model)
         for a in norms.values():
             a.setflags(write=False)
-        return AttentionNorms(src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
-                              output_tokens=out_tokens, norms=norms)
+        return AttentionNorms(src_tokens=list(forced.src_tokens), tgt_tokens=forced.tgt_tokens,
+                              output_tokens=list(forced.output_tokens), norms=norms)
 
     def contributions(self, sentence: str, output_tokens: list | None = None) -> Contributions:
         """ALTI+ (Ferrando et al., 2022): each source and prefix token's contribution to every step of an output
         (default: the greedy translation), from one teacher-forced pass (model/contributions.py)."""
         from .contributions import contributions
 
-        src_tokens, out_tokens, capture = self._capture(sentence, output_tokens)
-        c = contributions(capture, self.model)
+        forced = self.force(sentence, output_tokens)
+        c = contributions(self.capture(forced), self.model)
         for a in (c["source"], c["prefix"], c["source_share"], c["rollout"], *c["layers"].values()):
             a.setflags(write=False)
-        return Contributions(src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
-                             output_tokens=out_tokens, source=c["source"], prefix=c["prefix"],
+        return Contributions(src_tokens=list(forced.src_tokens), tgt_tokens=forced.tgt_tokens,
+                             output_tokens=list(forced.output_tokens), source=c["source"], prefix=c["prefix"],
                              source_share=c["source_share"], layers=c["layers"], rollout=c["rollout"])
 
     def attribute(self, sentence: str, method: str, reference: str | None = None, contrast: str | None = None,
@@ -296,7 +297,7 @@ class Translator:
         teacher-forced) to each source and prefix token: an Attribution (model/attribute.py), arrays read-only."""
         from .attribute import attribute
 
-        a = attribute(self, sentence, method, reference, contrast, output_tokens, progress=progress)
+        a = attribute(self, self.force(sentence, output_tokens, reference), method, contrast, progress=progress)
         for v in (a.f, a.source, a.prefix, a.completeness_gap, a.baseline_f):
             if v is not None:
                 v.setflags(write=False)
@@ -322,9 +323,20 @@ class Translator:
             finished.append(ended)
         return DecoderLens(source=sentence, src_tokens=src_tokens, layers=layers, finished=finished)
 
-    def _capture(self, sentence: str, output_tokens: list | None) -> tuple[list, list, dict]:
-        """Source labels, output tokens (<eos> included) and the capture of one teacher-forced pass."""
-        src_tokens, ids, _ = self.source_ids(sentence)
+    # one sentence forced through one output ----------------------------------------------------------
+    def force(self, sentence: str, output_tokens: list | None = None, reference: str | None = None) -> Forced:
+        """The sentence forced through an output: its greedy translation (default), the given tokens (<eos>
+        included when the output ends; each must be a word of the English vocabulary) or an English reference
+        (tokenized, cut to the positions, <eos> added; a word the model lacks is read as <unk>). Every analysis of
+        one output starts from this (model/result.py, Forced)."""
+        if reference is not None:
+            if output_tokens is not None:
+                raise ValueError("force: an output or a reference, not both")
+            words = tokenize(reference, "en")
+            if not any(w.strip() for w in words):
+                raise InputError("the reference is empty: type an English translation")
+            tokens = [*words[:self.cfg.max_positions - 1], "<eos>"]
+            return self._forced(sentence, tokens, [self.tgt_vocab.stoi.get(t, UNK_ID) for t in tokens])
         if output_tokens is None:
             output_tokens = [s.token for s in self.translate_batch([sentence], with_maps=False)[0].steps]
         if isinstance(output_tokens, str) or not output_tokens:
@@ -335,13 +347,28 @@ class Translator:
         bad = [t for t in output_tokens if t not in stoi or stoi[t] == PAD_ID]
         if bad:
             raise InputError(f"output tokens {bad} are not in the model's English vocabulary")
-        output_tokens = list(output_tokens)
-        src = torch.tensor([ids], device=self.device)
-        tgt_in = torch.tensor([[SOS_ID, *(stoi[t] for t in output_tokens[:-1])]], device=self.device)
+        return self._forced(sentence, list(output_tokens), [stoi[t] for t in output_tokens])
+
+    def _forced(self, sentence: str, tokens: list, ids: list) -> Forced:
+        src_tokens, src_ids, cut = self.source_ids(sentence)
+        return Forced(source=sentence, src_tokens=tuple(src_tokens), src_ids=tuple(src_ids), cut=cut,
+                      output_tokens=tuple(tokens), output_ids=tuple(ids), sos_id=SOS_ID)
+
+    def inputs(self, forced: Forced) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The forced pass's tensors on the model's device: source ids (1, S), decoder inputs (1, T), output (T,)."""
+        return (torch.tensor([forced.src_ids], device=self.device),
+                torch.tensor([forced.tgt_ids], device=self.device),
+                torch.tensor(forced.output_ids, device=self.device))
+
+    @torch.no_grad()
+    def capture(self, forced: Forced) -> dict:
+        """Every intermediate of the one teacher-forced pass over the forced output (Transformer.forward's capture:
+        "src_embed", "tgt_embed", "encoder" and "decoder" per layer; batch dimension 1). The analyses of an output
+        (inside, the logit lens, norms, ALTI+, value zeroing, the Faithfulness view) are functions of it."""
+        src, tgt, _ = self.inputs(forced)
         capture = {}
-        with torch.no_grad():
-            self.model(src, tgt_in, Extras(capture=capture))
-        return src_tokens, output_tokens, capture
+        self.model(src, tgt, Extras(capture=capture))
+        return capture
 
     @staticmethod
     def _value(sub: dict, name: str) -> torch.Tensor:
@@ -365,6 +392,15 @@ class Translator:
             output_tokens=[itos[i] for i in words], encoder_attentions=enc, decoder_attentions=dec,
             cross_attentions=cross, steps=steps,
             src_unknown=[i == UNK_ID for i in src_ids], truncated=cut, device=self.device_name)
+
+
+def capture_maps(capture: dict) -> dict:
+    """A capture's attention maps, as a Translation holds them: {kind: (L, H, Tq, Tk) float32} (the same numbers:
+    a captured pass and a plain one compute the weights alike)."""
+    subs = {"enc": [c["self"] for c in capture["encoder"]], "dec": [c["self"] for c in capture["decoder"]],
+            "cross": [c["cross"] for c in capture["decoder"]]}
+    return {kind: torch.stack([sub["weights"][0] for sub in layers]).float().cpu().numpy()
+            for kind, layers in subs.items()}
 
 
 def read_only(tensors: list) -> np.ndarray:

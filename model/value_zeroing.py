@@ -113,12 +113,11 @@ def layer_value_zeroing(capture: dict, model) -> dict:
     return {"enc": torch.stack(enc), "dec": torch.stack(dec), "cross": torch.stack(cross)}
 
 
-def value_zeroing(translator, sentence: str, output_tokens: list | None = None) -> dict:
-    """Value zeroing of one teacher-forced pass over an output (default: the greedy translation), numpy float64:
-    "source" (T, S) and "prefix" (T, T, zero above the diagonal), each row of [source | prefix] summing to 1, and
-    "layers" ({"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)}, the last column the residual)."""
-    _, _, capture = translator._capture(sentence, output_tokens)
-    layers = layer_value_zeroing(capture, translator.model)
+def value_zeroing(capture: dict, model) -> dict:
+    """Value zeroing of one teacher-forced pass over an output (`Translator.capture` of a `Translator.force`), numpy
+    float64: "source" (T, S) and "prefix" (T, T, zero above the diagonal), each row of [source | prefix] summing to
+    1, and "layers" ({"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)}, the last column the residual)."""
+    layers = layer_value_zeroing(capture, model)
     R, total = rollout(layers["enc"], layers["dec"], layers["cross"])
     S = R.size(0)
     last = total[-1]  # (T, S + T)

@@ -49,10 +49,10 @@ def additive():
 
 def test_on_an_additive_model_every_method_gives_the_closed_form(additive):
     foil = "park"
-    a = Attributor(additive, SENTENCE, output_tokens=OUTPUT)
+    a = Attributor(additive, additive.force(SENTENCE, OUTPUT))
     m, stoi = additive.model, additive.tgt_vocab.stoi
     e_src, e_tgt = m.tok_src(a.src[0]).detach(), m.tok_tgt(a.tgt[0]).detach()  # (S, d), (T, d)
-    found = {k: attribute(additive, SENTENCE, k, contrast=foil, output_tokens=OUTPUT)
+    found = {k: attribute(additive, additive.force(SENTENCE, OUTPUT), k, contrast=foil)
              for k in ("input_x_gradient", "integrated_gradients", "leave_one_out", "contrastive")}
     special_src = np.isin(a.src[0].numpy(), [2, 3])
     for t, word in enumerate(OUTPUT):
@@ -82,7 +82,7 @@ def shipped():
 @pytest.mark.parametrize("method", ["gradient", "input_x_gradient", "integrated_gradients", "contrastive"])
 def test_prefix_tokens_after_the_step_score_exactly_0(shipped, method):
     """Step t cannot see decoder inputs after t (the causal mask): their gradient is exactly 0, not small."""
-    a = attribute(shipped, "Zwei Hunde spielen im Schnee.", method)
+    a = attribute(shipped, shipped.force("Zwei Hunde spielen im Schnee."), method)
     T = len(a.output_tokens)
     assert a.source.shape == (T, len(a.src_tokens)) and a.prefix.shape == (T, T)
     assert (np.triu(a.prefix, 1) == 0).all()
@@ -91,13 +91,13 @@ def test_prefix_tokens_after_the_step_score_exactly_0(shipped, method):
 
 def test_integrated_gradients_give_exactly_0_where_the_baseline_is_the_input(shipped):
     """<sos>, <eos> and a word the model does not know (already <unk>) are their own baseline."""
-    a = attribute(shipped, "Ein Qwxzy rennt durch den Schnee.", "integrated_gradients")
+    a = attribute(shipped, shipped.force("Ein Qwxzy rennt durch den Schnee."), "integrated_gradients")
     unknown = [i for i, t in enumerate(a.src_tokens) if t in ("<sos>", "<eos>", "qwxzy")]
     assert len(unknown) == 3 and (a.source[:, unknown] == 0).all() and (a.prefix[:, 0] == 0).all()
 
 
 def test_the_completeness_gap_shrinks_with_the_steps_and_is_under_1_percent_by_default(shipped):
-    a = Attributor(shipped, "Zwei Hunde spielen im Schnee.")
+    a = Attributor(shipped, shipped.force("Zwei Hunde spielen im Schnee."))
     rel = {}
     for n in (16, 64, 256):
         src, pre, fx, fb, gap = a.integrated_gradients(n, steps=[1, 2, 4])
@@ -111,11 +111,11 @@ def test_the_completeness_gap_shrinks_with_the_steps_and_is_under_1_percent_by_d
 def test_a_foil_equal_to_the_word_scores_0(shipped):
     r = shipped.translate("Zwei Hunde spielen im Schnee.")
     word = r.steps[1].token
-    a = attribute(shipped, r.source, "contrastive", contrast=word)
+    a = attribute(shipped, shipped.force(r.source), "contrastive", contrast=word)
     same = [t for t, tok in enumerate(a.output_tokens) if tok == word]
     assert same and all(a.f[t] == 0 and (a.source[t] == 0).all() and (a.prefix[t] == 0).all() for t in same)
     assert a.foils == [word] * len(a.output_tokens)
-    runner = attribute(shipped, r.source, "contrastive")  # the default foil: each step's runner-up
+    runner = attribute(shipped, shipped.force(r.source), "contrastive")  # the default foil: each step's runner-up
     assert runner.foils == [s.runner_up[0] for s in r.steps]
 
 
@@ -132,7 +132,7 @@ def test_the_command_refuses_a_foil_the_model_never_writes_as_the_page_does(foil
 
 
 def test_leave_one_out_equals_separate_model_runs(shipped):
-    a = Attributor(shipped, "Zwei Hunde spielen im Schnee.")
+    a = Attributor(shipped, shipped.force("Zwei Hunde spielen im Schnee."))
     source, prefix = a.leave_one_out()
     rows = torch.arange(a.T)
 
@@ -165,7 +165,7 @@ def test_gradients_equal_finite_differences_and_integrated_gradients_a_riemann_s
     of completeness on the shipped model, not on this random one: another test)."""
     tr = seeded_translator(5)
     tr.model = tr.model.double()
-    a = Attributor(tr, SENTENCE, output_tokens=OUTPUT)
+    a = Attributor(tr, tr.force(SENTENCE, OUTPUT))
     model, t = tr.model, 3
     rows = torch.tensor([t])
 
@@ -229,7 +229,7 @@ def test_another_threads_forward_passes_reach_neither_the_gradients_nor_their_ho
     import threading
 
     sentence = "Zwei Hunde spielen im Schnee."
-    alone = attribute(shipped, sentence, "input_x_gradient")
+    alone = attribute(shipped, shipped.force(sentence), "input_x_gradient")
     stop = threading.Event()
 
     def translate_meanwhile():
@@ -240,7 +240,7 @@ def test_another_threads_forward_passes_reach_neither_the_gradients_nor_their_ho
     for t in others:
         t.start()
     try:
-        together = [attribute(shipped, sentence, "input_x_gradient") for _ in range(4)]
+        together = [attribute(shipped, shipped.force(sentence), "input_x_gradient") for _ in range(4)]
     finally:
         stop.set()
         for t in others:
@@ -258,7 +258,7 @@ def test_a_long_sentences_passes_are_bounded_and_give_the_same_numbers(monkeypat
 
     tr = seeded_translator(5)
     tr.model = tr.model.double()
-    a = Attributor(tr, SENTENCE, output_tokens=OUTPUT)
+    a = Attributor(tr, tr.force(SENTENCE, OUTPUT))
     tokens = a.src.size(1) + a.tgt.size(1)
     whole = (a.gradients(False), a.gradients(True), a.integrated_gradients(n_steps=16, steps=[0, 2, 3]),
              a.leave_one_out())

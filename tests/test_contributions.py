@@ -145,7 +145,7 @@ def literal_rollout(enc: list, dec: list, cross: list) -> np.ndarray:
 
 def check_against_literal(tr: Translator, sentence: str, output=None):
     c = tr.contributions(sentence, output)
-    _, _, capture = tr._capture(sentence, c.output_tokens)
+    capture = tr.capture(tr.force(sentence, c.output_tokens))
     literal = {kind: [literal_block(*block, kind == "cross") for block in blocks]
                for kind, blocks in attention_sublayers(capture, tr.model).items()}
     for kind in KINDS:
@@ -163,7 +163,7 @@ def test_contributions_equal_the_literal_formulas(seed):
 
 def test_the_decomposition_adds_up_to_each_blocks_output():
     tr = seeded_translator()
-    _, _, capture = tr._capture(SENTENCE, OUTPUT)
+    capture = tr.capture(tr.force(SENTENCE, OUTPUT))
     for kind, blocks in attention_sublayers(capture, tr.model).items():
         for sub, attn, ln in blocks:
             T, y = decompose(sub, attn, ln, kind == "cross")

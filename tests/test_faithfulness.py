@@ -167,7 +167,7 @@ def test_leave_one_out_is_best_at_one_token_and_its_reverse_worst(measured):
 def test_every_p_under_removal_equals_a_plain_forward_pass(translator, measured):
     """The batched, truncated, deduplicated passes against one full teacher-forced pass per removal."""
     sentence, out, scores, f = measured[2]
-    a = Attributor(translator, sentence, output_tokens=out)
+    a = Attributor(translator, translator.force(sentence, out))
     rng = np.random.default_rng(4)
     for t in (0, 3, len(out) - 1):
         for side in ("source", "prefix"):
@@ -211,7 +211,7 @@ def test_random_baseline_falls_inside_the_band_of_the_exact_expectation(translat
     sentence = "Ein Hund läuft über die Wiese."
     out = [s.token for s in translator.translate(sentence).steps]
     scores = F.explanations(translator, sentence, out, ig_steps=[])
-    a = Attributor(translator, sentence, output_tokens=out)
+    a = Attributor(translator, translator.force(sentence, out))
     n, t = len(a.src_tokens) - 2, 2
     probe = F.Removals(translator.model, a.src[0], a.tgt[0], a.out)
     subsets = [c for k in range(n + 1) for c in itertools.combinations(range(1, n + 1), k)]

@@ -91,7 +91,7 @@ def literal_layers(tr: Translator, sentence: str, output: list) -> dict:
 @pytest.mark.parametrize("seed", [3, 5])
 def test_value_zeroing_equals_one_forward_per_zeroed_value(seed):
     tr = seeded_translator(seed)
-    r = value_zeroing(tr, SENTENCE, OUTPUT)
+    r = value_zeroing(tr.capture(tr.force(SENTENCE, OUTPUT)), tr.model)
     literal = literal_layers(tr, SENTENCE, OUTPUT)
     for kind in ("enc", "dec", "cross"):
         np.testing.assert_allclose(r["layers"][kind], literal[kind], rtol=0, atol=1e-5, err_msg=kind)
@@ -132,7 +132,7 @@ def test_one_hot_attention_gives_a_one_hot_row():
     enc_weights, dec_weights = inside.sublayers["enc"]["weights"][0], inside.sublayers["dec"]["weights"][0]
     assert (enc_weights[..., hund] == 1).all() and (dec_weights[..., 0] == 1).all()  # the construction holds
 
-    layers = value_zeroing(tr, SENTENCE, OUTPUT)["layers"]
+    layers = value_zeroing(tr.capture(tr.force(SENTENCE, OUTPUT)), tr.model)["layers"]
     S, T = len(inside.src_tokens), len(OUTPUT)
     np.testing.assert_allclose(layers["enc"][0], np.eye(S)[[hund] * S], rtol=0, atol=1e-9)
     np.testing.assert_allclose(layers["dec"][0], np.eye(T)[[0] * T], rtol=0, atol=1e-9)
@@ -144,7 +144,7 @@ def test_one_hot_attention_gives_a_one_hot_row():
 
 
 def check_invariants(tr: Translator, sentence: str, output=None):
-    r = value_zeroing(tr, sentence, output)
+    r = value_zeroing(tr.capture(tr.force(sentence, output)), tr.model)
     layers = r["layers"]
     L_enc, S, _ = layers["enc"].shape
     L_dec, T, _ = layers["dec"].shape
