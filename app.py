@@ -23,7 +23,6 @@ from views import Context
 from views.calls import MODEL_NAMES, load_translator, models, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, VIEWS
-from views.guess import VIEWS as GUESSING_VIEWS
 from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
 from views.widgets import CSS, PRESENT_CSS, literal, text_box, token_chips
 
@@ -211,7 +210,7 @@ else:
 switches = details.container(horizontal=True) if present else st.container(horizontal=True)
 switches.toggle("Guess first", key="guess", help="Before a picture is shown, one question about it, answered with a "
                 "click; then the picture with your answer marked. On the walk, the three attention views, Inside a "
-                "head and the decoding trace." + ("" if view in GUESSING_VIEWS else " (This view asks nothing.)"))
+                "head and the decoding trace." + ("" if VIEWS[view].asks else " (This view asks nothing.)"))
 switches.toggle("Presenter layout", key="present", help="For a projector: the frame in one row, larger type, the "
                 "translation's details folded.")
 if not present:

@@ -3,7 +3,7 @@ translation of the same run.
 
     python bench/faithfulness_speed.py [--threads 2] [--repeat 3]
 
-Bar (issue 39): one step, every method, at most 1 s on 2 cores, the sentence's gradient scores reused (the page
+Bar: one step, every method, at most 1 s on 2 cores, the sentence's gradient scores reused (the page
 caches them per sentence; only integrated gradients is computed per step) and the removals batched. The first
 visit to a sentence also computes every other explanation once: shown as "cold".
 """

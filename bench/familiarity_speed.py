@@ -4,7 +4,7 @@
 
 On a 20-token sentence (the page runs one torch thread per call, app.py): the bare greedy translation with its
 maps, then the familiarity measures and three nearest training sentences (model/familiarity.py), then the training
-evidence of one step (model/evidence.py: a teacher-forced pass and the step index). Bar (issue 37): familiarity
+evidence of one step (model/evidence.py: a teacher-forced pass and the step index). Bar: familiarity
 adds at most 50 ms.
 """
 

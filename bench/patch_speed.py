@@ -2,7 +2,7 @@
 
     python bench/patch_speed.py [--threads 2] [--repeat 3]
 
-Bars (issue 40): every residual and head site of one pair patched exactly, both directions, at most 3 s on 2
+Bars: every residual and head site of one pair patched exactly, both directions, at most 3 s on 2
 cores; every cross-attention edge by attribution patching at most 0.1 s; the 12 strongest confirmed exactly.
 """
 

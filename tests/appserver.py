@@ -16,7 +16,14 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 INPUT_LABEL = "German sentence (press Enter to translate)"
-BROWSER_VIEWS = ("cross", "enc", "dec", "trace", "inside")  # views drawn in the browser (views/*.js), by link slug
+
+
+def browser_views() -> list[str]:
+    """The views drawn in the browser (views/*.js), by link slug, read off the registry (imported here, not at the
+    top: a bench that imports this module stays outside Streamlit's caches)."""
+    from views.registry import VIEWS
+
+    return [slug for slug, view in VIEWS.items() if view.browser]
 
 
 def behind_the_servers(nice: int = 19) -> bool:
@@ -94,7 +101,7 @@ def translate_in_page(page, sentence: str, timeout_ms=30_000):
         const view = new URLSearchParams(location.search).get('view') || 'cross';
         const boxes = [...document.querySelectorAll('.explorer')];
         return (boxes.length > 0 || !views.includes(view)) && boxes.every(b => b.dataset.ready); }""",
-                           arg=list(BROWSER_VIEWS), timeout=timeout_ms)
+                           arg=browser_views(), timeout=timeout_ms)
 
 
 def wait_idle(page, timeout_ms=30_000):

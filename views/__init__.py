@@ -35,6 +35,9 @@ class View:
     read: Callable = nothing  # read(params, cfg, notes): set its widgets from the link; a note per unusable parameter
     write: Callable = lambda cfg: {}  # write(cfg) -> its state as link parameters (only what decides the picture)
     judge: Callable = nothing  # judge(result, notes): once the translation is there, what only it can check
+    asks: bool = False  # guess first: it asks a question before its picture (views/guess.py)
+    browser: bool = False  # drawn in the browser (a component of views/*.js), not by Streamlit's charts alone
+    heavy: bool = False  # its computation can take seconds: it takes its turn server-wide (views/calls.py HEAVY)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def view_entry(kind: str) -> View:
     """The view switch's entry of one kind's attention view: ?view=KIND&layer=&head=&draw=, and a comparison."""
     return View(kind, KIND_NAMES[kind], lambda ctx: attention_view(ctx, kind),
                 read=lambda params, cfg, notes: read_link(params, cfg, notes, kind),
-                write=lambda cfg: link_params(cfg, kind), judge=compare.judge_link)
+                write=lambda cfg: link_params(cfg, kind), judge=compare.judge_link, asks=True, browser=True)
 
 
 def read_link(params, cfg, notes: list, kind: str):

@@ -22,7 +22,6 @@ from .widgets import chart, literal
 
 GUESS = "guess"  # the switch's key; the link's guess=1
 ANSWERS = "guess_answers"  # question id -> the option the learner clicked
-VIEWS = ("walk", "cross", "enc", "dec", "inside", "trace")  # the views that ask (the switch shows on them only)
 SURE = ("under 0.5", "0.5 to 0.9", "over 0.9")  # how sure the model is: the trace's second question
 
 
