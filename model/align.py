@@ -30,6 +30,8 @@ from tqdm import tqdm
 
 from . import cli, files
 from .errors import InputError
+from .methods import ATTRIBUTIONS as METHOD_KEYS
+from .methods import METHODS
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLD = ROOT / "assets/alignments/test2016.gold.jsonl"
@@ -42,8 +44,7 @@ HEAD_METHOD = "argmax"
 # better than attention): each English word links to the German word with the largest score for it. Integrated
 # gradients is left out: 64 quadrature points for every step of the 101 sentences ran for over 30 minutes on 2
 # cores (the page draws it for any one sentence).
-ATTRIBUTIONS = {"gradient": "gradient", "input_x_gradient": "input x gradient", "leave_one_out": "leave-one-out",
-                "value_zeroing": "value zeroing"}
+ATTRIBUTIONS = {m: METHODS[m].aligned for m in METHOD_KEYS if METHODS[m].aligned}  # model/methods.py
 ROUTES = ("argmax", "shift", "threshold")
 
 

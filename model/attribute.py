@@ -40,10 +40,12 @@ import torch
 
 from .errors import InputError
 from .extras import Extras
+from .methods import ATTRIBUTIONS
+from .methods import METHODS as TABLE
 from .vocab import EOS_ID, PAD, PAD_ID, SOS, SOS_ID, UNK_ID
 
-METHODS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_out", "value_zeroing", "contrastive")
-SIGNED = {"input_x_gradient", "integrated_gradients", "leave_one_out", "contrastive"}
+METHODS = ATTRIBUTIONS  # model/methods.py: the one table of methods
+SIGNED = {m for m in METHODS if TABLE[m].signed}
 IG_STEPS = 64  # Gauss-Legendre points of integrated gradients
 IG_CHUNK = 4  # steps attributed in one pass of integrated gradients (IG_STEPS x IG_CHUNK rows)
 # A pass's memory grows with its rows times the square of the tokens it reads (the attention maps kept for the

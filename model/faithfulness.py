@@ -42,6 +42,8 @@ import torch
 from . import cli, files
 from .checkpoint import checkpoint_folder
 from .errors import InputError
+from .methods import ATTRIBUTIONS as METHOD_KEYS
+from .methods import METHODS, Explanation, by_name
 from .metrics import mean_interval
 from .transformer import Extras
 from .vocab import UNK_ID
@@ -51,9 +53,7 @@ ROWS = 128  # removal rows per forward pass
 BOOTSTRAP = 1000  # resamples of the sentences for the 95% intervals
 SEED = 0
 
-ATTRIBUTIONS = ("gradient", "input_x_gradient", "integrated_gradients", "leave_one_out", "value_zeroing")
-NAMES = {"gradient": "gradient", "input_x_gradient": "input × gradient", "integrated_gradients":
-         "integrated gradients", "leave_one_out": "leave-one-out", "value_zeroing": "value zeroing"}
+ATTRIBUTIONS = tuple(m for m in METHOD_KEYS if not METHODS[m].foil)  # their target is p(word): faithfulness measures it
 REFERENCE = "leave_one_out"  # tau is measured against it
 RANDOM = "random"
 
@@ -212,14 +212,14 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
         kind_maps = maps[kind].astype(np.float64)  # (L, H, T, S|T)
         out["attention"] = kind_maps.mean(axis=(0, 1))
         for layer in range(kind_maps.shape[0]):
-            out[f"attention L{layer + 1}"] = kind_maps[layer].mean(axis=0)
+            out[Explanation("attention", layer).name] = kind_maps[layer].mean(axis=0)
     for layer, head in heads:
-        src[f"attention L{layer + 1} H{head + 1}"] = maps["cross"][layer, head].astype(np.float64)
+        src[Explanation("attention", layer, head).name] = maps["cross"][layer, head].astype(np.float64)
     src["rollout"] = rollout_maps(maps["enc"], maps["cross"], maps["cross"].shape[0] - 1)
     norms = weighted_norms(capture, translator.model)
     for kind, out in (("cross", src), ("dec", pre)):
         for layer, n in enumerate(np.asarray(norms[kind], dtype=np.float64)):
-            out[f"norms L{layer + 1}"] = n.sum(axis=0)
+            out[Explanation("norms", layer).name] = n.sum(axis=0)
     c = contributions(capture, translator.model)
     src["ALTI+"], pre["ALTI+"] = np.asarray(c["source"], np.float64), np.asarray(c["prefix"], np.float64)
     vz = value_zeroing(capture, translator.model)  # its place among the methods is after leave-one-out
@@ -372,10 +372,6 @@ def measure(translator, sentence: str, output_tokens: list | None = None, steps=
 # --- over a test set ---------------------------------------------------------------------------------------------
 STEPS = 3  # steps measured per sentence, drawn at random (integrated gradients costs 0.4 s a step)
 MEASURES = ("comprehensiveness", "sufficiency", "tau")
-ALIGNMENT_NAMES = {"attention L{}": "attention L{} argmax", "norms L{}": "norms L{} argmax"}
-ALIGNMENT_METHODS = {"ALTI+": "ALTI+ argmax", "gradient": "gradient argmax",
-                     "input_x_gradient": "input x gradient argmax", "leave_one_out": "leave-one-out argmax",
-                     "value_zeroing": "value zeroing argmax"}
 
 
 def sample_steps(T: int, line: int, count: int = STEPS, seed: int = SEED) -> list[int]:
@@ -415,19 +411,17 @@ def interval(values: np.ndarray, seed: int = SEED) -> dict:
 
 
 def alignment_error(method: str, alignment: dict | None) -> float | None:
-    """A method's AER against the hand-checked links, from the checkpoint's alignment.json (model/align.py), or None
-    where the alignment table does not score it (integrated gradients, rollout, the mean of every layer)."""
+    """An explanation's AER against the hand-checked links, from the checkpoint's alignment.json (model/align.py), or
+    None where the alignment table does not score it (integrated gradients, rollout, the mean of every layer)."""
     if alignment is None:
         return None
-    methods = alignment.get("methods", {})
-    name = ALIGNMENT_METHODS.get(method)
-    parts = method.split()
-    if len(parts) == 2 and parts[1].startswith("L") and parts[0] in ("attention", "norms"):
-        name = f"{parts[0]} {parts[1]} argmax"
-    if len(parts) == 3 and parts[0] == "attention":  # one head: the alignment table's head grid
-        layer, head = int(parts[1][1:]) - 1, int(parts[2][1:]) - 1
-        return alignment["heads"]["cross"][layer][head]
-    return methods.get(name, {}).get("aer")
+    heads = alignment.get("heads", {}).get("cross", [])  # (L, H): the alignment table's grid of heads
+    e = by_name(len(heads), [(layer, h) for layer, row in enumerate(heads) for h in range(len(row))]).get(method)
+    if e is None:
+        return None
+    if e.head is not None:
+        return heads[e.layer][e.head]
+    return alignment.get("methods", {}).get(e.aligned(), {}).get("aer")
 
 
 def table(summaries: list[dict], alignment: dict | None, methods: dict) -> dict:
@@ -513,7 +507,8 @@ def join(words: list[str]) -> str:
 
 
 def display_name(method: str) -> str:
-    return NAMES.get(method, method)
+    """A method's label on the page (model/methods.py); a layer's or a head's name as it is."""
+    return METHODS[method].label if method in METHODS else method
 
 
 def evaluate(translator, src_lines: list[str], ref_lines: list[str] | None = None, alignment: dict | None = None,

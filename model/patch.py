@@ -47,6 +47,33 @@ STACKS = ("encoder", "decoder")
 HEAD_SITES = (("encoder", "self", "enc"), ("decoder", "self", "dec"), ("decoder", "cross", "cross"))
 
 
+@dataclass(frozen=True)
+class Site:
+    """One row of exact patching: the residual stream at one position after one layer (`layer` -1: the embedding),
+    or one head's output (`sub`: "self" or "cross"; `index`: the head)."""
+
+    kind: str  # "resid" | "head"
+    stack: str  # "encoder" | "decoder"
+    layer: int
+    index: int  # the position (resid) or the head (head): the row of the captured value it replaces
+    sub: str | None = None  # a head's attention: "self" | "cross"
+
+    @classmethod
+    def resid(cls, stack: str, layer: int, position: int) -> "Site":
+        return cls("resid", stack, layer, position)
+
+    @classmethod
+    def head(cls, stack: str, layer: int, sub: str, head: int) -> "Site":
+        return cls("head", stack, layer, head, sub)
+
+    @property
+    def key(self) -> tuple:
+        """The model/extras.py site it edits."""
+        if self.kind == "resid":
+            return (self.stack, "embed") if self.layer < 0 else (self.stack, self.layer, "output")
+        return self.stack, self.layer, self.sub, "heads"
+
+
 @dataclass
 class Setup:
     """Both runs of a pair at its first differing step: ids, the step, the two words and every activation."""
@@ -126,41 +153,32 @@ def capture_pair(model, clean, corrupt, tgt, step: int, words: tuple, src_tokens
 
 
 # --- the sites and their edits -----------------------------------------------------------------------------------
-def sites(s: Setup, n_enc: int, n_dec: int, n_heads: int) -> list[tuple]:
-    """Every residual and head site, one row each: ("resid", stack, layer or -1 for the embedding, position) and
-    ("head", stack, layer, sub, head)."""
+def sites(s: Setup, n_enc: int, n_dec: int, n_heads: int) -> list[Site]:
+    """Every residual and head site, one row each: each stack's residual at every position after the embedding and
+    after each layer, then every head of every attention."""
     S, T = s.src["clean"].size(1), s.tgt.size(1)
     found = []
     for stack, L, P in (("encoder", n_enc, S), ("decoder", n_dec, T)):
-        found += [("resid", stack, layer, p) for layer in range(-1, L) for p in range(P)]
+        found += [Site.resid(stack, layer, p) for layer in range(-1, L) for p in range(P)]
     for stack, sub, _ in HEAD_SITES:
-        found += [("head", stack, layer, sub, h) for layer in range(n_enc if stack == "encoder" else n_dec)
+        found += [Site.head(stack, layer, sub, h) for layer in range(n_enc if stack == "encoder" else n_dec)
                   for h in range(n_heads)]
     return found
 
 
-def key(site: tuple) -> tuple:
-    """The model/extras.py site a row edits."""
-    if site[0] == "resid":
-        _, stack, layer, _ = site
-        return (stack, "embed") if layer < 0 else (stack, layer, "output")
-    _, stack, layer, sub, _ = site
-    return stack, layer, sub, "heads"
-
-
-def edits(rows: list[tuple], source: dict, device) -> dict:
+def edits(rows: list[Site], source: dict, device) -> dict:
     """The Extras.patch of a batch: each row replaces its one site by the source run's value (source: the run the
     values come from). Rows of other sites pass through unchanged."""
     B = len(rows)
     by_key = {}
     for b, site in enumerate(rows):
-        by_key.setdefault(key(site), []).append((b, site))
+        by_key.setdefault(site.key, []).append((b, site))
     patch = {}
     for k, members in by_key.items():
         value = source[k]  # (1, P, D) residual, one row a position; (1, H, Tq, hs) heads, one row a head
         where = torch.zeros(B, value.size(1), dtype=torch.bool, device=device)
         for b, site in members:
-            where[b, site[-1]] = True  # the site's position, or its head
+            where[b, site.index] = True  # the site's position, or its head
         where = where.view(B, value.size(1), *[1] * (value.dim() - 2))  # broadcast over the value's other axes
         patch[k] = (lambda v, where=where, value=value: torch.where(where, value, v))
     return patch
@@ -315,11 +333,11 @@ def patch(translator, clean: str, corrupt: str, edges: int = EDGES) -> Patching:
     encoder, decoder, heads = {}, {}, {}
     for direction in DIRECTIONS:
         found = patch_sites(translator, s, direction)
-        encoder[direction] = np.array([[found["resid", "encoder", layer, p] for p in range(S)]
+        encoder[direction] = np.array([[found[Site.resid("encoder", layer, p)] for p in range(S)]
                                        for layer in range(-1, cfg.n_enc_layers)])
-        decoder[direction] = np.array([[found["resid", "decoder", layer, p] for p in range(T)]
+        decoder[direction] = np.array([[found[Site.resid("decoder", layer, p)] for p in range(T)]
                                        for layer in range(-1, cfg.n_dec_layers)])
-        heads[direction] = {kind: np.array([[found["head", stack, layer, sub, h] for h in range(cfg.n_heads)]
+        heads[direction] = {kind: np.array([[found[Site.head(stack, layer, sub, h)] for h in range(cfg.n_heads)]
                                             for layer in range(cfg.n_enc_layers if stack == "encoder"
                                                                else cfg.n_dec_layers)])
                             for stack, sub, kind in HEAD_SITES}

@@ -17,6 +17,7 @@ import streamlit as st
 
 import viz
 from model.attribute import METHODS, NEVER_WRITTEN, SIGNED
+from model.methods import METHODS as TABLE
 from model.errors import InputError
 from viz.labels import subtitle, token_labels
 
@@ -28,13 +29,8 @@ from .widgets import chart, literal, map_table, table_labels, trust_line
 
 METHOD_KEY, FOIL_KEY = "attr_method", "attr_foil"
 DEFAULT_METHOD = "input_x_gradient"  # cheap (one backward for every step); integrated gradients takes seconds
-HEAVY_METHODS = {"integrated_gradients", "value_zeroing"}  # seconds on a long sentence: they take turns (HEAVY)
 RUNNER_UP = "each step's runner-up"  # the foil picker's default: each step against its own second choice
 FOIL_WORDS = 2000  # the foil picker offers the English vocabulary's first (most frequent) words
-
-NAMES = {"gradient": "gradient", "input_x_gradient": "input × gradient",
-         "integrated_gradients": "integrated gradients", "leave_one_out": "leave one out",
-         "value_zeroing": "value zeroing", "contrastive": "contrastive"}
 
 # One plain line each, under the switch; the target F of a step is log p(the word it chose).
 EXPLAINED = {
@@ -89,7 +85,7 @@ def attribution(checkpoint: str | None, sentence: str, output_tokens: tuple, met
     def run():
         return load_translator(checkpoint).attribute(sentence, method, contrast=foil,
                                                      output_tokens=list(output_tokens), progress=_progress)
-    if method not in HEAVY_METHODS:
+    if not TABLE[method].heavy:  # seconds on a long sentence: the heavy ones take turns (HEAVY)
         return run()
     with HEAVY.turn(_waiting):
         return run()
@@ -102,7 +98,7 @@ def attributions_view(ctx: Context):
     st.caption("Attention says where the model looked; these methods ask what the prediction rested on: for each "
                "English word, a score for every German token and every English token written before it.")
     st.session_state.setdefault(METHOD_KEY, DEFAULT_METHOD)
-    method = st.segmented_control("Method", METHODS, key=METHOD_KEY, required=True, format_func=NAMES.get)
+    method = st.segmented_control("Method", METHODS, key=METHOD_KEY, required=True, format_func=lambda m: TABLE[m].label)
     st.caption(literal(EXPLAINED[method]))
     trust_line(ctx.checkpoint, {"": method})  # the contrastive target is not p(word): it has no line
     foil = None
@@ -129,7 +125,7 @@ def attributions_view(ctx: Context):
         c = contributions(ctx.checkpoint, result.source, output, _waiting=waiting)
 
     rows, _ = token_labels(result, "tgt")
-    name = NAMES[method]
+    name = TABLE[method].label
     signed = method in SIGNED
     target = "log p(its word) − log p(the foil)" if method == "contrastive" else "log p(its word)"
     st.markdown(f"**Step × token: {literal(name)} scores**")
@@ -179,7 +175,7 @@ def run_attribution(ctx: Context, method: str, foil: str | None, output: tuple):
         bar.progress(done / total, text=f"Integrated gradients: step {done} of {total}…")
 
     try:
-        with waiting_notice(NAMES[method].capitalize()) as waiting:
+        with waiting_notice(TABLE[method].label.capitalize()) as waiting:
             return attribution(ctx.checkpoint, ctx.result.source, output, method, foil,
                                _waiting=waiting,
                                _progress=outside_cache(progress) if method == "integrated_gradients" else None)
