@@ -2,10 +2,17 @@
 command-line tools, the shipped checkpoint and the data set when present, ways to run a tool, the page under
 AppTest, and the app in headless Chromium (a server per test module, a browser, a page, a download).
 
-Two tiers: `python -m pytest -m "not slow"` is the everyday loop (about three minutes on 2 cores: the model,
-decoding, interventions, metrics, viz, exports and every tool's error answers, in this process);
-`python -m pytest` adds the `slow` ones (browsers, AppTest on the shipped model, whole-corpus runs, and
-one `python -m` run per tool).
+Four tiers, one folder each, all under this file (the README's "Run the tests"):
+- tests/unit: tiny models built here or in the test, in this process; no shipped checkpoint, no data set, no AppTest,
+  no browser, no `python -m` run. `python -m pytest tests/unit` is the everyday loop (about a minute on 2 cores:
+  65-75 s measured while other work shared them).
+- tests/integration: the shipped models (shipped_models, translator: loaded once per session, read-only), the Multi30k
+  data set, one real `python -m` run per tool, whole-corpus runs, and the slower tiny-model checks.
+- tests/page: the page under AppTest on the shipped model.
+- tests/browser: the app served (a server per test module) and driven in headless Chromium (a browser per module).
+`python -m pytest` runs them all; `-m "not slow"` still leaves out browsers, AppTest, real processes and
+whole-corpus runs. tests/ is on the path (pyproject.toml), so `from conftest import ...`, `from appserver import ...`
+and a tier's module (`from unit.test_cli import corpus`) import as they are.
 """
 
 import base64
@@ -112,10 +119,28 @@ def data_dir():
 
 
 @pytest.fixture(scope="session")
-def translator():
-    if not (CHECKPOINT / "model.safetensors").is_file():
-        pytest.skip("no shipped checkpoint in checkpoints/")
-    return Translator.load(CHECKPOINT, "cpu")
+def shipped_models():
+    """shipped_models(folder=CHECKPOINT) -> that shipped model's Translator on the CPU (`checkpoints/`, or
+    `checkpoints/sinusoidal`), loaded once per session however many tests ask, or the test is skipped where the
+    folder has no weights. Shared and read-only: a test must not change it (weights, attributes, hooks left on);
+    one that would, loads its own copy."""
+    loaded = {}
+
+    def shipped(folder=CHECKPOINT) -> Translator:
+        folder = Path(folder).resolve()
+        if folder not in loaded:
+            if not (folder / "model.safetensors").is_file():
+                pytest.skip(f"no shipped checkpoint in {folder.relative_to(ROOT).as_posix()}/")
+            loaded[folder] = Translator.load(folder, "cpu")
+        return loaded[folder]
+
+    return shipped
+
+
+@pytest.fixture(scope="session")
+def translator(shipped_models):
+    """The shipped model (checkpoints/), once per session: shipped_models()."""
+    return shipped_models(CHECKPOINT)
 
 
 @pytest.fixture(scope="session")

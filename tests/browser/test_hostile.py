@@ -1,0 +1,48 @@
+"""A public classroom server against a hostile visitor: raw WebSocket messages, crafted links, typed and pasted
+text. Each test here failed on the code before the fix it guards."""
+
+import pytest
+
+
+SHORTCODES = ":material/lock: :smile: :red[rot]"
+
+
+HOSTILE_SENTENCE = ("Ein Hund [Anmelden](https://evil.example/login) ![x](https://evil.example/x.png) läuft $zq^7$ "
+                    "**fett** `code` https://evil.example ~~weg~~ <b>b</b> info@evil.example.")
+
+
+@pytest.mark.slow
+def test_a_hostile_link_renders_as_text_on_every_view_in_chromium(browser, server):
+    """In a real browser: the link's note and the sentence's chips, translation and tables on every view show the
+    hostile text as text. Before the fix the note rendered a live link to another site (phishing inside the app's
+    own warning), and the chips linked the address and ran KaTeX."""
+    from urllib.parse import urlencode
+
+    from appserver import wait_idle
+    from conftest import fresh_page
+    from views.registry import VIEWS
+
+    url = f"{server}/?" + urlencode({"s": HOSTILE_SENTENCE, "view": "[Anmelden](https://evil.example/login)",
+                                     "layer": "![x](https://evil.example/x.png)", "model": SHORTCODES})
+    ctx, pg, errors = fresh_page(browser, url)
+    try:
+        note = pg.locator("[data-testid='stAlert']").filter(has_text="Parts of this link were not used")
+        assert "view='[Anmelden](https://evil.example/l" in note.inner_text().replace("\u2060", "")  # as typed
+        assert f"model={SHORTCODES!r}" in note.inner_text().replace("\u2060", "")  # no emoji, icon or colour
+        assert note.locator("[data-testid='stIconMaterial'], span[style*='color']").count() == 0
+        for label in (view.label for view in VIEWS.values()):  # the switch names each view by its label
+            pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+            wait_idle(pg)
+            found = pg.evaluate("""() => ({
+                links: [...document.querySelectorAll('a[href]')].map(a => new URL(a.href))
+                    .filter(u => u.hostname.includes('evil') || u.protocol === 'mailto:').map(String),
+                images: [...document.querySelectorAll('img')].map(i => i.src).filter(s => s.includes('evil')),
+                math: [...document.querySelectorAll('.katex annotation')].filter(a => a.textContent.includes('zq')).length,
+                bold: [...document.querySelectorAll('.chip strong, .chip b, .chip code, .chip del')].length,
+                picker: [...document.querySelectorAll('[data-testid="stButtonGroup"] :is(del, s, strong, em, code)')]
+                    .length})""")
+            assert found == {"links": [], "images": [], "math": 0, "bold": 0, "picker": 0}, (label, found)
+        assert "fett" in pg.locator(".chip").all_inner_texts()
+    finally:
+        ctx.close()
+    assert not errors, errors

@@ -1,0 +1,84 @@
+"""Learn by predicting: guess first (?guess=1) hides a picture until its question is answered and marks the answer on
+it; the exercises page judges an answer right or wrong by the model's own numbers; the presenter layout (?present=1)
+puts the walk's picture on a projector's screen."""
+
+
+import pytest
+
+from conftest import figure_data, from_url, shown
+
+SENTENCE = "Zwei Hunde spielen im Schnee."
+
+
+def first_word_step(result) -> int:
+    """The cross question's step, found again here: the first step whose token has a letter."""
+    for t, s in enumerate(result.steps):
+        if any(c.isalpha() for c in s.token):
+            return t
+    raise AssertionError("no word in the output")
+
+
+def cross_answer(translator) -> tuple[list[str], str]:
+    """The walk's stop 9 question, answered by a second route: the last cross layer's heads averaged by a loop, its
+    row for the first word, the key of the largest weight by a loop."""
+    r = translator.translate(SENTENCE)
+    t, maps = first_word_step(r), r.cross_attentions[-1]
+    row = [sum(float(maps[h, t, k]) for h in range(maps.shape[0])) / maps.shape[0] for k in range(maps.shape[2])]
+    best = max(range(len(row)), key=lambda k: row[k])
+    return r.src_tokens, r.src_tokens[best]
+
+
+# --- AppTest: the question comes before the picture, for every view that asks -------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", ["walk", "cross", "enc", "dec", "inside", "trace"])
+def test_guess_first_asks_before_the_picture_and_answers_after(monkeypatch, view):
+    params = {"s": SENTENCE, "view": view, "guess": "1"} | ({"stop": "9"} if view == "walk" else {})
+    at = from_url(monkeypatch, **params)
+    assert not at.exception
+    question = [m for m in at.markdown if "Guess first." in shown(m.value)]
+    assert question, [shown(m.value)[:80] for m in at.markdown]
+    options = [b for b in at.button if (b.key or "").startswith("guess_")]
+    assert len(options) >= 2
+    pictures = {"explorer_maps", "explorer_trace", "explorer_inside", "explorer_figure"}  # drawn by views/*.js
+    assert not [c for c in at.get("bidi_component") if c.proto.component_name in pictures]
+    options[0].click().run()
+    assert not at.exception
+    verdict = [shown(i.value) for i in at.info if "Your guess" in shown(i.value)]
+    assert verdict and ("Right." in verdict[0] or "Not quite" in verdict[0]), verdict
+    assert at.query_params["guess"] in ("1", ["1"])  # the link keeps the switch
+
+
+@pytest.mark.slow
+def test_without_the_switch_nothing_is_hidden(monkeypatch):
+    at = from_url(monkeypatch, s=SENTENCE, view="walk", stop="9")
+    assert not [m for m in at.markdown if "Guess first." in shown(m.value)]
+    assert figure_data(at)
+
+
+@pytest.mark.slow
+def test_the_tally_counts_the_sessions_guesses(monkeypatch, translator):
+    at = from_url(monkeypatch, s=SENTENCE, view="walk", stop="9", guess="1")
+    tokens, best = cross_answer(translator)
+    right = next(b for b in at.button if (b.key or "").startswith("guess_") and shown(b.label) == best)
+    right.click().run()
+    assert any("Right." in shown(i.value) and "1 of 1 right" in shown(i.value) for i in at.info)
+    at.button(key="walk_next").click().run()  # stop 10: the next word
+    wrong = [b for b in at.button if (b.key or "").startswith("guess_")]
+    answer = translator.translate(SENTENCE).steps[0].token
+    next(b for b in wrong if shown(b.label) != answer).click().run()
+    assert any("Not quite" in shown(i.value) and "1 of 2 right" in shown(i.value) for i in at.info)
+
+
+# --- Chromium: the picture, the marks, the exercises, the projector -------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_presenter_layout_still_says_when_the_model_is_out_of_its_depth(monkeypatch):
+    """The familiarity note stays out of the fold: on a projector too, an everyday sentence is said to be unlike
+    what the model learned from, above the view."""
+    at = from_url(monkeypatch, s="Ich habe heute keine Zeit.", view="walk", present="1")
+    assert not at.exception
+    assert not at.expander[0].warning  # the fold holds no note
+    assert any("unlike anything the model learned from" in shown(w.value) for w in at.warning)
