@@ -16,7 +16,7 @@ import re
 import time
 from pathlib import Path
 
-from . import cli, files
+from . import files
 from .errors import InputError
 
 # (category, German phrase A, German phrase B, English words of A, English words of B). Articles go with their
@@ -126,8 +126,16 @@ def read_pairs(path) -> list[dict]:
     return pairs
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.contrast`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     p.add_argument("--data-dir", default=None, help="Multi30k (default: $MULTI30K_DIR, else ../shared/data/multi30k)")
     p.add_argument("--checkpoints", nargs="+", default=["checkpoints", "checkpoints/sinusoidal"],
@@ -154,4 +162,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

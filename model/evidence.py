@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import cli, files
+from . import files
 from .data import pad
 from .vocab import EOS_ID, SOS_ID, tokenize
 
@@ -186,6 +186,8 @@ def step_state(translator, result, t: int) -> np.ndarray:
 
 def build(translator, folder, data_dir, log=print) -> dict:
     """Write step_index.npz beside a checkpoint."""
+    from . import cli
+
     start = time.perf_counter()
     de, en = cli.read_split(data_dir, "train")
     lines = step_lines(len(de))

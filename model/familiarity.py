@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import cli, files
+from . import files
 from .data import pad
 from .errors import InputError
 from .evidence import principal_components, projected, quantise, training_texts, unit
@@ -227,6 +227,8 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
 
 def build(translator, folder, data_dir, log=print) -> dict:
     """Write training_index.npz and familiarity.json beside a checkpoint; returns the thresholds written."""
+    from . import cli
+
     folder = Path(folder)
     start = time.perf_counter()
     train_de, _ = cli.read_split(data_dir, "train")
@@ -255,8 +257,16 @@ def build(translator, folder, data_dir, log=print) -> dict:
     return report
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.familiarity`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     cli.add_checkpoint(p)
     cli.add_device(p)
@@ -274,4 +284,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import cli, files
+from . import files
 from .data import encode_pairs, pad
 from .decoding import greedy_ids
 from .extras import KINDS, Extras
@@ -181,8 +181,16 @@ def head_importance_for_sentence(translator, sentence: str) -> dict:
     return rise
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.head_importance`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_importance.json)")
@@ -221,4 +229,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import cli
 from .errors import InputError
 
 KINDS = ("enc", "dec", "cross")  # as model.transformer.KINDS; not imported: this module stays free of torch
@@ -212,8 +211,16 @@ def to_json(values: dict, digits: int = 6) -> dict:
 
 
 # the command line --------------------------------------------------------------------------------
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.head_stats`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p, ref=False)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/head_stats.json)")
@@ -243,4 +250,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

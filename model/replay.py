@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import cli, files
+from . import files
 from .errors import InputError
 from .result import KIND_NAMES
 
@@ -150,7 +150,7 @@ def against_shipped(folder, row: dict, point: dict, maps_file, shipped, examples
 def ship(folder, out, data_dir, device=None, progress: bool = False, replays=None) -> dict:
     """Write (or complete) the replay the page shows: OUT/stepNNNNNN.npz, OUT/points/, OUT/replay.json.
     replays: the checkpoint folder whose recipe the run repeats (compared with the last snapshot)."""
-    from . import align
+    from . import align, cli
 
     out = Path(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
@@ -195,8 +195,16 @@ def ship(folder, out, data_dir, device=None, progress: bool = False, replays=Non
     return manifest
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.replay`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     p.add_argument("sentence", nargs="?", help="a German sentence to replay")
     p.add_argument("--snapshots", required=True, help="folder of training snapshots (model.train --snapshots)")
@@ -227,4 +235,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

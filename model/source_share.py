@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import cli
 from .errors import InputError
 
 QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
@@ -57,8 +56,16 @@ def distribution(values: np.ndarray, digits: int = 4) -> dict:
             "histogram": {"edges": [round(float(e), 3) for e in edges], "counts": counts.tolist()}}
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.source_share`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p, ref=False)
     p.add_argument("--out", default=None, help="JSON file to write (default: CHECKPOINT/source_share.json)")
@@ -103,4 +110,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

@@ -2,7 +2,7 @@
 can be found, an answer picked or typed and checked against the app's own numbers, a hint, and the explanation once
 answered. For teachers: the lesson link (the walk from stop 1, guess first) and the worksheet with its answer key.
 
-Every answer comes from model/exercises.py, which computes it from the model and the measurements shipped beside the
+Every answer comes from lesson/exercises.py, which computes it from the model and the measurements shipped beside the
 checkpoint: the other model, or a retrained one, gets its own answers.
 """
 
@@ -10,8 +10,8 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from model.exercises import check, exercises, lesson_params
-from model.worksheet import answer_key_html, worksheet_html
+from lesson.exercises import check, exercises, lesson_params
+from lesson.worksheet import answer_key_html, worksheet_html
 
 from . import Context
 from .calls import DEFAULT_CHECKPOINT, HEAVY, load_translator
@@ -64,7 +64,7 @@ def exercises_view(ctx: Context):
         cols[1].download_button("Answer key (HTML)", lambda: answer_key_html(exs, here, title),
                                 "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
         st.caption(f"The worksheet's links point to {literal(server())}. For another server: "
-                   "`python -m model.worksheet --out sheet.html --server URL`.")
+                   "`python -m lesson.worksheet --out sheet.html --server URL`.")
     for ex in exs:
         exercise(ex)
 

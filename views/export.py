@@ -6,7 +6,7 @@ The files are made only when a button is clicked (deferred), so drawing a view c
 - the map on screen and the step trace as CSV (positions kept, so repeated tokens stay apart; a decoder row named
   as the page names it, "<sos> → a": the token read → the token chosen);
 - the whole result as one self-contained HTML page (viz/report.py: every map with layer and head switches, the
-  trace; plotly.js inside, so it opens offline), byte for byte what `python -m model.report` writes.
+  trace; plotly.js inside, so it opens offline), byte for byte what `python -m viz.report` writes.
 """
 
 import json

@@ -1,4 +1,16 @@
-"""Figures for the explorer: numpy arrays and token lists in, Plotly figures out. No torch here."""
+"""Figures for the explorer: numpy arrays and token lists in, Plotly figures out. No torch here.
+
+One command draws too: `python -m viz.report SENTENCE --out FILE.html` (viz/report.py), one translation as a
+self-contained HTML page."""
+
+import sys
+
+# `python -m viz.report` imports this package first, with sys.argv[0] set to "-m" meanwhile: Ctrl-C while the
+# figures' imports (plotly, pandas) load is one line too, as for model's commands (model/__init__.py, model/cli.py).
+if getattr(sys, "argv", [])[:1] == ["-m"]:
+    from model.cli import catch_early_interrupts
+
+    catch_early_interrupts()
 
 from .alignment import aer_grid, alignment_map, link_classes
 from .attention import (COLORSCALE, GAP, MASKED_COLOR, NORM_LABEL, attention_heatmap, causal_mask, cell_px, check_norms,

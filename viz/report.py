@@ -3,8 +3,8 @@
     from viz.report import report_html
     html = report_html(tr.translate(sentence), provenance(tr))   # what the page's "Download as an HTML page" gives
 
-`python -m model.report` is the command that writes it (model/report.py). The page holds the sentence and its
-translation; every attention map (encoder self, decoder self, cross; every layer and head) drawn by
+`python -m viz.report SENTENCE --out FILE` is the command that writes it (`main`, below). The page holds the
+sentence and its translation; every attention map (encoder self, decoder self, cross; every layer and head) drawn by
 attention_heatmap as on the page, named, captioned and labelled as the page's attention views are (KIND_NAMES,
 map_caption, token_labels, subtitle), with a layer and a head switch for each kind; the decoding trace (each step's
 candidates and their probabilities); and the provenance record (model/export.py). plotly.js comes from the
@@ -165,3 +165,49 @@ entropy of the whole next-token distribution and the most likely candidates.</p>
 </body>
 </html>
 """
+
+
+COMMAND = """One translation as a single self-contained HTML file, for a slide, a course page or an e-mail.
+
+    python -m viz.report "Ein Hund läuft im Park." --out report.html [--checkpoint DIR] [--device D]
+
+The file holds the sentence and its translation; every attention map (encoder self, decoder self, cross; every
+layer and head) as the page draws it, with a layer and a head switch for each kind; the decoding trace (each step's
+candidates and their probabilities); and the provenance record (model/export.py). plotly.js is inside the file: it
+opens with no network. The same bytes as the page's "Download as an HTML page" (report_html); this command
+translates and writes it.
+
+A bad option, an empty sentence, a bad checkpoint or device, or an --out folder that does not exist is one
+`error: ...` line and exit status 2, and no file is written.
+"""
+
+
+def main(argv=None):
+    """`python -m viz.report`: an error is one line `error: ...` and exit status 2 (model/cli.py's rule)."""
+    from model import cli
+
+    return cli.entry_point(write_report)(argv)
+
+
+def write_report(argv):
+    from model import cli  # the command's parser loads with the command, not with the library
+
+    p = cli.Parser(description=COMMAND)
+    p.add_argument("sentence", help="one German sentence")
+    p.add_argument("--out", required=True, help="the HTML file to write")
+    cli.add_checkpoint(p)
+    cli.add_device(p)
+    args = p.parse_args(argv)
+    from model.export import provenance  # after argument parsing: --help stays fast
+
+    out = files.check_output(args.out)  # before the model runs
+    translator = cli.load_translator(args)
+    text = report_html(translator.translate(args.sentence), provenance(translator))
+    files.write_text(out, text)  # whole or not at all: a failure leaves no half page
+    return 0
+
+
+if __name__ == "__main__":
+    from model import cli
+
+    cli.run(main)

@@ -4,7 +4,7 @@ holds no script and links only to the server given (docs/contract.md, "Exercises
 
 import pytest
 
-from model.worksheet import answer_key_html, worksheet_html
+from lesson.worksheet import answer_key_html, worksheet_html
 from integration.test_exercises import sheets
 
 

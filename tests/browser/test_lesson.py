@@ -9,7 +9,7 @@ import pytest
 from appserver import wait_idle
 from conftest import fresh_page
 from model.checkpoint import DEFAULT_CHECKPOINT
-from model.exercises import check, exercises
+from lesson.exercises import check, exercises
 from page.test_lesson import SENTENCE, cross_answer
 
 

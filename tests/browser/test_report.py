@@ -92,6 +92,6 @@ def test_the_pages_download_is_the_cli_report(page, tmp_path):
     translate_in_page(page, sentence)
     wait_idle(page)
     got = download(page, "Download as an HTML page", tmp_path).read_bytes()
-    cli = run("model.report", sentence, "--out", str(tmp_path / "cli.html"), env={"OMP_NUM_THREADS": "1"})
+    cli = run("viz.report", sentence, "--out", str(tmp_path / "cli.html"), env={"OMP_NUM_THREADS": "1"})
     assert cli.returncode == 0 and cli.stderr == "", cli.stderr
     assert got == (tmp_path / "cli.html").read_bytes()

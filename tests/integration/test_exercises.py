@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from conftest import CHECKPOINT, ROOT, assert_one_error_line, run
-from model.exercises import EXAMPLES, SENTENCE_INDEX, TOPICS, check, exercises, lesson_params, link
-from model.worksheet import answer_key_html, worksheet_html
+from lesson.exercises import EXAMPLES, SENTENCE_INDEX, TOPICS, check, exercises, lesson_params, link
+from lesson.worksheet import answer_key_html, worksheet_html
 
 SERVER = "http://class.example:8501"
 FOLDERS = {"learned": CHECKPOINT, "sinusoidal": CHECKPOINT / "sinusoidal"}
@@ -220,10 +220,10 @@ def test_the_worksheet_and_its_key_link_only_to_the_server(sheets):
 
 def test_the_command_writes_both_files_and_refuses_a_server_that_is_not_http(tmp_path):
     out = tmp_path / "sheet.html"
-    r = run("model.worksheet", "--out", str(out), "--server", SERVER)
+    r = run("lesson.worksheet", "--out", str(out), "--server", SERVER)
     assert r.returncode == 0, r.stderr
     sheet, key = out.read_text(encoding="utf-8"), (tmp_path / "sheet-answers.html").read_text(encoding="utf-8")
     assert "Exercise 1</h2>" in sheet and "Answer: " in key and "Answer: " not in sheet
     assert all(u.startswith(SERVER + "/?") for u in links_in(sheet) + links_in(key))
-    assert_one_error_line(run("model.worksheet", "--out", str(tmp_path / "x.html"), "--server", "ftp://x"), "--server")
+    assert_one_error_line(run("lesson.worksheet", "--out", str(tmp_path / "x.html"), "--server", "ftp://x"), "--server")
     assert not (tmp_path / "x.html").exists()

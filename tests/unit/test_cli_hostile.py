@@ -19,8 +19,10 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, assert_error_line, tiny_config, write_multi30k
+from lesson import worksheet
 from model import (align, cli, contrast, evaluate, faithfulness, familiarity, files, head_importance, head_stats,
-                   inspect, patch, replay, report, silver, source_share, train, train_lengths, translate, worksheet)
+                   inspect, patch, replay, silver, source_share, train, train_lengths, translate)
+from viz import report
 from model.errors import InputError
 from model.transformer import Transformer
 
@@ -169,9 +171,15 @@ def test_the_parameter_count_from_the_config_is_the_models():
 
 
 # 2. Ctrl-C: `interrupted`, status 130 -----------------------------------------------------------------------------
+def tool_files() -> list[Path]:
+    """Every module that is a tool (`cli.run(main)`), in model/, lesson/ and viz/: a new tool joins the Ctrl-C test
+    by itself."""
+    return sorted(p for folder in ("model", "lesson", "viz") for p in (ROOT / folder).glob("*.py")
+                  if "cli.run(main)" in p.read_text(encoding="utf-8"))
+
+
 def tool_modules() -> list[str]:
-    """Every module of model/ that is a tool (`cli.run(main)`): a new tool joins the Ctrl-C test by itself."""
-    return sorted(p.stem for p in (ROOT / "model").glob("*.py") if "cli.run(main)" in p.read_text(encoding="utf-8"))
+    return sorted(p.stem for p in tool_files())
 
 
 TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, contrast, evaluate, faithfulness, familiarity,
@@ -284,9 +292,8 @@ def test_dumps_writes_null_for_what_json_cannot_hold():
 
 def test_no_tool_writes_json_but_through_dumps():
     """json.dumps writes NaN unless told not to: every tool writes its JSON through files.dumps instead."""
-    for name in tool_modules():
-        source = (ROOT / "model" / f"{name}.py").read_text(encoding="utf-8")
-        assert "json.dumps(" not in source, name
+    for path in tool_files():
+        assert "json.dumps(" not in path.read_text(encoding="utf-8"), path.name
 
 
 def test_evaluate_prints_strict_json(call, tiny_checkpoint, corpus):

@@ -5,7 +5,8 @@ holds no script and links only to the server given (docs/contract.md, "Exercises
 import pytest
 
 from conftest import assert_error_line
-from model import cli, worksheet
+from lesson import worksheet
+from model import cli
 from model.errors import InputError
 
 

@@ -11,9 +11,9 @@ import plotly.offline
 import pytest
 
 from conftest import assert_error_line
-from model import report
 from model.export import provenance
 from model.translator import Translator
+from viz import report
 from viz.report import DIGITS, report_html
 
 SENTENCE = "Zwei Männer im Park."

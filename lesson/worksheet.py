@@ -1,7 +1,7 @@
 """Write the exercises as a printable worksheet for a class, and its answer key (docs/contract.md, "Exercises and the
 worksheet").
 
-    python -m model.worksheet --out sheet.html [--server URL] [--checkpoint DIR] [--answers FILE.html]
+    python -m lesson.worksheet --out sheet.html [--server URL] [--checkpoint DIR] [--answers FILE.html]
 
 Both are one self-contained HTML file each: inline CSS, no script, nothing fetched, so that they open offline and
 print. The only links in them are the exercises' pages and the lesson link, on --server (default
@@ -15,8 +15,9 @@ import re
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from . import cli, files
-from .errors import InputError
+from model import files
+from model.errors import InputError
+
 from .exercises import exercises, lesson_params, link
 
 DEFAULT_SERVER = "http://localhost:8501"
@@ -115,8 +116,16 @@ def answers_path(out: Path) -> Path:
     return out.with_name(name + "-answers.html")
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m lesson.worksheet`: an error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from model import cli
+
+    return cli.entry_point(write_sheets)(argv)
+
+
+def write_sheets(argv):
+    from model import cli
+
     p = cli.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="the worksheet to write (HTML)")
     p.add_argument("--answers", default=None, help="the answer key to write (default: OUT with .html replaced "
@@ -135,7 +144,7 @@ def main(argv=None):
         files.check_output(path)  # before the model loads, not after
     if out.resolve() == key.resolve():
         raise InputError(f"--answers must differ from --out: both are {out}")
-    from .checkpoint import checkpoint_folder
+    from model.checkpoint import checkpoint_folder
 
     translator = cli.load_translator(args)
     exs = exercises(translator, checkpoint_folder(args.checkpoint))
@@ -146,4 +155,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from model import cli
+
     cli.run(main)

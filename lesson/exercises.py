@@ -1,0 +1,452 @@
+"""Exercises in the walk's order, each answered by the model itself (docs/contract.md, "Exercises and the worksheet").
+
+No answer is written here: every one is computed from the model (a translation of a fixed example sentence, its
+maps, one head's arithmetic, ALTI+, the position tables, the config, the vocabulary) or from the measurements shipped
+beside its checkpoint (head_stats.json, alignment.json, head_importance.json, source_share.json, faithfulness.json,
+patching.json). A retrained checkpoint, or the sinusoidal one, gets its own answers; only the questions stay.
+
+Each exercise carries the link parameters that open the page where its answer can be found (views/state.py reads
+them: layers, heads and steps from 1, Inside a head's query from 0). The page (views/exercises.py) and the worksheet
+(lesson/worksheet.py) show them; `check` judges an answer.
+
+Each exercise is one small function registered with `@question(topic)` in QUESTIONS, in the walk's order: it reads
+what it needs of a Sheet (the sentence's translation, one head's arithmetic, ALTI+, the shipped tables) and returns
+Sheet.ask(question, view, options, answer, tolerance, hint, why, **link parameters). A new exercise is one more such
+function in its topic's place.
+"""
+
+import functools
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+from model.checkpoint import DEFAULT_CHECKPOINT
+from model.heads import Head
+
+TOPICS = ("tokens and embeddings", "positions", "scaled dot-product", "masks", "heads",
+          "cross-attention and alignment", "decoding", "interventions", "contributions")  # the walk's order
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "assets/examples.json"  # the page's example sentences
+TRAIN_LENGTHS = ROOT / "assets/train_lengths.json"  # python -m model.train_lengths
+SENTENCE_INDEX = 0  # which example sentence the exercises are about: a choice of sentence, not an answer
+SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the page's second model (views/calls.py), linked as model=sinusoidal
+N_OPTIONS = 4  # choices offered per question, at most
+NUMBER = re.compile(r"-?(?:[0-9]{1,12}(?:[.,][0-9]{0,12})?|[.,][0-9]{1,12})")  # ASCII only: no "²", "1e999", "١"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    number: int  # 1, 2, ... in order; the page says "Exercise 1", ...
+    topic: str  # one of TOPICS; exercises sorted by TOPICS order
+    question: str  # plain text (no Markdown), the sentence quoted
+    params: dict  # the page link's parameters (str -> str) that open the exact page state to explore
+    options: tuple  # the choices (str), or () for a typed number
+    answer: str  # the right option, or the number as text
+    tolerance: float  # typed numbers: right when |given - answer| <= tolerance; 0.0 for choices
+    hint: str  # a nudge, not the answer
+    why: str  # the explanation shown after answering, with the numbers that decide it
+
+
+def check(ex: Exercise, given: str) -> bool:
+    """Whether `given` answers `ex`: a choice exactly; a number (ASCII digits, one '.' or ',', a leading '-')
+    within the tolerance. Never raises: anything else is a wrong answer."""
+    try:
+        if ex.options:
+            return given == ex.answer
+        text = given.strip()
+        if not NUMBER.fullmatch(text):
+            return False
+        return abs(float(text.replace(",", ".")) - float(ex.answer)) <= ex.tolerance + 1e-9  # 1e-9: float rounding
+    except Exception:  # a page's or a form's value of any type: a wrong answer, never an error
+        return False
+
+
+def link(ex: Exercise, server: str = "") -> str:
+    """The exercise's page: server (or nothing, for this page) + "/?" + its parameters."""
+    return server.rstrip("/") + "/?" + urlencode(ex.params)
+
+
+def lesson_params(sentence: str, model_slug: str | None) -> dict:
+    """The lesson link's parameters: the walk from stop 1 with this sentence, guess first."""
+    params = {"s": sentence, "view": "walk", "stop": "1", "guess": "1"}
+    return params | ({"model": model_slug} if model_slug else {})
+
+
+# --- helpers -------------------------------------------------------------------------------------------------------
+
+
+def unique(items) -> list:
+    """items without repeats, in their first order."""
+    return list(dict.fromkeys(items))
+
+
+def choices(right: str, others, order) -> tuple:
+    """The right option and the first others (no repeats), N_OPTIONS at most, sorted by `order` (a key function):
+    a stable order that does not give the answer away by its place."""
+    return tuple(sorted(unique([right, *others])[:N_OPTIONS], key=order))
+
+
+def number(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}"
+
+
+def heads_of(grid, kind: str) -> list[tuple[Head, float]]:
+    """Every (Head, value) of an (L, H) table from a shipped JSON, in model order; null cells left out."""
+    return [(Head(kind, layer, head), value) for layer, row in enumerate(grid) for head, value in enumerate(row)
+            if value is not None]
+
+
+def head_choices(ranked: list, worst_first: list) -> tuple:
+    """The best head's label and the labels of the least-fitting heads, in model order."""
+    order = {h.label(): h.order() for h, _ in ranked}
+    return choices(ranked[0][0].label(), [h.label() for h, _ in worst_first], lambda s: order[s])
+
+
+def read_json(folder: Path, name: str) -> dict:
+    return json.loads((folder / name).read_text(encoding="utf-8"))
+
+
+def model_slug(folder: Path) -> str | None:
+    """How the page's link names this checkpoint: "sinusoidal" for the second model, nothing for the default."""
+    return "sinusoidal" if folder.resolve() == SINUSOIDAL.resolve() else None
+
+
+def cosine(a, b) -> float:
+    return float(a @ b / (math.sqrt(float(a @ a) * float(b @ b)) or 1.0))
+
+
+# --- what every question reads ---------------------------------------------------------------------------------------
+
+
+class Sheet:
+    """One model's sentence and what the questions read of it: its translation, one head's arithmetic and ALTI+
+    (each computed once, when a question first asks), the config, and the tables shipped beside the checkpoint."""
+
+    def __init__(self, translator, folder: Path, sentence: str):
+        self.translator, self.folder, self.sentence = translator, folder, sentence
+        self.slug, self.cfg = model_slug(folder), translator.cfg
+        self.quoted = f"“{sentence}”"
+
+    @functools.cached_property
+    def r(self):
+        return self.translator.translate(self.sentence)
+
+    @functools.cached_property
+    def inside(self):
+        return self.translator.inside(self.sentence)
+
+    @functools.cached_property
+    def contrib(self):
+        return self.translator.contributions(self.sentence)
+
+    @property
+    def src(self) -> list[str]:
+        return self.r.src_tokens
+
+    @property
+    def out(self) -> list[str]:
+        return [s.token for s in self.r.steps]
+
+    def table(self, name: str) -> dict:
+        return read_json(self.folder, name)
+
+    def ask(self, question, view, options, answer, tolerance, hint, why, **params) -> tuple:
+        """One question's fields after its topic: the page link opens `view` on this sentence (and model)."""
+        page = {"s": self.sentence, "view": view, **params} | ({"model": self.slug} if self.slug else {})
+        return question, page, tuple(options), answer, float(tolerance), hint, why
+
+
+# --- the exercises, one small function each, in the walk's order ------------------------------------------------------
+
+QUESTIONS: list[tuple[str, Callable[[Sheet], tuple]]] = []  # (topic, question function), in the order asked
+
+
+def question(topic: str):
+    """Register a question function of `topic` (one of TOPICS): it takes a Sheet and returns Sheet.ask(...)."""
+    assert topic in TOPICS, topic
+
+    def register(fn):
+        QUESTIONS.append((topic, fn))
+        return fn
+
+    return register
+
+
+@question("tokens and embeddings")
+def token_count(c: Sheet) -> tuple:
+    src = c.src
+    return c.ask(f"How many tokens does the encoder read for {c.quoted}, <sos> and <eos> included?",
+                 "walk", (), str(len(src)), 0,
+                 "Stop 1 shows the sentence as tokens; count the chips, the two specials too.",
+                 f"The tokenizer makes {len(src) - 2} tokens of it ({' '.join(src[1:-1])}); with <sos> and <eos>: "
+                 f"{len(src)}.", stop="1")
+
+
+@question("tokens and embeddings")
+def token_id(c: Sheet) -> tuple:
+    word = c.src[1]
+    word_id = c.translator.src_vocab.stoi.get(word, 0)
+    return c.ask(f"Which id does the model's German vocabulary give the first token of {c.quoted}, “{word}”?",
+                 "walk", (), str(word_id), 0, "Stop 1 puts each token's id under it.",
+                 f"“{word}” is entry {word_id} of the German vocabulary of {c.cfg.src_vocab_size:,} entries (0 to 3 "
+                 f"are the specials; the rest by how often the training data has them).", stop="1")
+
+
+def longest_training_source() -> tuple[int, dict]:
+    """The most source positions a German training sentence used, and the table of lengths it comes from."""
+    lengths = json.loads(TRAIN_LENGTHS.read_text(encoding="utf-8"))["source"]
+    return max(int(n) for n in lengths), lengths
+
+
+@question("positions")
+def longest_position(c: Sheet) -> tuple:
+    longest, lengths = longest_training_source()
+    return c.ask("How many source positions (with <sos> and <eos>) did the longest German training sentence use?",
+                 "positions", (), str(longest), 0,
+                 "The positional encodings page marks the lengths the training data had.",
+                 f"Of {sum(lengths.values()):,} training sentences the longest used {longest} of the model's "
+                 f"{c.cfg.max_positions} positions; the positions after it were never seen in training.")
+
+
+@question("positions")
+def last_positions_cosine(c: Sheet) -> tuple:
+    longest, _ = longest_training_source()
+    table = c.translator.position_tables()["source"]  # (P, D)
+    P = table.shape[0]
+    last = cosine(table[P - 2], table[P - 1])
+    return c.ask(f"What is the cosine similarity of the last two source positions, {P - 2} and {P - 1} (counted from "
+                 f"0), in this model's position table? Answer within 0.05.", "positions", (), number(last), 0.05,
+                 f"The cosine similarity picture of the model's source table: its bottom right corner. No training "
+                 f"sentence reached past position {longest - 1}.",
+                 f"cos(p{P - 2}, p{P - 1}) = {last:.3f}. This model's positions are {c.cfg.positions}: learned rows "
+                 "that no training sentence reached keep their random start (a similarity near 0), sinusoids stay "
+                 "smooth (neighbours alike) however far they go.")
+
+
+def d_k(c: Sheet) -> int:
+    return c.cfg.d_model // c.cfg.n_heads
+
+
+@question("scaled dot-product")
+def key_length(c: Sheet) -> tuple:
+    cfg, dk = c.cfg, d_k(c)
+    return c.ask("Each head compares a query with a key by their dot product, divided by √d_k. What is d_k, the "
+                 "length of one head's query and key vectors?", "inside", (), str(dk), 0,
+                 "Inside a head shows q and k as strips of numbers: count them, or divide d_model by the number of "
+                 "heads.", f"d_k = d_model / heads = {cfg.d_model} / {cfg.n_heads} = {dk}: the scores are divided "
+                 f"by √{dk} = {math.sqrt(dk):.2f}.", kind="enc", layer="1", head="1", query="1")
+
+
+def first_query(c: Sheet):
+    """Encoder layer 1, head 1, query 1: its trace and the key it weighs most."""
+    trace = c.inside.head("enc", 0, 0, 1)
+    return trace, max(range(len(c.src)), key=lambda k: float(trace.weights[k]))
+
+
+@question("scaled dot-product")
+def heaviest_key(c: Sheet) -> tuple:
+    src, (trace, best) = c.src, first_query(c)
+    return c.ask(f"In encoder layer 1, head 1, the query “{src[1]}” (position 1) of {c.quoted}: which key gets the "
+                 "largest attention weight?", "inside", unique(src), src[best], 0,
+                 "Inside a head: the softmax row of this query; the tallest bar.",
+                 f"softmax(q·k/√{d_k(c)}) puts {float(trace.weights[best]):.3f} on “{src[best]}” (position {best}), "
+                 "more than on any other key.", kind="enc", layer="1", head="1", query="1")
+
+
+@question("scaled dot-product")
+def heaviest_weight(c: Sheet) -> tuple:
+    src, (trace, best) = c.src, first_query(c)
+    return c.ask("Same query, same head: how large is that largest weight? Answer within 0.05.", "inside", (),
+                 number(float(trace.weights[best])), 0.05,
+                 "The softmax row of Inside a head; each weight is a share of 1.",
+                 f"The weights of the row sum to 1; “{src[best]}” takes {float(trace.weights[best]):.3f} of it "
+                 f"(scaled score {float(trace.scaled[best]):.2f}).", kind="enc", layer="1", head="1", query="1")
+
+
+@question("masks")
+def visible_inputs(c: Sheet) -> tuple:
+    r = c.r
+    dec = r.decoder_attentions  # (L, H, T, T)
+    step = min(3, len(c.out))
+    seen = sum(1 for k in range(dec.shape[-1]) if float(dec[0, :, step - 1, k].max()) > 0)
+    return c.ask(f"Decoder self-attention, layer 1, translating {c.quoted}: how many decoder inputs can step {step} "
+                 "look at (keys with a weight above 0)?", "dec", (), str(seen), 0,
+                 f"Row {step} of the decoder map: the mask sets the scores of later inputs to a large negative "
+                 "number.", f"Step {step} sees {', '.join(r.tgt_tokens[:seen])}: {seen} inputs, itself and those "
+                 "before it; the causal mask hides the rest, so their weights are exactly 0.", layer="1", head="mean")
+
+
+@question("masks")
+def masked_cells(c: Sheet) -> tuple:
+    dec = c.r.decoder_attentions
+    T = dec.shape[-1]
+    zeros = sum(1 for q in range(T) for k in range(T) if float(dec[0, 0, q, k]) == 0.0)
+    return c.ask(f"Decoder self-attention, layer 1, head 1, for {c.quoted}: the map has {T} × {T} cells. How many of "
+                 "them are exactly 0?", "dec", (), str(zeros), 0, "Everything above the diagonal is masked.",
+                 f"The upper triangle: {T} × ({T} − 1) / 2 = {T * (T - 1) // 2} cells; counted in the map: {zeros}.",
+                 layer="1", head="1")
+
+
+@question("heads")
+def previous_token_head(c: Sheet) -> tuple:
+    stats = c.table("head_stats.json")["stats"]
+    prev = sorted(heads_of(stats["previous_share"]["dec"], "dec"), key=lambda hv: -hv[1])
+    pair = (prev[0], prev[-1])
+    return c.ask("Over the test set, which of these two decoder self-attention heads is the previous-token head "
+                 "(the most weight on the word just before)?", "stats", head_choices(list(pair), [pair[1]]),
+                 prev[0][0].label(), 0, "Head statistics, “on the previous token”: sort by it.",
+                 f"{prev[0][0].label()} puts {prev[0][1]:.2f} of its weight on the previous token on average, "
+                 f"{prev[-1][0].label()} {prev[-1][1]:.2f}.", stat="previous_share")
+
+
+@question("heads")
+def most_focused_head(c: Sheet) -> tuple:
+    focus = sorted(heads_of(c.table("head_stats.json")["stats"]["entropy"]["enc"], "enc"), key=lambda hv: hv[1])
+    return c.ask("Over the test set, which encoder self-attention head is the most focused (the lowest entropy)?",
+                 "stats", head_choices(focus, focus[::-1]), focus[0][0].label(), 0,
+                 "Head statistics, entropy: 0 nats means all weight on one key.",
+                 f"{focus[0][0].label()}: {focus[0][1]:.2f} nats on average; the most spread, "
+                 f"{focus[-1][0].label()}: {focus[-1][1]:.2f}.", stat="entropy")
+
+
+@question("cross-attention and alignment")
+def token_read_most(c: Sheet) -> tuple:
+    src, out = c.src, c.out
+    t = next((i for i, tok in enumerate(out) if any(ch.isalpha() for ch in tok)), 0)
+    L = c.cfg.n_dec_layers
+    row = c.r.cross_attentions[L - 1].mean(0)[t]  # (S,) the mean of the last layer's heads
+    read = max(range(len(src)), key=lambda k: float(row[k]))
+    return c.ask(f"Translating {c.quoted}, the model writes “{out[t]}” at step {t + 1}. Which German token does "
+                 f"cross-attention layer {L} (the mean of its heads) read most there?", "cross", unique(src),
+                 src[read], 0, f"Cross-attention, layer {L}, mean: row “{out[t]}”, the darkest cell.",
+                 f"The mean of layer {L}'s heads gives “{src[read]}” {float(row[read]):.2f} of step {t + 1}'s weight.",
+                 layer=str(L), head="mean")
+
+
+@question("cross-attention and alignment")
+def best_aligning_head(c: Sheet) -> tuple:
+    aer = sorted(heads_of(c.table("alignment.json")["heads"]["cross"], "cross"), key=lambda hv: hv[1])
+    return c.ask("Which cross-attention head aligns best with the hand-checked word links (the lowest alignment "
+                 "error rate, AER)?", "align", head_choices(aer, aer[::-1]), aer[0][0].label(), 0,
+                 "The alignment page scores every head's argmax links against 101 hand-checked sentences.",
+                 f"{aer[0][0].label()}: AER {aer[0][1]:.2f}; the worst, {aer[-1][0].label()}: {aer[-1][1]:.2f}.")
+
+
+@question("decoding")
+def least_sure_step(c: Sheet) -> tuple:
+    probs, out = [s.prob for s in c.r.steps], c.out
+    unsure = min(range(len(probs)), key=lambda i: probs[i])
+    return c.ask(f"Translating {c.quoted}: at which step (from 1) is the model least sure of the token it picks (the "
+                 "lowest probability)?", "trace", (), str(unsure + 1), 0,
+                 "The decoding trace shows each step's probability; step through them.",
+                 f"Step {unsure + 1} picks “{out[unsure]}” with {probs[unsure]:.2f}; every other step is surer.",
+                 step="1")
+
+
+@question("decoding")
+def first_token_probability(c: Sheet) -> tuple:
+    first = c.r.steps[0]
+    return c.ask(f"Translating {c.quoted}: what probability does the model give its first token, “{c.out[0]}”? "
+                 "Answer within 0.05.", "trace", (), number(first.prob), 0.05,
+                 "Step 1 of the decoding trace: the top bar.",
+                 f"p(“{c.out[0]}”) = {first.prob:.3f}; the runner-up, “{first.runner_up[0]}”, "
+                 f"{first.runner_up[1]:.3f}.", step="1")
+
+
+@question("interventions")
+def last_cross_layer_off(c: Sheet) -> tuple:
+    r, out, L = c.r, c.out, c.cfg.n_dec_layers
+    cut = c.translator.translate(c.sentence, heads_off=f"cross.{L - 1}")
+    said = [s.token for s in cut.steps]
+    k = next((i for i, (a, b) in enumerate(zip(said, out)) if a != b), 0)  # the first step the switch changes
+    others = [*(tok for tok, _ in cut.steps[k].top), *(tok for tok, _ in r.steps[min(k, len(out) - 1)].top)]
+    if k < len(out):
+        others.insert(0, out[k])  # the word the full model says there: the likeliest wrong answer
+    return c.ask(f"Switch off every head of cross-attention layer {L} and translate {c.quoted} again. Which token "
+                 f"does step {k + 1} say now?", "ablate", choices(said[k], others, str), said[k], 0,
+                 "Ablate heads: the translation above the page changes as heads go off.",
+                 f"Without layer {L}'s cross-attention step {k + 1} says “{said[k]}” ({cut.steps[k].prob:.2f}); with "
+                 f"it, “{out[k] if k < len(out) else ''}”. The whole translation: “{cut.text}” instead of "
+                 f"“{r.text}”.", off=f"cross.{L}")
+
+
+@question("interventions")
+def costliest_head(c: Sheet) -> tuple:
+    importance = c.table("head_importance.json")
+    drops = sorted((hv for kind, table in importance["kinds"].items() for hv in heads_of(table["bleu"], kind)),
+                   key=lambda hv: (hv[1], hv[0].order()))  # the lowest BLEU with the head off first
+    base = importance["baseline"]["bleu"]
+    return c.ask("Over the test set, which head costs the most BLEU when it alone is switched off?", "importance",
+                 head_choices(drops, drops[::-1]), drops[0][0].label(), 0,
+                 "Head importance: the BLEU drop of each head switched off alone.",
+                 f"BLEU {base} with every head; {drops[0][1]} without {drops[0][0].label()} (a drop of "
+                 f"{base - drops[0][1]:.2f}), {drops[-1][1]} without {drops[-1][0].label()}.")
+
+
+@question("interventions")
+def gender_carrying_head(c: Sheet) -> tuple:
+    gender = c.table("patching.json")["categories"]["gender"]["denoising"]["heads"]["cross"]["mean"]
+    carried = sorted(heads_of(gender, "cross"), key=lambda hv: -hv[1])
+    return c.ask("Activation patching over the contrast set: a sentence's gender word changed (Mann ↔ Frau). "
+                 "Through which cross-attention head does the change travel most (denoising)?", "patch",
+                 head_choices(carried, carried[::-1]), carried[0][0].label(), 0,
+                 "Causes: patch one head at a time from the clean run into the changed one.",
+                 f"Patching {carried[0][0].label()} restores {carried[0][1]:.2f} of the difference on average, the "
+                 "most of any cross-attention head.", dir="denoising")
+
+
+@question("contributions")
+def first_step_source_share(c: Sheet) -> tuple:
+    share = float(c.contrib.source_share[0])
+    return c.ask(f"ALTI+, translating {c.quoted}: what share of the first token “{c.out[0]}” comes from the German "
+                 "source (the rest from the English written before)? Answer within 0.05.", "contributions", (),
+                 number(share), 0.05, "Contributions: the source share of step 1.",
+                 f"The source tokens together contribute {share:.3f} to step 1; <sos>, the only English input then, "
+                 f"{1 - share:.3f}.")
+
+
+@question("contributions")
+def low_share_threshold(c: Sheet) -> tuple:
+    low = c.table("source_share.json")["low_share_threshold"]["per_step"]
+    return c.ask("Below which source share does the page flag a step as drawing little on the German (the lowest 5% "
+                 "of test-set steps)? Answer within 0.01.", "contributions", (), number(low, 4), 0.01,
+                 "Contributions: the note about steps that draw little on the source names the threshold.",
+                 f"5% of the test set's steps have a source share below {low:.4f}.")
+
+
+@question("contributions")
+def most_faithful_method(c: Sheet) -> tuple:
+    faith = c.table("faithfulness.json")
+    names = faith.get("names", {})
+    comp = sorted(((m, v["comprehensiveness"]["mean"]) for m, v in faith["source"].items() if m != "random"),
+                  key=lambda mv: -mv[1])
+    label = {m: names.get(m, m) for m, _ in comp}
+    order = {label[m]: i for i, (m, _) in enumerate(sorted(comp))}
+    return c.ask("Which explanation method is the most faithful on the German side by comprehensiveness (its "
+                 "top-ranked source tokens removed, the chosen word's probability falls the most)?", "faithful",
+                 choices(label[comp[0][0]], [label[m] for m, _ in comp[::-1]], lambda s: order[s]),
+                 label[comp[0][0]], 0, "Faithfulness: the test set's table, comprehensiveness of the source side.",
+                 f"{label[comp[0][0]]}: {comp[0][1]:.3f}, the largest fall; {label[comp[-1][0]]} the smallest, "
+                 f"{comp[-1][1]:.3f}.", side="source")
+
+
+def lesson_sentence() -> str:
+    """The sentence the exercises are about: the page's example number SENTENCE_INDEX."""
+    return json.loads(EXAMPLES.read_text(encoding="utf-8"))["examples"][SENTENCE_INDEX]["de"]
+
+
+def exercises(translator, checkpoint_dir, sentence: str | None = None) -> list[Exercise]:
+    """The exercises of one model, in TOPICS order, numbered from 1: each registered question asked of `sentence`
+    (default: lesson_sentence()). checkpoint_dir: the folder holding the measurements shipped beside the
+    checkpoint (head_stats.json, ...)."""
+    folder = Path(checkpoint_dir)
+    folder = folder.parent if folder.suffix == ".safetensors" else folder
+    sheet = Sheet(translator, folder, lesson_sentence() if sentence is None else sentence)
+    topics = [topic for topic, _ in QUESTIONS]
+    assert [TOPICS.index(t) for t in topics] == sorted(TOPICS.index(t) for t in topics), "out of the walk's order"
+    return [Exercise(n, topic, *ask(sheet)) for n, (topic, ask) in enumerate(QUESTIONS, 1)]
