@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import cli, files
+from . import files
 from .errors import InputError
 from .methods import ATTRIBUTIONS as METHOD_KEYS
 from .methods import METHODS
@@ -266,8 +266,16 @@ def evaluate(translator, src, ref, gold: list, silver: dict | None = None, progr
             "per_line": {str(n): v for n, v in per_line.items()}}
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.align`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__)
     cli.add_corpus(p)
     p.add_argument("--gold", required=True, help="hand-checked alignments (.jsonl; docs/alignment-guidelines.md)")
@@ -295,4 +303,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import cli, files
+from . import files
 from .checkpoint import checkpoint_folder
 from .errors import InputError
 from .methods import ATTRIBUTIONS as METHOD_KEYS
@@ -560,8 +560,16 @@ def reference_tokens(translator, reference: str) -> list[str]:
     return [*words[:translator.cfg.max_positions - 1], "<eos>"]
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.faithfulness`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__.split("\n\n")[0] + "\n\n" + USAGE)
     cli.add_corpus(p, ref=False)
     p.add_argument("--ref", default=None, help="English references, one per line: explain each reference, "
@@ -610,4 +618,6 @@ USAGE = """usage examples:
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import cli, files
+from . import files
 from .errors import InputError
 from .extras import Extras
 
@@ -411,8 +411,16 @@ USAGE = """usage examples:
     python -m model.patch --pairs assets/contrast/pairs.jsonl --out checkpoints/patching.json"""
 
 
-@cli.entry_point
 def main(argv=None):
+    """`python -m model.patch`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+
     p = cli.Parser(description=__doc__.split("\n\n")[0] + "\n\n" + USAGE)
     p.add_argument("--clean", help="the clean sentence (with --corrupt: one pair, one JSON object)")
     p.add_argument("--corrupt", help="the corrupted sentence: the same number of tokens, a word changed")
@@ -452,4 +460,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from . import cli
+
     cli.run(main)

@@ -14,9 +14,8 @@ LESSON = ROOT / "lesson"
 # the repository imports (their whole job is `python -m model.NAME`). Every other module imports cli inside the
 # functions that parse arguments, or under `if __name__ == "__main__":`.
 COMMANDS = {"evaluate", "inspect", "silver", "train", "train_lengths", "translate"}
-# Library modules whose main() is still decorated with @cli.entry_point at module level (a change to their bodies,
-# not to their imports, is what frees them): an entry leaves this set when its module stops importing cli.
-CLI_AT_IMPORT_PENDING = {"align", "faithfulness", "patch"}
+# Library modules that still import cli at import (none: an entry would leave this set when its module stops).
+CLI_AT_IMPORT_PENDING = set()
 
 
 def modules(folder: Path) -> list[Path]:
