@@ -1,4 +1,4 @@
-"""The exercises (model/exercises.py) and the worksheet (model/worksheet.py): every answer is the model's own, found
+"""The exercises (lesson/exercises.py) and the worksheet (lesson/worksheet.py): every answer is the model's own, found
 again here by a second, literal route; every link opens a page state the page reads without a note; the worksheet
 holds no script and links only to the server given (docs/contract.md, "Exercises and the worksheet")."""
 
@@ -12,7 +12,7 @@ from integration.test_exercises import sheets
 @pytest.mark.browser
 def test_the_pages_worksheet_buttons_download_the_sheet_and_its_key(browser, server, sheets, tmp_path):
     """The exercises view's two buttons (their files made when clicked) give the worksheet and the answer key of this
-    model's exercises, as model.worksheet writes them."""
+    model's exercises, as lesson.worksheet writes them."""
     from urllib.parse import quote
 
     from appserver import wait_idle

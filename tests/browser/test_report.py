@@ -1,4 +1,4 @@
-"""The self-contained HTML report (viz/report.py, written by the command model/report.py): its structure, every map
+"""The self-contained HTML report (viz/report.py, and its command python -m viz.report): its structure, every map
 in it, hostile text kept as text, the CLI; in a real browser from disk with the network off, and the page's download
 against the CLI's file."""
 
@@ -84,7 +84,7 @@ def test_a_hostile_sentence_runs_nothing_in_the_browser(browser, translator, tmp
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_pages_download_is_the_cli_report(page, tmp_path):
-    """The page's "Download as an HTML page" and `python -m model.report`: the same bytes. The page translates with
+    """The page's "Download as an HTML page" and `python -m viz.report`: the same bytes. The page translates with
     one torch thread per call (app.py), and provenance names the threads: the CLI runs with one too."""
     from appserver import translate_in_page, wait_idle
 

@@ -1,4 +1,4 @@
-"""The exercises (model/exercises.py) and the worksheet (model/worksheet.py): every answer is the model's own, found
+"""The exercises (lesson/exercises.py) and the worksheet (lesson/worksheet.py): every answer is the model's own, found
 again here by a second, literal route; every link opens a page state the page reads without a note; the worksheet
 holds no script and links only to the server given (docs/contract.md, "Exercises and the worksheet")."""
 

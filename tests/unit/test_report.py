@@ -1,4 +1,4 @@
-"""The self-contained HTML report (viz/report.py, written by the command model/report.py): its structure, every map
+"""The self-contained HTML report (viz/report.py, and its command python -m viz.report): its structure, every map
 in it, hostile text kept as text, the CLI; in a real browser from disk with the network off, and the page's download
 against the CLI's file."""
 
