@@ -127,7 +127,7 @@ def shipped_models():
     loaded = {}
 
     def shipped(folder=CHECKPOINT) -> Translator:
-        folder = Path(folder).resolve()
+        folder = Path(folder or CHECKPOINT).resolve()  # None: the shipped default, as for Translator.load
         if folder not in loaded:
             if not (folder / "model.safetensors").is_file():
                 pytest.skip(f"no shipped checkpoint in {folder.relative_to(ROOT).as_posix()}/")
