@@ -10,7 +10,7 @@ from conftest import fresh_page
 def test_the_view_in_a_browser_draws_both_maps(browser, server):
     ctx, pg, errors = fresh_page(browser, f"{server}/?s=Ein+Hund+läuft.&view=attribute&method=leave_one_out")
     try:
-        for title in ("Leave one out: source tokens", "Leave one out: prefix tokens"):
+        for title in ("Leave-one-out: source tokens", "Leave-one-out: prefix tokens"):
             plot = pg.locator(".js-plotly-plot").filter(has_text=title)
             plot.wait_for(timeout=30_000)
             assert plot.locator(".hm image").count() >= 1, title  # the cells, drawn
