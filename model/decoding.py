@@ -4,7 +4,7 @@ Encode once; then feed one token a step, the decoder's earlier keys and values (
 cross-attention keys and values of the encoder output) coming from a cache. Every step
 records the chosen token's probability, the top-k alternatives and the entropy, and the
 attention rows of that step, which together are exactly the maps of one teacher-forced
-pass over the generated sequence (tests/test_decoding.py proves it).
+pass over the generated sequence (tests/unit/test_decoding.py proves it).
 """
 
 from dataclasses import dataclass

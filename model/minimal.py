@@ -2,7 +2,7 @@
 
 No head masks, no cache, no capture, no dropout (inference only): read this first, on its own (it needs
 only the config), then model/transformer.py, which adds those. Given the weights of a `Transformer`
-(its state_dict), `forward` returns the same logits bit for bit (tests/test_transformer.py checks it).
+(its state_dict), `forward` returns the same logits bit for bit (tests/unit/test_transformer.py checks it).
 """
 
 import math

@@ -1,7 +1,7 @@
 """The paper's fixed position encodings (section 3.5), the one definition that the model and viz/ both use.
 
 numpy, not torch, so that viz/ can draw the very table the model adds (model/minimal.py keeps its own few
-lines in torch, a second route that tests/test_viz.py holds equal to this one).
+lines in torch, a second route that tests/unit/test_viz.py holds equal to this one).
 """
 
 import numpy as np

@@ -81,7 +81,7 @@ class Snapshots:
     """Writes the weights at the chosen points to DIR/stepNNNNNN.safetensors and lists them in DIR/snapshots.json.
 
     Reading the weights draws no random numbers and changes nothing, so a run with snapshots ends with exactly
-    the weights of the same run without (tests/test_train.py). DIR also gets config.json and vocab.json, so a
+    the weights of the same run without (tests/*/test_train.py). DIR also gets config.json and vocab.json, so a
     snapshot folder loads on its own (model/replay.py).
     """
 

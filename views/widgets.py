@@ -26,7 +26,7 @@ from .state import MAX_SENTENCE, MEAN
 # container or a column Streamlit keeps them on one scrolling row (their `wrap=None` default), so the rule is here,
 # for every one of them. Below 1100 px, three or more charts side by side (the layers x heads grids of importance
 # and statistics) stack instead: a third of 800 px left 11 px a head, too narrow for the numbers in the cells.
-# Contrast (axe-core, tests/test_access.py; WCAG 2.1 AA asks 4.5:1 of text this size): Streamlit's caption grey
+# Contrast (axe-core, tests/*/test_access.py; WCAG 2.1 AA asks 4.5:1 of text this size): Streamlit's caption grey
 # reads 3.9:1 on the light theme's white, and the primary red of a picked segment or pill, and of a slider's value,
 # 4.5:1 on its pink (light) and 3.6:1 (dark). Captions take the theme's text colour at 80% instead (6:1 light,
 # 10:1 dark: still quieter than the body), and picked segments the text colour itself: the primary-coloured

@@ -91,7 +91,7 @@ def label_step(cell: int) -> int:
 def unchecked(data: list, layout: dict) -> go.Figure:
     """A figure of traces built with _validate=False and a layout of plain dicts, not checked by plotly: the maps'
     figures are built on every new sentence, and plotly's checks of their traces, arrays and layout were most of an
-    attention view's run (65-95 ms of a page's CPU). Their JSON is what the checked figure's was (tests/test_viz.py)."""
+    attention view's run (65-95 ms of a page's CPU). Their JSON is what the checked figure's was (tests/unit/test_viz.py)."""
     return go.Figure(data, layout=layout, _validate=False)
 
 
