@@ -183,7 +183,7 @@ if result.truncated:
                f"{result.truncated} tokens were cut, and the rest was translated.")
 st.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '(empty)'}</div>",
             unsafe_allow_html=True)
-if result.steps and result.steps[-1].token != "<eos>":
+if len(result.steps) == len(result.output_tokens) and result.steps:  # the last step wrote a word, not <eos>
     st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
                "ended it: what is shown is cut.")
 familiarity_note(checkpoint, sentence)  # never folded: a sentence the model cannot handle is said so on a projector too

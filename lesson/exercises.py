@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from model.checkpoint import DEFAULT_CHECKPOINT
+from model.faithfulness import Table
 from model.heads import Head
 
 TOPICS = ("tokens and embeddings", "positions", "scaled dot-product", "masks", "heads",
@@ -421,10 +422,9 @@ def low_share_threshold(c: Sheet) -> tuple:
 
 @question("contributions")
 def most_faithful_method(c: Sheet) -> tuple:
-    faith = c.table("faithfulness.json")
-    names = faith.get("names", {})
-    comp = sorted(((m, v["comprehensiveness"]["mean"]) for m, v in faith["source"].items() if m != "random"),
-                  key=lambda mv: -mv[1])
+    faith = Table.from_json(c.table("faithfulness.json"))
+    names = faith.names
+    comp = sorted(((m, v.comprehensiveness.mean) for m, v in faith.source.rows.items()), key=lambda mv: -mv[1])
     label = {m: names.get(m, m) for m, _ in comp}
     order = {label[m]: i for i, (m, _) in enumerate(sorted(comp))}
     return c.ask("Which explanation method is the most faithful on the German side by comprehensiveness (its "

@@ -5,7 +5,9 @@ The rule for model/, four floors, each module on one of them:
 2. The translator API: `Translator`, one pass or one decoding per call, a plain result out (result.py); it
    prints nothing and writes nothing.
 3. Analyses: functions over the one forced pass (`Translator.force`, `.inputs`, `.capture`) or over plain
-   results, numbers out; they raise the two errors of errors.py, never print or exit.
+   results, numbers out; they raise the two errors of errors.py, never print or exit. A result is a frozen
+   dataclass of numbers, strings and arrays (no model, tensor or hook: a page's cache pickles it), written to
+   JSON by result.plain, the one writer.
 4. Commands: `python -m model.NAME`, a `main(argv=None)` whose argument parsing and one-line errors come from
    cli.py. A module that is library and command imports cli inside its main only, so that importing the library
    (as the page does) loads no command-line code; only the pure commands, which nothing imports, import cli at
@@ -26,7 +28,7 @@ The network (read these beside the paper):
 
 The translator API (sentences in, plain results out):
     translator.py       `Translator.load()`, translate, beam, analyze, inside, logit lens, the forced pass
-    result.py           the plain results (Translation, Inside, Forced, ...) that viz/ draws
+    result.py           the plain results (Translation, Inside, Forced, ...) that viz/ draws, and `plain`, their JSON
     decoding.py         greedy decoding with a cache, beam search
     batching.py         many sessions' sentences as one batch
     heads.py            naming attention heads (`HeadSet`) and head masks

@@ -174,12 +174,11 @@ def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = 
     from .attribute import attribute
     from .contributions import contributions, weighted_norms
     from .translator import capture_maps
-    from .vocab import EOS_ID
 
     if len(en_tokens) > translator.cfg.max_positions - 1:
         raise InputError(f"{len(en_tokens)} English words: the model has {translator.cfg.max_positions} positions")
     vocab = translator.tgt_vocab  # the words as the model reads them (<unk> for unknown ones), <eos> last
-    forced = translator.force(sentence, vocab.decode(vocab.encode(en_tokens) + [EOS_ID]))
+    forced = translator.force(sentence, vocab.decode(vocab.encode(en_tokens) + [vocab.eos_id]))
     capture = translator.capture(forced)  # a long source is cut to the model's positions, as everywhere
     attention = capture_maps(capture)["cross"]
     if attention_only:

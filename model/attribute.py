@@ -42,7 +42,7 @@ from .errors import InputError
 from .extras import Extras
 from .methods import ATTRIBUTIONS
 from .methods import METHODS as TABLE
-from .vocab import EOS_ID, PAD, PAD_ID, SOS, SOS_ID, UNK_ID
+from .result import plain
 
 METHODS = ATTRIBUTIONS  # model/methods.py: the one table of methods
 SIGNED = {m for m in METHODS if TABLE[m].signed}
@@ -54,8 +54,6 @@ IG_CHUNK = 4  # steps attributed in one pass of integrated gradients (IG_STEPS x
 # sentence with a 50-token output took 3.3 GB at one pass of 256 rows (bench/load_test.py --heavy), 0.5 GB bounded.
 IG_BUDGET = IG_STEPS * IG_CHUNK * 32 ** 2
 LOGIT_BYTES = 64_000_000  # the float32 logits one pass of leave-one-out may hold (a 98-token sentence: 360 MB in one)
-SPECIALS = (SOS_ID, EOS_ID, PAD_ID)  # kept in the integrated-gradients baseline
-NEVER_WRITTEN = (PAD, SOS)  # no step writes these: no foil can be one (nor can the page's picker offer them)
 
 
 def rows_per_pass(tokens: int) -> int:
@@ -96,17 +94,15 @@ class Attribution:
 
     def to_json(self, digits: int = 6) -> dict:
         """The `python -m model.inspect attribute` object."""
-        r = lambda v: [round(float(x), digits) for x in v]  # noqa: E731
         steps = []
         for t, token in enumerate(self.output_tokens):
-            step = {"token": token, "f": round(float(self.f[t]), digits), "source": r(self.source[t]),
-                    "prefix": r(self.prefix[t, :t + 1]), "source_share": round(float(self.source_share[t]), digits)}
+            step = {"token": token, "f": self.f[t], "source": self.source[t], "prefix": self.prefix[t, :t + 1],
+                    "source_share": self.source_share[t]}
             if self.completeness_gap is not None:
-                step["completeness_gap"] = round(float(self.completeness_gap[t]), digits)
-                step["baseline_f"] = round(float(self.baseline_f[t]), digits)
+                step["completeness_gap"], step["baseline_f"] = self.completeness_gap[t], self.baseline_f[t]
             if self.foils is not None:
                 step["foil"] = self.foils[t]
-            steps.append(step)
+            steps.append(plain(step, digits))
         return {"src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens, "method": self.method, "steps": steps}
 
 
@@ -120,12 +116,13 @@ def step_targets(model, src, tgt, steps, words, foils=None):
     return f if foils is None else f - logp[rows, steps, foils]
 
 
-def baseline(ids: torch.Tensor) -> torch.Tensor:
-    """The integrated-gradients baseline: <unk> at every content position, specials as they are."""
+def baseline(ids: torch.Tensor, cfg) -> torch.Tensor:
+    """The integrated-gradients baseline: <unk> at every content position, the specials (<sos>, <eos>, <pad>: the
+    model config's ids) as they are."""
     keep = torch.zeros_like(ids, dtype=torch.bool)
-    for special in SPECIALS:
+    for special in (cfg.sos_id, cfg.eos_id, cfg.pad_id):
         keep |= ids == special
-    return torch.where(keep, ids, torch.full_like(ids, UNK_ID))
+    return torch.where(keep, ids, torch.full_like(ids, cfg.unk_id))
 
 
 _HOOKED = threading.Lock()
@@ -205,6 +202,7 @@ class Attributor:
         from captum.attr import LayerIntegratedGradients
 
         steps = list(range(self.T)) if steps is None else list(steps)
+        cfg = self.model.cfg
         chunk, points = ig_batches(n_steps, chunk, self.src.size(1) + self.tgt.size(1))
         parts = []
         for start in range(0, len(steps), chunk):
@@ -217,11 +215,11 @@ class Attributor:
                     method = LayerIntegratedGradients(lambda s, t, st, w, fo: step_targets(model, s, t, st, w, fo),
                                                       [model.src_embed.tok, model.tgt_embed.tok])
                 (a_src, a_tgt), delta = method.attribute(
-                    (src, tgt), baselines=(baseline(src), baseline(tgt)), additional_forward_args=(st, w, fo),
+                    (src, tgt), baselines=(baseline(src, cfg), baseline(tgt, cfg)), additional_forward_args=(st, w, fo),
                     n_steps=n_steps, method=rule, internal_batch_size=points, return_convergence_delta=True)
             with torch.no_grad():
                 fx = step_targets(self.model, src, tgt, st, w, fo)
-                fb = step_targets(self.model, baseline(src), baseline(tgt), st, w, fo)
+                fb = step_targets(self.model, baseline(src, cfg), baseline(tgt, cfg), st, w, fo)
             parts.append([a_src.sum(-1).detach(), a_tgt.sum(-1).detach(), fx, fb, delta.abs().detach()])
             if progress:
                 progress(start + len(some), len(steps))
@@ -233,8 +231,8 @@ class Attributor:
         S, T = self.src.size(1), self.T
         src = self.src.repeat(1 + S + T, 1)
         tgt = self.tgt.repeat(1 + S + T, 1)
-        src[1 + torch.arange(S), torch.arange(S)] = UNK_ID
-        tgt[1 + S + torch.arange(T), torch.arange(T)] = UNK_ID
+        src[1 + torch.arange(S), torch.arange(S)] = self.model.cfg.unk_id
+        tgt[1 + S + torch.arange(T), torch.arange(T)] = self.model.cfg.unk_id
         per_pass = max(1, LOGIT_BYTES // (4 * T * len(self.tr.tgt_vocab.itos)))  # one pass unless long
         parts = []
         for start in range(0, 1 + S + T, per_pass):
@@ -282,10 +280,10 @@ def attribute(translator, forced, method: str, contrast: str | None = None, n_st
 
 def foil_id(vocab, word: str) -> int:
     """The English id of a foil: the one rule for the CLI and the page. InputError unless the model can write the
-    word: a word of its English vocabulary, and not one of NEVER_WRITTEN."""
-    if word in NEVER_WRITTEN or word not in vocab.stoi:
+    word: a word of its English vocabulary, and not one it never writes (Vocab.never_written)."""
+    if word in vocab.never_written or word not in vocab.stoi:
         raise InputError(f"the foil {word[:40]!r} is not a word the model writes: use a word of its English "
-                         f"vocabulary other than {' and '.join(NEVER_WRITTEN)}")
+                         f"vocabulary other than {' and '.join(vocab.never_written)}")
     return vocab.stoi[word]
 
 

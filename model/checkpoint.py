@@ -3,7 +3,9 @@
 A checkpoint is a folder:
     model.safetensors   the weights, stored as float16 (half the file; loaded back as float32)
     config.json         ModelConfig as JSON
-    vocab.json          {"src": [...], "tgt": [...]} (index -> token)
+    vocab.json          {"src": [...], "tgt": [...]} (index -> token); a converted model's (model/convert.py) also
+                        names its "specials" ({"unk": ..., "pad": ..., "sos": ..., "eos": ...}) and says whether
+                        its tokens are "lower"-cased
     README.md           the model card (written by hand; not needed for loading)
 """
 
@@ -19,7 +21,7 @@ from . import files
 from .config import ModelConfig
 from .errors import CheckpointError
 from .transformer import Transformer
-from .vocab import PAD, PAD_ID, Vocab
+from .vocab import ROLES, Vocab
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints"
 CHECKPOINT_ENV = "TRANSFORMER_CHECKPOINT"  # overrides the default for every tool and the app
@@ -33,18 +35,23 @@ MAX_WEIGHT = 1000.0
 
 
 def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path, extra: dict | None = None,
-                    weights: bool = True):
-    """Writes config.json, vocab.json and (unless weights=False, as for a folder of training snapshots) the weights."""
+                    weights: bool = True, half: bool = True):
+    """Writes config.json, vocab.json and (unless weights=False, as for a folder of training snapshots) the weights,
+    as float16 (half) or float32 (a converted model keeps its weights exactly: model/convert.py)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     # Each file written whole or not at all (model/files.py): a run stopped while saving leaves the last one.
     files.write_text(path / CONFIG, files.dumps({**model.cfg.to_dict(), **({"training": extra} if extra else {})},
                                                 indent=2))
-    files.write_text(path / VOCAB, files.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos}, ensure_ascii=False))
+    if src_vocab.specials != tgt_vocab.specials or src_vocab.lower != tgt_vocab.lower:
+        raise ValueError("both vocabularies must name the same special tokens and case the same way")
+    more = {} if src_vocab.ours and tgt_vocab.ours else {"specials": src_vocab.specials, "lower": src_vocab.lower}
+    files.write_text(path / VOCAB, files.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos, **more},
+                                               ensure_ascii=False))
     if not weights:
         return
     # float16 halves the file (36 -> 18 MB) at a relative rounding of < 5e-4 of each tensor's largest value.
-    state = {k: (v.half() if v.is_floating_point() else v).detach().contiguous().cpu()
+    state = {k: (v.half() if v.is_floating_point() and half else v).detach().contiguous().cpu()
              for k, v in model.state_dict().items()}
     with files.replacing(path / WEIGHTS) as tmp:
         save_file(state, tmp, metadata={"format": "pt"})
@@ -100,14 +107,18 @@ def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Tr
         _fail(folder / CONFIG, f"is not a valid model config ({_short(e)})")
     try:
         vocab = _read_json(folder / VOCAB)
-        src_vocab, tgt_vocab = Vocab(vocab["src"]), Vocab(vocab["tgt"])
-    except (ValueError, KeyError, TypeError) as e:
+        more = {"specials": vocab.get("specials"), "lower": vocab.get("lower", True)}
+        src_vocab, tgt_vocab = Vocab(vocab["src"], **more), Vocab(vocab["tgt"], **more)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         _fail(folder / VOCAB, f"is not a valid vocabulary file ({_short(e)})")
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         _fail(folder, f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)} tokens but the config says "
                       f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
-    if cfg.pad_id != PAD_ID:  # Vocab puts <pad> at PAD_ID in both; the masks read cfg.pad_id
-        _fail(folder / CONFIG, f"says pad_id {cfg.pad_id}, but {PAD} is token {PAD_ID} of both vocabularies")
+    for role in ROLES:  # the model reads the specials' ids from the config (masks, decoding): the vocabularies agree
+        for side, vocab in (("German", src_vocab), ("English", tgt_vocab)):
+            if getattr(cfg, f"{role}_id") != getattr(vocab, f"{role}_id"):
+                _fail(folder / CONFIG, f"says {role}_id {getattr(cfg, f'{role}_id')}, but {vocab.specials[role]} is "
+                                       f"token {getattr(vocab, f'{role}_id')} of the {side} vocabulary")
     model = Transformer(cfg)  # sizes bounded by ModelConfig: this much memory is fine
     try:
         state = _read_weights(folder / weights, {k: tuple(v.shape) for k, v in model.state_dict().items()})

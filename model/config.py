@@ -12,6 +12,9 @@ MAX_SIZES = {
 }
 MAX_PARAMETERS = 250_000_000  # and in all: 1 GB of float32 weights, 28 times the reference model's 9,038,341
 
+OPTIONAL = ("unk_id", "sos_id", "eos_id", "norm_position", "final_norm", "layer_norm", "norm_eps")  # keys a config may lack (from_dict)
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     src_vocab_size: int  # German vocabulary, specials included
@@ -25,6 +28,15 @@ class ModelConfig:
     max_positions: int = 100  # positions the model has, <sos> and <eos> included
     positions: str = "learned"  # "learned" embedding or the paper's fixed "sinusoidal" table
     pad_id: int = 1  # index of <pad> in both vocabularies (docs/contract.md: <unk>=0 <pad>=1 <sos>=2 <eos>=3)
+    unk_id: int = 0  # and of the other three specials (another family's vocabulary has them elsewhere: <s>=0 ...)
+    sos_id: int = 2
+    eos_id: int = 3
+    # Where the model families differ (model/convert.py; the defaults are the paper's and this project's model):
+    norm_position: str = "post"  # "post": LayerNorm(x + Sublayer(x)), the paper; "pre": x + Sublayer(LayerNorm(x))
+    final_norm: bool = False  # a LayerNorm after the last encoder layer and after the last decoder layer
+    layer_norm: str = "standard"  # "standard": (x - mean) / sqrt(var + eps); "std": (x - mean) / (std + eps), the
+    #                               unbiased std (the Annotated Transformer's LayerNorm)
+    norm_eps: float = 1e-5
 
     def __post_init__(self):
         # Raised, not asserted: a config comes from a checkpoint's JSON, and `python -O` drops asserts.
@@ -35,12 +47,24 @@ class ModelConfig:
                 raise ValueError(f"{name} must be a whole number above 0, got {value!r}")
             if value > MAX_SIZES[name]:
                 raise ValueError(f"{name} must be at most {MAX_SIZES[name]:,}, got {value:,}")
-        if type(self.pad_id) is not int or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id must be an index into both vocabularies, got {self.pad_id!r}")
+        for name in ("pad_id", "unk_id", "sos_id", "eos_id"):
+            value = getattr(self, name)
+            if type(value) is not int or not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size):
+                raise ValueError(f"{name} must be an index into both vocabularies, got {value!r}")
+        if len({self.pad_id, self.unk_id, self.sos_id, self.eos_id}) != 4:
+            raise ValueError("pad_id, unk_id, sos_id and eos_id must be four different indices")
         if type(self.dropout) not in (int, float) or not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
         if self.positions not in ("learned", "sinusoidal"):
             raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {self.positions!r}")
+        if self.norm_position not in ("post", "pre"):
+            raise ValueError(f"norm_position must be 'post' or 'pre', got {self.norm_position!r}")
+        if type(self.final_norm) is not bool:
+            raise ValueError(f"final_norm must be true or false, got {self.final_norm!r}")
+        if self.layer_norm not in ("standard", "std"):
+            raise ValueError(f"layer_norm must be 'standard' or 'std', got {self.layer_norm!r}")
+        if type(self.norm_eps) not in (int, float) or not 0 < self.norm_eps < 1:
+            raise ValueError(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if self.n_params > MAX_PARAMETERS:
@@ -58,6 +82,7 @@ class ModelConfig:
         return ((self.src_vocab_size + V) * D + positions
                 + self.n_enc_layers * (attention + ffn + 2 * norm)
                 + self.n_dec_layers * (2 * attention + ffn + 3 * norm)
+                + (2 * norm if self.final_norm else 0)
                 + D * V + V)  # the generator
 
     @property
@@ -71,12 +96,14 @@ class ModelConfig:
     def from_dict(cls, d: dict) -> "ModelConfig":
         """A config from its JSON (every key, as to_dict writes it); ValueError saying what is wrong.
 
-        A missing key is an error, not its default: a checkpoint's shapes follow from every value.
+        A missing key is an error, not its default: a checkpoint's shapes follow from every value. Only the keys
+        added with the model families (OPTIONAL) may be missing: a checkpoint saved before them has the paper's
+        post-LN model, which their defaults describe.
         """
         if not isinstance(d, dict):
             raise ValueError(f"a config is a JSON object, got {type(d).__name__}")
         known = [f.name for f in fields(cls)]
-        unknown, missing = sorted(set(d) - set(known)), [k for k in known if k not in d]
+        unknown, missing = sorted(set(d) - set(known)), [k for k in known if k not in d and k not in OPTIONAL]
         if unknown:
             raise ValueError(f"unknown config keys {unknown}")
         if missing:

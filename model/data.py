@@ -10,7 +10,7 @@ import torch
 
 from .errors import InputError
 from .files import read_limited
-from .vocab import EOS_ID, PAD_ID, SOS_ID, Vocab, tokenize
+from .vocab import PAD_ID, Vocab
 
 SPLITS = {
     "train": ("train.de.gz", "train.en.gz"),
@@ -87,15 +87,15 @@ def encode_pairs(src_lines, tgt_lines, src_vocab: Vocab, tgt_vocab: Vocab, max_p
     keep = max_positions - 2
 
     def enc(line, lang, vocab):
-        return [SOS_ID] + vocab.encode(tokenize(line, lang)[:keep]) + [EOS_ID]
+        return [vocab.sos_id] + vocab.encode(vocab.tokenize(line, lang)[:keep]) + [vocab.eos_id]
 
     return ([enc(s, "de", src_vocab) for s in src_lines], [enc(t, "en", tgt_vocab) for t in tgt_lines])
 
 
-def pad(seqs: list[list[int]]) -> torch.Tensor:
-    """(B, max len) long tensor, right-padded with <pad>."""
+def pad(seqs: list[list[int]], pad_id: int = PAD_ID) -> torch.Tensor:
+    """(B, max len) long tensor, right-padded with <pad> (pad_id: the model config's)."""
     n = max(len(s) for s in seqs)
-    out = torch.full((len(seqs), n), PAD_ID, dtype=torch.long)
+    out = torch.full((len(seqs), n), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
     return out

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import torch
 
 from .extras import Extras
-from .vocab import EOS_ID, PAD_ID, SOS_ID
 
 
 @dataclass
@@ -54,7 +53,7 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
     memory, enc_maps = model.encode(src, Extras(head_mask, need_weights=need_weights))
     src_mask = model.src_mask(src)
     extras = Extras(head_mask, model.new_cache(), need_weights=need_weights)  # the cache fills step by step
-    y = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)
+    y = torch.full((B, 1), model.cfg.sos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     lengths = torch.full((B,), max_len, dtype=torch.long, device=src.device)
     ids, probs, ents, tps, tis, self_rows, cross_rows = [], [], [], [], [], [], []
@@ -66,7 +65,7 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
         nxt = logp.argmax(-1)  # (B,)
         if force and t in force:
             nxt = torch.full_like(nxt, force[t])
-        nxt = nxt.masked_fill(done, PAD_ID)
+        nxt = nxt.masked_fill(done, model.cfg.pad_id)
         ids.append(nxt)
         probs.append(logp.gather(-1, nxt[:, None]).squeeze(-1).exp())
         ents.append(entropy)
@@ -75,7 +74,7 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
         if need_weights:
             self_rows.append(torch.stack([m[:, :, 0] for m in s_maps]))  # (L, B, H, t+1)
             cross_rows.append(torch.stack([m[:, :, 0] for m in c_maps]))  # (L, B, H, S)
-        newly = (nxt == EOS_ID) & ~done
+        newly = (nxt == model.cfg.eos_id) & ~done
         lengths[newly] = t + 1
         done |= newly
         if done.all():
@@ -114,14 +113,14 @@ def greedy_ids(model, memory, src_mask, max_len=50, head_mask=None) -> list[list
     done = torch.zeros(B, dtype=torch.bool, device=memory.device)
     mask = {k: m for k, m in (head_mask or {}).items() if k != "enc"}
     cache = model.new_cache()
-    y = torch.full((B, 1), SOS_ID, dtype=torch.long, device=memory.device)
+    y = torch.full((B, 1), model.cfg.sos_id, dtype=torch.long, device=memory.device)
     for t in range(max_len):
         logits, _, _ = model.decode(y, memory, src_mask, t, Extras(mask, cache, need_weights=False))
         nxt = logits[:, -1].float().log_softmax(-1).argmax(-1)  # as greedy_decode picks it
         for r, tok, finished in zip(rows, nxt.tolist(), done.tolist()):
             if not finished:
                 out[r].append(tok)
-        done |= nxt == EOS_ID
+        done |= nxt == model.cfg.eos_id
         if done.all():
             break
         if 4 * int(done.sum()) >= len(rows):  # drop the finished rows from the batch and its cache
@@ -169,7 +168,7 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
     scores = torch.full((K,), float("-inf"), device=src.device)
     scores[0] = 0.0  # at the start only one live hypothesis
     seqs = [[] for _ in range(K)]
-    y = torch.full((K, 1), SOS_ID, dtype=torch.long, device=src.device)
+    y = torch.full((K, 1), model.cfg.sos_id, dtype=torch.long, device=src.device)
     finished: list[Hypothesis] = []
     trace = []
     for t in range(max_len):
@@ -183,7 +182,7 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
             if s == float("-inf"):
                 break
             ids = seqs[b] + [tok]
-            ends = tok == EOS_ID or t == max_len - 1
+            ends = tok == model.cfg.eos_id or t == max_len - 1
             if len(keep_beams) == K or (ends and rank >= K):  # an ending counts only among the top K
                 step.append({"ids": ids, "score": s, "status": "pruned"})
             elif ends:

@@ -26,7 +26,7 @@ import torch
 
 from . import files
 from .data import pad
-from .vocab import EOS_ID, SOS_ID, tokenize
+from .vocab import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 LEXICON = ROOT / "assets/alignments/train.lexicon.json.gz"
@@ -139,8 +139,8 @@ def decoder_states(translator, src_ids: list, tgt_ids: list, batch_size: int = 6
     try:
         for start in range(0, len(src_ids), batch_size):
             chunk = range(start, min(start + batch_size, len(src_ids)))
-            src = pad([src_ids[i] for i in chunk]).to(translator.device)
-            tgt = pad([tgt_ids[i] for i in chunk]).to(translator.device)
+            src = pad([src_ids[i] for i in chunk], model.cfg.pad_id).to(translator.device)
+            tgt = pad([tgt_ids[i] for i in chunk], model.cfg.pad_id).to(translator.device)
             seen.clear()
             model(src, tgt)
             for b, i in enumerate(chunk):
@@ -192,8 +192,9 @@ def build(translator, folder, data_dir, log=print) -> dict:
     de, en = cli.read_split(data_dir, "train")
     lines = step_lines(len(de))
     keep = translator.cfg.max_positions - 2
-    src = [[SOS_ID, *translator.src_vocab.encode(tokenize(de[i], "de")[:keep]), EOS_ID] for i in lines]
-    tgt = [[SOS_ID, *translator.tgt_vocab.encode(tokenize(en[i], "en")[:keep - 1])] for i in lines]
+    sv, tv = translator.src_vocab, translator.tgt_vocab
+    src = [[sv.sos_id, *sv.encode(sv.tokenize(de[i], "de")[:keep]), sv.eos_id] for i in lines]
+    tgt = [[tv.sos_id, *tv.encode(tv.tokenize(en[i], "en")[:keep - 1])] for i in lines]
     states = decoder_states(translator, src, tgt)
     flat = np.concatenate(states)
     mean, basis = principal_components(flat)

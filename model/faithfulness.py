@@ -30,6 +30,7 @@ Every removal of one sentence is a row of shared batches, distinct removals once
 teacher-forced pass that serves every step asking for it; a prefix removal reuses the one encoder output.
 """
 
+import dataclasses
 import math
 import time
 import warnings
@@ -45,8 +46,8 @@ from .errors import InputError
 from .methods import ATTRIBUTIONS as METHOD_KEYS
 from .methods import METHODS, Explanation, by_name
 from .metrics import mean_interval
+from .result import plain
 from .transformer import Extras
-from .vocab import UNK_ID
 
 ORDERS = 20  # random orders per sentence: the baseline and its spread
 ROWS = 128  # removal rows per forward pass
@@ -106,26 +107,59 @@ def curves(order, p_of) -> Curves:
     return Curves(np.array([p_of(s) for s in sets[:n + 1]]), np.array([p_of(s) for s in sets[n + 1:]]))
 
 
-def step_measures(scores: dict, p_of, orders: list, reference: str | None = REFERENCE) -> dict:
+@dataclass(frozen=True)
+class Ranked:
+    """One method at one step: its ranking and what removing by it did."""
+
+    order: np.ndarray  # the side's token indices, the highest score first
+    curves: Curves
+    tau: float  # Kendall's tau-b with the reference method's scores (NaN without one)
+
+    @property
+    def comprehensiveness(self) -> float:
+        return self.curves.comprehensiveness
+
+    @property
+    def sufficiency(self) -> float:
+        return self.curves.sufficiency
+
+
+@dataclass(frozen=True)
+class RandomOrders:
+    """The random baseline at one step: R random orders' deletion curves."""
+
+    deletion: np.ndarray  # (R, n + 1)
+
+    @property
+    def comprehensiveness(self) -> np.ndarray:
+        """(R,) each order's area."""
+        return self.deletion[:, 0] - self.deletion.mean(1)
+
+    @property
+    def sufficiency(self) -> np.ndarray:
+        """Keeping the first k of a random order removes the first n - k of its reverse, itself a random order: the
+        two areas have one expectation, and the deletion curves estimate both."""
+        return self.comprehensiveness
+
+
+@dataclass(frozen=True)
+class StepMeasures:
+    """Every method's measures at one step on one side, and the random baseline's."""
+
+    methods: dict  # method -> Ranked, in the order of the scores given
+    random: RandomOrders
+
+
+def step_measures(scores: dict, p_of, orders: list, reference: str | None = REFERENCE) -> StepMeasures:
     """Every method's curves and scores at one step, and the random baseline's.
 
     scores: {method: (n,) scores of the n tokens}; p_of: as for `curves`; orders: random orders of range(n).
-    Returns {method: {"order", "curves", "comprehensiveness", "sufficiency", "tau"}, RANDOM: {"deletion": (R, n + 1),
-    "comprehensiveness": (R,), "sufficiency": (R,) the same estimate}}.
     """
-    out = {}
     ref = None if reference is None else scores.get(reference)
-    for method, s in scores.items():
-        order = ranking(s)
-        c = curves(order, p_of)
-        out[method] = {"order": order, "curves": c, "comprehensiveness": c.comprehensiveness,
-                       "sufficiency": c.sufficiency, "tau": float("nan") if ref is None else kendall_tau(s, ref)}
+    methods = {method: Ranked(ranking(s), curves(ranking(s), p_of),
+                              float("nan") if ref is None else kendall_tau(s, ref)) for method, s in scores.items()}
     deletion = np.array([[p_of(s) for s in removals(o, kept=False)] for o in orders])  # (R, n + 1)
-    comprehensiveness = deletion[:, 0] - deletion.mean(1)
-    # Keeping the first k of a random order removes the first n - k of its reverse, itself a random order: the two
-    # areas have one expectation, and the deletion curves estimate both.
-    out[RANDOM] = {"deletion": deletion, "comprehensiveness": comprehensiveness, "sufficiency": comprehensiveness}
-    return out
+    return StepMeasures(methods, RandomOrders(deletion))
 
 
 # --- the model's p under removals, as rows of shared batches ---------------------------------------------------
@@ -169,7 +203,7 @@ class Removals:
                     B = len(chunk)
                     ids = (self.src if side == "source" else tgt).repeat(B, 1)  # (B, S) or (B, n)
                     for row, (removed, _) in enumerate(chunk):
-                        ids[row, list(removed)] = UNK_ID
+                        ids[row, list(removed)] = model.cfg.unk_id
                     if side == "source":
                         logits = model(ids, tgt.expand(B, -1), Extras(need_weights=False)).logits  # (B, n, V)
                     else:
@@ -272,26 +306,26 @@ def random_orders(n: int, count: int, seed: int) -> list[np.ndarray]:
     return [rng.permutation(n) for _ in range(count)]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SentenceFaithfulness:
-    """Every step's measures of one output, both sides: steps[t][side] is step_measures' dict over the side's
-    tokens (`positions`), None where the side has no token (the prefix of step 0)."""
+    """Every step's measures of one output, both sides: steps[t][side] is a StepMeasures over the side's tokens
+    (`positions`), None where the side has no token (the prefix of step 0) or the step was not measured (then
+    steps[t] is None)."""
 
     src_tokens: list
     tgt_tokens: list
     output_tokens: list
     p: np.ndarray  # (T,) each step's probability of its own word
-    steps: list  # T dicts {"source": ..., "prefix": ...}
+    steps: tuple  # T dicts {"source": StepMeasures | None, "prefix": ...}, or None
     methods: dict = field(default_factory=dict)  # side -> method names, in order
     orders: int = ORDERS
 
     def to_json(self, digits: int = 6) -> dict:
         """The `python -m model.inspect faithfulness` object: per step and side, every method's scores and
         curves, and the random baseline's mean and 95% range."""
-        r = lambda x: None if x is None or not math.isfinite(x) else round(float(x), digits)  # noqa: E731
         steps = []
         for t, token in enumerate(self.output_tokens):
-            entry = {"token": token, "p": r(self.p[t])}
+            entry = {"token": token, "p": self.p[t]}
             for side in ("source", "prefix"):
                 m = None if self.steps[t] is None else self.steps[t][side]
                 if m is None:
@@ -299,25 +333,22 @@ class SentenceFaithfulness:
                     continue
                 pos = positions(side, len(self.src_tokens), t)
                 labels = self.src_tokens if side == "source" else self.tgt_tokens
-                rand = m[RANDOM]
-                deletion = rand["deletion"]
+                deletion = m.random.deletion
                 entry[side] = {
                     "tokens": [labels[i] for i in pos],
-                    "methods": {k: {"comprehensiveness": r(v["comprehensiveness"]), "sufficiency": r(v["sufficiency"]),
-                                    "tau": r(v["tau"]), "order": [pos[i] for i in v["order"]],
-                                    "deletion": [r(x) for x in v["curves"].deletion],
-                                    "kept": [r(x) for x in v["curves"].kept]}
-                                for k, v in m.items() if k != RANDOM},
+                    "methods": {k: {"comprehensiveness": v.comprehensiveness, "sufficiency": v.sufficiency,
+                                    "tau": v.tau, "order": [pos[i] for i in v.order],
+                                    "deletion": v.curves.deletion, "kept": v.curves.kept}
+                                for k, v in m.methods.items()},
                     RANDOM: {"orders": len(deletion),
-                             "comprehensiveness": r(rand["comprehensiveness"].mean()),
-                             "sufficiency": r(rand["sufficiency"].mean()),
-                             "comprehensiveness_range": [r(x) for x in np.percentile(rand["comprehensiveness"],
-                                                                                       [2.5, 97.5])],
-                             "deletion": [r(x) for x in deletion.mean(0)],
-                             "deletion_range": [[r(x) for x in np.percentile(deletion, q, axis=0)] for q in (2.5, 97.5)]}}
+                             "comprehensiveness": m.random.comprehensiveness.mean(),
+                             "sufficiency": m.random.sufficiency.mean(),
+                             "comprehensiveness_range": np.percentile(m.random.comprehensiveness, [2.5, 97.5]),
+                             "deletion": deletion.mean(0),
+                             "deletion_range": [np.percentile(deletion, q, axis=0) for q in (2.5, 97.5)]}}
             steps.append(entry)
-        return {"src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens, "removal": "<unk>",
-                "orders": self.orders, "steps": steps}
+        return plain({"src_tokens": self.src_tokens, "tgt_tokens": self.tgt_tokens, "removal": "<unk>",
+                      "orders": self.orders, "steps": steps}, digits)
 
 
 def measure(translator, sentence: str, output_tokens: list | None = None, steps=None, heads=(),
@@ -365,7 +396,7 @@ def measure(translator, sentence: str, output_tokens: list | None = None, steps=
     for t in steps:
         measured[t] = one_step(t, probe.p)
     return SentenceFaithfulness(src_tokens=a.src_tokens, tgt_tokens=a.tgt_tokens, output_tokens=output_tokens,
-                                p=p, steps=measured,
+                                p=p, steps=tuple(measured),
                                 methods={side: list(scores[side]) for side in ("source", "prefix")}, orders=orders)
 
 
@@ -381,33 +412,128 @@ def sample_steps(T: int, line: int, count: int = STEPS, seed: int = SEED) -> lis
     return sorted(int(t) for t in rng.choice(T, size=min(T, count), replace=False))
 
 
+@dataclass(frozen=True)
+class Measures:
+    """A method's three measures: at one step, or their mean over a sentence's steps."""
+
+    comprehensiveness: float
+    sufficiency: float
+    tau: float
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One sentence, one side: each method's measures, mean over the measured steps, and the random orders'."""
+
+    methods: dict  # method -> Measures
+    random: np.ndarray  # (R,) each random order's comprehensiveness, mean over the steps
+
+
 def sentence_summary(f: SentenceFaithfulness, steps: list[int]) -> dict:
-    """{side: {method: {measure: the mean over the steps}, RANDOM: {"comprehensiveness": (R,) per order},
-    "agreement": (M, M) mean tau between the methods}}; NaN where no step has a token on that side."""
+    """{side: SideSummary, or None where no measured step has a token on that side}; a mean is NaN where no step
+    has a finite value."""
     out = {}
     for side in ("source", "prefix"):
         found = [f.steps[t][side] for t in steps if f.steps[t][side] is not None]
-        methods = f.methods[side]
         if not found:
             out[side] = None
             continue
         with warnings.catch_warnings():  # nanmean of no finite value warns; NaN is the answer (a one-token side)
             warnings.simplefilter("ignore", RuntimeWarning)
-            summary = {m: {k: float(np.nanmean([s[m][k] for s in found])) for k in MEASURES} for m in methods}
-            summary[RANDOM] = {"comprehensiveness": np.mean([s[RANDOM]["comprehensiveness"] for s in found], 0)}
-        out[side] = summary
+            methods = {m: Measures(*(float(np.nanmean([getattr(s.methods[m], k) for s in found])) for k in MEASURES))
+                       for m in f.methods[side]}
+        out[side] = SideSummary(methods, np.mean([s.random.comprehensiveness for s in found], 0))
     return out
 
 
-def interval(values: np.ndarray, seed: int = SEED) -> dict:
+@dataclass(frozen=True)
+class Interval:
+    """Mean and 95% bootstrap interval over sentences, rounded to 4 digits; None where no sentence has a value."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+def interval(values: np.ndarray, seed: int = SEED) -> Interval:
     """Mean and 95% bootstrap interval (percentile, BOOTSTRAP resamples) of per-sentence values, NaNs left out."""
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
     if not len(values):
-        return {"mean": None, "low": None, "high": None, "n": 0}
+        return Interval(None, None, None, 0)
     mean, low, high = mean_interval(values, BOOTSTRAP, seed)
-    return {"mean": round(float(mean), 4), "low": round(float(low), 4), "high": round(float(high), 4),
-            "n": int(len(values))}
+    return Interval(round(float(mean), 4), round(float(low), 4), round(float(high), 4), int(len(values)))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One method over the test set: each measure's interval, and (source side) its AER, None where not scored."""
+
+    comprehensiveness: Interval
+    sufficiency: Interval
+    tau: Interval
+    aer: float | None = None
+
+
+@dataclass(frozen=True)
+class RandomRow:
+    """The random orders over the test set: one sentence's value is the mean over its orders; `spread` is the 95%
+    range of one order's mean area over the test set."""
+
+    comprehensiveness: Interval
+    sufficiency: Interval
+    spread: tuple
+    orders: int
+
+
+@dataclass(frozen=True)
+class Side:
+    rows: dict  # method -> Row, in the methods' order
+    random: RandomRow
+
+
+@dataclass(frozen=True)
+class Table:
+    """The test-set table (`python -m model.faithfulness`, shipped as CHECKPOINT/faithfulness.json)."""
+
+    n_sentences: int
+    steps_per_sentence: int
+    orders: int
+    bootstrap: int
+    removal: str
+    target: str
+    names: dict  # method -> its label on the page
+    baselines: dict | None  # alignment.json's baselines (the diagonal's AER)
+    source: Side
+    prefix: Side
+    agreement: dict  # {"methods": [...], "tau": (M, M) mean Kendall tau, None where no step had a finite one}
+    per_sentence: dict  # side -> {method: [[comprehensiveness, sufficiency, tau] per sentence], "random": [...]}
+    verdict: str = ""
+    checkpoint: dict | None = None
+    data: dict | None = None
+
+    def to_json(self) -> dict:
+        def side(name: str) -> dict:
+            s = getattr(self, name)
+            rows = {m: plain(r) if name == "source" else {k: plain(getattr(r, k)) for k in MEASURES}
+                    for m, r in s.rows.items()}
+            return {**rows, RANDOM: plain(s.random)}
+
+        out = {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {**out, "source": side("source"), "prefix": side("prefix")}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Table":
+        def side(s: dict) -> Side:
+            rows = {m: Row(*(Interval(**e[k]) for k in MEASURES), e.get("aer")) for m, e in s.items() if m != RANDOM}
+            r = s[RANDOM]
+            return Side(rows, RandomRow(Interval(**r["comprehensiveness"]), Interval(**r["sufficiency"]),
+                                        tuple(r["spread"]), r["orders"]))
+
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{**{k: v for k, v in d.items() if k in names}, "source": side(d["source"]),
+                      "prefix": side(d["prefix"])})
 
 
 def alignment_error(method: str, alignment: dict | None) -> float | None:
@@ -424,24 +550,18 @@ def alignment_error(method: str, alignment: dict | None) -> float | None:
     return alignment.get("methods", {}).get(e.aligned(), {}).get("aer")
 
 
-def table(summaries: list[dict], alignment: dict | None, methods: dict) -> dict:
-    """The test-set table from every sentence's summary: per side and method, each measure's mean and 95% bootstrap
-    interval over sentences, AER (source side), the random baseline, and the methods' mean tau with one another."""
+def sides(summaries: list[dict], alignment: dict | None, methods: dict) -> dict:
+    """{side: Side} from every sentence's summary: per method, each measure's mean and 95% bootstrap interval over
+    sentences and AER (source side), and the random baseline."""
     out = {}
     for side in ("source", "prefix"):
-        rows = [s[side] for s in summaries if s[side] is not None]
-        side_table = {}
-        for m in methods[side]:
-            entry = {k: interval([r[m][k] for r in rows]) for k in MEASURES}
-            if side == "source":
-                entry["aer"] = alignment_error(m, alignment)
-            side_table[m] = entry
-        per_order = np.array([r[RANDOM]["comprehensiveness"] for r in rows])  # (N, R)
+        found = [s[side] for s in summaries if s[side] is not None]
+        rows = {m: Row(*(interval([getattr(r.methods[m], k) for r in found]) for k in MEASURES),
+                       alignment_error(m, alignment) if side == "source" else None) for m in methods[side]}
+        per_order = np.array([r.random for r in found])  # (N, R)
         spread = np.percentile(per_order.mean(0), [2.5, 97.5])  # one random order's area over the test set
-        side_table[RANDOM] = {"comprehensiveness": interval(per_order.mean(1)),
-                              "sufficiency": interval(per_order.mean(1)),
-                              "spread": [round(float(x), 4) for x in spread], "orders": int(per_order.shape[1])}
-        out[side] = side_table
+        out[side] = Side(rows, RandomRow(interval(per_order.mean(1)), interval(per_order.mean(1)),
+                                         tuple(round(float(x), 4) for x in spread), int(per_order.shape[1])))
     return out
 
 
@@ -462,37 +582,33 @@ def agreement(scores: dict, steps: list[int], methods: list[str]) -> tuple[np.nd
     return total + np.triu(total, 1).T, count + np.triu(count, 1).T
 
 
-def verdict(result: dict) -> str:
+def verdict(table: Table) -> str:
     """One computed sentence: which explanation is both faithful and plausible on this model, and which is neither.
 
     Faithful: its comprehensiveness interval lies above the random orders' and its sufficiency interval below
     theirs (source side). Plausible: its AER lies below a diagonal alignment's (the alignment table's baseline that
     knows only the positions). Methods whose AER is not measured are judged on faithfulness alone."""
-    source = result["source"]
-    rand = source[RANDOM]
-    diagonal = (result.get("baselines") or {}).get("diagonal", {}).get("aer")
-    names = result.get("names", {})
+    rows, rand = table.source.rows, table.source.random
+    diagonal = (table.baselines or {}).get("diagonal", {}).get("aer")
 
-    def faithful(e):
-        c, s = e["comprehensiveness"], e["sufficiency"]
-        return c["low"] is not None and c["low"] > rand["comprehensiveness"]["high"] and \
-            s["high"] < rand["sufficiency"]["low"]
+    def faithful(e: Row):
+        c, s = e.comprehensiveness, e.sufficiency
+        return c.low is not None and c.low > rand.comprehensiveness.high and s.high < rand.sufficiency.low
 
-    def plausible(e):
-        return e.get("aer") is not None and diagonal is not None and e["aer"] < diagonal
+    def plausible(e: Row):
+        return e.aer is not None and diagonal is not None and e.aer < diagonal
 
-    methods = {m: e for m, e in source.items() if m != RANDOM}
-    both = sorted((m for m, e in methods.items() if faithful(e) and plausible(e)),
-                  key=lambda m: methods[m]["sufficiency"]["mean"] - methods[m]["comprehensiveness"]["mean"])
-    neither = [m for m, e in methods.items() if e.get("aer") is not None and not faithful(e) and not plausible(e)]
-    name = lambda m: names.get(m, m)  # noqa: E731
-    n = source[next(iter(methods))]["comprehensiveness"]["n"]
+    both = sorted((m for m, e in rows.items() if faithful(e) and plausible(e)),
+                  key=lambda m: rows[m].sufficiency.mean - rows[m].comprehensiveness.mean)
+    neither = [m for m, e in rows.items() if e.aer is not None and not faithful(e) and not plausible(e)]
+    name = lambda m: table.names.get(m, m)  # noqa: E731
+    n = next(iter(rows.values())).comprehensiveness.n
     if both:
-        best = methods[both[0]]
+        best = rows[both[0]]
         first = (f"On {n} test sentences, {name(both[0])} is both faithful and plausible: removing the source words it "
-                 f"ranks first lowers the probability of the word written by {best['comprehensiveness']['mean']:.2f} "
-                 f"on average (random orders: {rand['comprehensiveness']['mean']:.2f}), and its alignments have an "
-                 f"error rate of {best['aer']:.2f} (a diagonal alignment: {diagonal:.2f}).")
+                 f"ranks first lowers the probability of the word written by {best.comprehensiveness.mean:.2f} "
+                 f"on average (random orders: {rand.comprehensiveness.mean:.2f}), and its alignments have an "
+                 f"error rate of {best.aer:.2f} (a diagonal alignment: {diagonal:.2f}).")
     else:
         first = f"On {n} test sentences, no explanation is both faithful and plausible."
     if neither:
@@ -512,7 +628,7 @@ def display_name(method: str) -> str:
 
 
 def evaluate(translator, src_lines: list[str], ref_lines: list[str] | None = None, alignment: dict | None = None,
-             heads=(), progress: bool = False) -> dict:
+             heads=(), progress: bool = False) -> Table:
     """The test-set table of `src_lines` (each sentence's greedy output, or its reference teacher-forced): STEPS
     steps per sentence (sample_steps), every method, ORDERS random orders, intervals over sentences."""
     from tqdm import tqdm
@@ -531,33 +647,28 @@ def evaluate(translator, src_lines: list[str], ref_lines: list[str] | None = Non
         t, c = agreement(scores, steps, methods["source"])
         total, count = total + t, count + c
     tau = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-    result = {"n_sentences": len(src_lines), "steps_per_sentence": STEPS, "orders": ORDERS, "bootstrap": BOOTSTRAP,
-              "removal": "<unk>", "target": "greedy output" if ref_lines is None else "reference, teacher-forced",
-              "names": {m: display_name(m) for side in methods.values() for m in side},
-              "baselines": None if alignment is None else alignment.get("baselines"),
-              **table(summaries, alignment, methods),
-              "agreement": {"methods": methods["source"],
-                            "tau": [[None if not math.isfinite(x) else round(float(x), 4) for x in row] for row in tau]},
-              "per_sentence": {side: {**{m: [[None if s[side] is None or not math.isfinite(s[side][m][k])
-                                              else round(s[side][m][k], 6) for k in MEASURES] for s in summaries]
-                                         for m in methods[side]},
-                                      RANDOM: [None if s[side] is None else
-                                               round(float(s[side][RANDOM]["comprehensiveness"].mean()), 6)
-                                               for s in summaries]}
-                               for side in ("source", "prefix")}}
-    result["verdict"] = verdict(result)
-    return result
+    result = Table(
+        n_sentences=len(src_lines), steps_per_sentence=STEPS, orders=ORDERS, bootstrap=BOOTSTRAP, removal="<unk>",
+        target="greedy output" if ref_lines is None else "reference, teacher-forced",
+        names={m: display_name(m) for side in methods.values() for m in side},
+        baselines=None if alignment is None else alignment.get("baselines"),
+        **sides(summaries, alignment, methods),
+        agreement={"methods": methods["source"], "tau": plain(tau, 4)},
+        per_sentence={side: {**{m: [[None if s[side] is None else getattr(s[side].methods[m], k) for k in MEASURES]
+                                    for s in summaries] for m in methods[side]},
+                             RANDOM: [None if s[side] is None else s[side].random.mean() for s in summaries]}
+                      for side in ("source", "prefix")})
+    per_sentence = plain(result.per_sentence, 6)
+    return dataclasses.replace(result, per_sentence=per_sentence, verdict=verdict(result))
 
 
 def reference_tokens(translator, reference: str) -> list[str]:
     """A reference's English tokens as the model's vocabulary reads them (<unk> for words it lacks), <eos> last."""
-    from .vocab import tokenize
-
-    stoi = translator.tgt_vocab.stoi
-    words = [w if w in stoi else "<unk>" for w in tokenize(reference, "en")]
+    vocab = translator.tgt_vocab
+    words = [w if w in vocab.stoi else vocab.unk for w in vocab.tokenize(reference, "en")]
     if not words:
         raise InputError("a reference line is empty")
-    return [*words[:translator.cfg.max_positions - 1], "<eos>"]
+    return [*words[:translator.cfg.max_positions - 1], vocab.eos]
 
 
 def main(argv=None):
@@ -598,16 +709,15 @@ def command(argv):
     t0 = time.time()
     result = evaluate(translator, src, ref, alignment, heads=() if head is None else (head,),
                       progress=not args.no_progress)
-    result["checkpoint"] = translator.checkpoint_id
-    result["data"] = {"src": Path(args.src).name, "ref": None if ref is None else Path(args.ref).name,
+    result = dataclasses.replace(result, checkpoint=translator.checkpoint_id, data={"src": Path(args.src).name, "ref": None if ref is None else Path(args.ref).name,
                       "lines": len(src), "seconds": round(time.time() - t0, 1), "threads": torch.get_num_threads(),
                       "command": " ".join(["python -m model.faithfulness --src", Path(args.src).name,
                                            *(["--ref", Path(args.ref).name] if ref is not None else []),
                                            *(["--n", str(args.n)] if args.n is not None else []),
                                            *(["--checkpoint", args.checkpoint] if args.checkpoint else []),
-                                           "--out", Path(args.out).name])}
-    files.write_text(out, files.dumps(result, ensure_ascii=False, indent=1) + "\n")
-    print(f"{len(src)} sentences in {result['data']['seconds']} s: {result['verdict']}")
+                                           "--out", Path(args.out).name])})
+    files.write_text(out, files.dumps(result.to_json(), ensure_ascii=False, indent=1) + "\n")
+    print(f"{len(src)} sentences in {result.data['seconds']} s: {result.verdict}")
     return 0
 
 

@@ -37,7 +37,7 @@ from .data import pad
 from .errors import InputError
 from .evidence import principal_components, projected, quantise, training_texts, unit
 from .evidence import build as build_steps
-from .vocab import PAD_ID, SPECIALS
+from .vocab import SPECIALS
 
 ROOT = Path(__file__).resolve().parents[1]
 INDEX_FILE = "training_index.npz"
@@ -62,7 +62,8 @@ def words(tokens) -> list[str]:
 def marks(vocab) -> set:
     """A language's marks: its FREQUENT most frequent word tokens (a vocabulary lists tokens by frequency). Read
     from the top of the list only: the whole vocabulary's words took 3 ms a call, four calls an Enter."""
-    return set(itertools.islice(filter(is_word, vocab.itos), FREQUENT))
+    specials = set(vocab.specials.values())  # another family's (<s>, <blank>, ...) too
+    return set(itertools.islice((t for t in vocab.itos if is_word(t) and t not in specials), FREQUENT))
 
 
 def language(tokens, src_vocab, tgt_vocab) -> tuple[str, dict]:
@@ -89,9 +90,9 @@ def sentence_vectors(translator, sentences: list[str], batch_size: int = 128) ->
     out = np.zeros((len(ids), translator.cfg.d_model), np.float32)
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
-        src = pad([ids[i] for i in chunk]).to(translator.device)
+        src = pad([ids[i] for i in chunk], translator.cfg.pad_id).to(translator.device)
         memory, _ = translator.model.encode(src)
-        keep = (src != PAD_ID).unsqueeze(-1).to(memory.dtype)
+        keep = (src != translator.cfg.pad_id).unsqueeze(-1).to(memory.dtype)
         mean = (memory * keep).sum(1) / keep.sum(1)
         out[chunk] = torch.nn.functional.normalize(mean.float(), dim=-1).cpu().numpy()
     return out

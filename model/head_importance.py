@@ -38,7 +38,6 @@ from .heads import n_layers
 from .metrics import (BOOTSTRAP_SEED, CorpusScore, bleu_stats, corpus_score, mean_loss, paired_bootstraps,
                       sentence_losses)
 from .translator import MAX_OUTPUT
-from .vocab import EOS_ID, SOS_ID
 
 BATCH_ROWS = 512  # (sentence, mask) rows per forward pass: 7 sentences x 73 variants
 MAX_RESAMPLES = 10_000  # bootstrap draws at most: 1,000 give the intervals to two digits; each holds N counts
@@ -117,14 +116,14 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
         mask = {k: m[variant].to(device) for k, m in masks.items()}  # (B, L, H); decoding reads dec and cross
         for (i, v), out in zip(chunk, greedy_ids(model, memory, src_mask, MAX_OUTPUT, mask)):
             if i in usable:
-                hyps[v][i] = " ".join(itos[t] for t in (out[:-1] if out and out[-1] == EOS_ID else out))
+                hyps[v][i] = " ".join(itos[t] for t in (out[:-1] if out and out[-1] == model.cfg.eos_id else out))
         for i in dict.fromkeys(sent):  # a sentence's rows share its reference: no padding
             b = torch.tensor([n for n, j in enumerate(sent) if j == i], device=device)
             tgt = torch.tensor([t_ids[i]], device=device).expand(len(b), -1)
             logits, _, _ = model.decode(tgt[:, :-1], memory[b], src_mask[b],
                                         extras=Extras({k: m[b] for k, m in mask.items()}, need_weights=False))
             v = [variant[n] for n in b.tolist()]
-            sums[v, i], counts[v, i] = sentence_losses(logits, tgt[:, 1:])
+            sums[v, i], counts[v, i] = sentence_losses(logits, tgt[:, 1:], model.cfg.pad_id)
     # most masks leave a sentence's output as it was: count n-grams once per distinct (output, sentence)
     pairs = list(dict.fromkeys((hyps[v][i], i) for v in range(M) for i in range(N)))
     index = {p: n for n, p in enumerate(pairs)}
@@ -147,7 +146,7 @@ def shared_encoding(model, ids: list, masks: dict, variant: list, device) -> tup
     index = {k: u for u, k in enumerate(dict.fromkeys(keys))}  # distinct keys, in order
     distinct = list(index)
     where = torch.tensor([index[k] for k in keys], device=device)
-    src = pad([list(x) for x, _ in distinct]).to(device)
+    src = pad([list(x) for x, _ in distinct], model.cfg.pad_id).to(device)
     head_mask = None
     if enc is not None:
         head_mask = {"enc": torch.stack([torch.ones_like(enc[0]) if v < 0 else enc[v] for _, v in distinct]).to(device)}
@@ -170,7 +169,7 @@ def head_importance_for_sentence(translator, sentence: str) -> dict:
     M = 1 + len(jobs)
     memory, src_mask = shared_encoding(model, [src_ids] * M, masks, list(range(M)), device)
     out = torch.tensor(greedy_ids(model, memory[:1], src_mask[:1], MAX_OUTPUT)[0], device=device)  # (T,)
-    tgt_in = torch.cat([torch.tensor([SOS_ID], device=device), out[:-1]])[None].expand(M, -1)  # (M, T)
+    tgt_in = torch.cat([torch.tensor([model.cfg.sos_id], device=device), out[:-1]])[None].expand(M, -1)  # (M, T)
     mask = {k: m.to(device) for k, m in masks.items()}
     logits, _, _ = model.decode(tgt_in, memory, src_mask, extras=Extras(mask, need_weights=False))  # (M, T, V)
     logp = logits.float().log_softmax(-1).gather(-1, out.expand(M, -1)[..., None]).squeeze(-1)  # (M, T)

@@ -99,7 +99,7 @@ def sentence_stats(maps: dict, src_tokens: list, tgt_tokens: list, eos_step: boo
 def translation_stats(result) -> dict:
     """sentence_stats of a Translation (model/result.py) made with its maps."""
     maps = {k: result.maps(k) for k in KINDS}  # (L, H, Q, K) each
-    eos_step = bool(result.steps) and result.steps[-1].token == "<eos>"
+    eos_step = len(result.steps) > len(result.output_tokens)  # the last step wrote <eos> (not an output token)
     return sentence_stats(maps, result.src_tokens, result.tgt_tokens, eos_step)
 
 

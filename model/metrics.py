@@ -23,19 +23,19 @@ from .extras import Extras
 from .vocab import PAD_ID, tokenize
 
 
-def token_loss(logits, target, label_smoothing=0.0):
+def token_loss(logits, target, label_smoothing=0.0, pad_id: int = PAD_ID):
     """Summed cross-entropy over non-padding target tokens, and their count."""
     loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1),
-                           ignore_index=PAD_ID, reduction="sum", label_smoothing=label_smoothing)
-    return loss, int((target != PAD_ID).sum())
+                           ignore_index=pad_id, reduction="sum", label_smoothing=label_smoothing)
+    return loss, int((target != pad_id).sum())
 
 
-def sentence_losses(logits, target) -> tuple[np.ndarray, np.ndarray]:
+def sentence_losses(logits, target, pad_id: int = PAD_ID) -> tuple[np.ndarray, np.ndarray]:
     """Teacher-forced logits (B, T, V) and targets (B, T) -> each row's summed cross-entropy (float64
     over float32 token losses) and its count of non-padding targets, (B,) and (B,)."""
     per_token = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), target.reshape(-1),
-                                ignore_index=PAD_ID, reduction="none").view(target.shape)  # 0 at padding
-    return per_token.double().sum(1).cpu().numpy(), (target != PAD_ID).sum(1).cpu().numpy()
+                                ignore_index=pad_id, reduction="none").view(target.shape)  # 0 at padding
+    return per_token.double().sum(1).cpu().numpy(), (target != pad_id).sum(1).cpu().numpy()
 
 
 def mean_loss(sums: np.ndarray, counts: np.ndarray) -> float:
@@ -58,11 +58,12 @@ def loss_stats(model, src_ids, tgt_ids, device, batch_size=256, head_mask=None):
     assert all(m.dim() == 2 or m.shape[0] == len(src_ids) for m in (head_mask or {}).values()), \
         f"a per-sentence head mask needs {len(src_ids)} rows"
     for idx in bucket_batches(src_ids, tgt_ids, batch_size):
-        src, tgt = pad([src_ids[i] for i in idx]).to(device), pad([tgt_ids[i] for i in idx]).to(device)
+        p = model.cfg.pad_id
+        src, tgt = pad([src_ids[i] for i in idx], p).to(device), pad([tgt_ids[i] for i in idx], p).to(device)
         mask = head_mask and {k: m[torch.tensor(idx, device=m.device)] if m.dim() == 3 else m
                               for k, m in head_mask.items()}  # per-sentence masks: (B, L, H), this batch's rows
         out = model(src, tgt[:, :-1], Extras(mask, need_weights=False))
-        sums[idx], counts[idx] = sentence_losses(out.logits, tgt[:, 1:])
+        sums[idx], counts[idx] = sentence_losses(out.logits, tgt[:, 1:], p)
     model.train(was_training)
     return mean_loss(sums, counts), sums, counts
 

@@ -17,9 +17,20 @@ def linear(w: dict, name: str, x):
     return F.linear(x, w[f"{name}.weight"], w[f"{name}.bias"])
 
 
-def add_norm(w: dict, name: str, x, sublayer_out):
-    """Section 3.1: LayerNorm(x + Sublayer(x))."""
-    return F.layer_norm(x + sublayer_out, x.shape[-1:], w[f"{name}.weight"], w[f"{name}.bias"])
+def layer_norm(w: dict, name: str, x, cfg: ModelConfig):
+    """(x - mean) / sqrt(var + eps), scaled and shifted; or, as the Annotated Transformer writes it ("std"),
+    (x - mean) / (std + eps) with the unbiased std."""
+    if cfg.layer_norm == "standard":
+        return F.layer_norm(x, x.shape[-1:], w[f"{name}.weight"], w[f"{name}.bias"], cfg.norm_eps)
+    mean, std = x.mean(-1, keepdim=True), x.std(-1, keepdim=True)
+    return w[f"{name}.weight"] * (x - mean) / (std + cfg.norm_eps) + w[f"{name}.bias"]
+
+
+def sublayer(w: dict, name: str, x, f, cfg: ModelConfig):
+    """Section 3.1: LayerNorm(x + Sublayer(x)); pre-LN models: x + Sublayer(LayerNorm(x))."""
+    if cfg.norm_position == "pre":
+        return x + f(layer_norm(w, name, x, cfg))
+    return layer_norm(w, name, x + f(x), cfg)
 
 
 def multi_head_attention(w: dict, name: str, x, kv, mask, H: int):
@@ -60,12 +71,14 @@ def forward(w: dict, cfg: ModelConfig, src, tgt):
     x = embed(w, "src_embed", src, cfg)
     for i in range(cfg.n_enc_layers):
         n = f"encoder.{i}"
-        x = add_norm(w, f"{n}.ln_self", x, multi_head_attention(w, f"{n}.self_attn", x, x, src_mask, H))
-        x = add_norm(w, f"{n}.ln_ffn", x, feed_forward(w, f"{n}.ffn", x))
-    memory, y = x, embed(w, "tgt_embed", tgt, cfg)
+        x = sublayer(w, f"{n}.ln_self", x, lambda h: multi_head_attention(w, f"{n}.self_attn", h, h, src_mask, H), cfg)
+        x = sublayer(w, f"{n}.ln_ffn", x, lambda h: feed_forward(w, f"{n}.ffn", h), cfg)
+    memory = layer_norm(w, "enc_norm", x, cfg) if cfg.final_norm else x
+    y = embed(w, "tgt_embed", tgt, cfg)
     for i in range(cfg.n_dec_layers):
         n = f"decoder.{i}"
-        y = add_norm(w, f"{n}.ln_self", y, multi_head_attention(w, f"{n}.self_attn", y, y, tgt_mask, H))
-        y = add_norm(w, f"{n}.ln_cross", y, multi_head_attention(w, f"{n}.cross_attn", y, memory, src_mask, H))
-        y = add_norm(w, f"{n}.ln_ffn", y, feed_forward(w, f"{n}.ffn", y))
-    return linear(w, "generator", y)
+        y = sublayer(w, f"{n}.ln_self", y, lambda h: multi_head_attention(w, f"{n}.self_attn", h, h, tgt_mask, H), cfg)
+        y = sublayer(w, f"{n}.ln_cross", y,
+                     lambda h: multi_head_attention(w, f"{n}.cross_attn", h, memory, src_mask, H), cfg)
+        y = sublayer(w, f"{n}.ln_ffn", y, lambda h: feed_forward(w, f"{n}.ffn", h), cfg)
+    return linear(w, "generator", layer_norm(w, "dec_norm", y, cfg) if cfg.final_norm else y)

@@ -30,6 +30,7 @@ head's output at query i, and the strongest are confirmed by exact patching.
 
 import math
 import time
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,11 +40,13 @@ import torch
 from . import files
 from .errors import InputError
 from .extras import Extras
+from .result import plain
 
 ROWS = 96  # patched runs per forward pass
 EDGES = 12  # strongest edges (by attribution patching) confirmed by exact patching
 DIRECTIONS = ("denoising", "noising")
 STACKS = ("encoder", "decoder")
+METRIC = "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)"
 HEAD_SITES = (("encoder", "self", "enc"), ("decoder", "self", "dec"), ("decoder", "cross", "cross"))
 
 
@@ -277,7 +280,20 @@ def exact_edges(translator, s: Setup, edges: list[tuple]) -> np.ndarray:
 
 
 # --- one pair -----------------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
+class Edge:
+    """One cross-attention edge (layer, head, query step, key position; from 0): its effect estimated by attribution
+    patching and measured by exact patching, denoising."""
+
+    layer: int
+    head: int
+    query: int
+    key: int
+    estimate: float
+    exact: float
+
+
+@dataclass(frozen=True)
 class Patching:
     """Every site's effect for one pair, both directions, and the cross-attention edges."""
 
@@ -294,7 +310,7 @@ class Patching:
     decoder: dict  # direction -> (L_dec + 1, t + 1)
     heads: dict  # direction -> {"enc" | "dec" | "cross": (L, H)}
     edges_estimated: np.ndarray  # (L_dec, H, t + 1, S) attribution patching, denoising
-    edges: list  # the strongest by estimate: [{"layer", "head", "query", "key", "estimate", "exact"}]
+    edges: tuple  # Edges, the strongest by estimate first
 
     def summary(self) -> str:
         """Where the difference travels, in one computed sentence (denoising effects)."""
@@ -311,16 +327,12 @@ class Patching:
                 + (f"; the decoder's stream at the step carries {carried}." if carried else "."))
 
     def to_json(self, digits: int = 4) -> dict:
-        r = lambda a: np.round(np.asarray(a, dtype=float), digits).tolist()  # noqa: E731
+        """The `python -m model.patch --clean ... --corrupt ...` object (no edges_estimated: the edges carry it)."""
         return {"clean": self.clean, "corrupt": self.corrupt, "src_tokens": self.src_tokens,
                 "tgt_tokens": self.tgt_tokens, "outputs": self.outputs, "step": self.step,
-                "words": list(self.words), "ld": {k: round(v, 6) for k, v in self.ld.items()},
-                "swapped": self.swapped, "metric": "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)",
-                "encoder": {d: r(v) for d, v in self.encoder.items()},
-                "decoder": {d: r(v) for d, v in self.decoder.items()},
-                "heads": {d: {k: r(v) for k, v in h.items()} for d, h in self.heads.items()},
-                "edges": [{k: (round(v, digits) if isinstance(v, float) else v) for k, v in e.items()}
-                          for e in self.edges],
+                "words": plain(self.words), "ld": plain(self.ld, 6), "swapped": self.swapped, "metric": METRIC,
+                **plain({"encoder": self.encoder, "decoder": self.decoder, "heads": self.heads, "edges": self.edges},
+                        digits),
                 "summary": self.summary()}
 
 
@@ -351,8 +363,7 @@ def patch(translator, clean: str, corrupt: str, edges: int = EDGES) -> Patching:
     swapped = [p for p in range(S) if int(s.src["clean"][0, p]) != int(s.src["corrupt"][0, p])]
     return Patching(clean, corrupt, s.src_tokens, s.tgt_tokens, s.outputs, s.step, s.word_tokens, s.ld, swapped,
                     encoder, decoder, heads, estimated,
-                    [{"layer": e[0], "head": e[1], "query": e[2], "key": e[3], "estimate": float(estimated[e]),
-                      "exact": float(x)} for e, x in zip(picked, exact)])
+                    tuple(Edge(*e, float(estimated[e]), float(x)) for e, x in zip(picked, exact)))
 
 
 # --- over the contrast set ----------------------------------------------------------------------------------------
@@ -372,7 +383,49 @@ def site_values(p: Patching) -> dict:
     return out
 
 
-def contrast_table(translator, pairs: list[dict], progress: bool = False) -> dict:
+@dataclass(frozen=True)
+class Band:
+    """A mean over pairs and its 95% bootstrap interval, element by element."""
+
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+@dataclass(frozen=True)
+class Effects:
+    """One direction's mean effects over a category's pairs (site_values' sites)."""
+
+    heads: dict  # "enc" | "dec" | "cross" -> Band of (L, H)
+    encoder_swapped: Band  # (L_enc + 1,)
+    encoder_other: Band
+    decoder_step: Band  # (L_dec + 1,)
+
+
+@dataclass(frozen=True)
+class Category:
+    n: int  # pairs measured
+    denoising: Effects
+    noising: Effects
+    summary: str  # where the difference travels, in one computed sentence
+
+
+@dataclass(frozen=True)
+class ContrastTable:
+    """The contrast-set table (`python -m model.patch --pairs`, shipped as CHECKPOINT/patching.json)."""
+
+    metric: str
+    directions: tuple
+    categories: dict  # category -> Category
+    skipped: list  # [{"pair": index, "why": the reason}]: pairs whose translations do not differ for this model
+    checkpoint: dict | None = None
+    data: dict | None = None
+
+    def to_json(self, digits: int = 4) -> dict:
+        return plain(self, digits)
+
+
+def contrast_table(translator, pairs: list[dict], progress: bool = False) -> ContrastTable:
     """Every site's mean effect per category with 95% bootstrap intervals over the pairs (model.metrics)."""
     from tqdm import tqdm
 
@@ -386,24 +439,21 @@ def contrast_table(translator, pairs: list[dict], progress: bool = False) -> dic
         except InputError as e:  # the pair does not pass for this model (its translations do not differ)
             skipped.append({"pair": i, "why": str(e)})
 
-    def summary(rows: list):
-        m, low, high = mean_interval(np.array(rows))
-        return {"mean": np.round(m, 4).tolist(), "low": np.round(low, 4).tolist(), "high": np.round(high, 4).tolist()}
+    def band(rows: list) -> Band:
+        return Band(*mean_interval(np.array(rows)))
 
     categories = {}
     for category, values in found.items():
-        entry = {"n": len(values)}
-        for d in DIRECTIONS:
-            entry[d] = {"heads": {kind: summary([v[d]["heads"][kind] for v in values]) for _, _, kind in HEAD_SITES},
-                        **{k: summary([v[d][k] for v in values])
-                           for k in ("encoder_swapped", "encoder_other", "decoder_step")}}
-        cross = np.array(entry["denoising"]["heads"]["cross"]["mean"])
+        effects = {d: Effects({kind: band([v[d]["heads"][kind] for v in values]) for _, _, kind in HEAD_SITES},
+                              *(band([v[d][k] for v in values])
+                                for k in ("encoder_swapped", "encoder_other", "decoder_step")))
+                   for d in DIRECTIONS}
+        cross = np.round(effects["denoising"].heads["cross"].mean, 4)
         layer, head = np.unravel_index(int(np.argmax(cross)), cross.shape)
-        entry["summary"] = (f"{category}: mostly cross-attention layer {layer + 1} head {head + 1} "
-                            f"(mean effect {cross[layer, head]:.2f} over {len(values)} pairs)")
-        categories[category] = entry
-    return {"metric": "(LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)", "directions": list(DIRECTIONS),
-            "categories": categories, "skipped": skipped}
+        categories[category] = Category(len(values), **effects, summary=(
+            f"{category}: mostly cross-attention layer {layer + 1} head {head + 1} "
+            f"(mean effect {cross[layer, head]:.2f} over {len(values)} pairs)"))
+    return ContrastTable(METRIC, DIRECTIONS, categories, skipped)
 
 
 USAGE = """usage examples:
@@ -447,15 +497,14 @@ def command(argv):
     translator = cli.load_translator(args)
     t0 = time.time()
     result = contrast_table(translator, pairs, progress=not args.no_progress)
-    result["checkpoint"] = translator.checkpoint_id
-    result["data"] = {"pairs": Path(args.pairs).name, "n": len(pairs), "seconds": round(time.time() - t0, 1),
+    result = dataclasses.replace(result, checkpoint=translator.checkpoint_id, data={"pairs": Path(args.pairs).name, "n": len(pairs), "seconds": round(time.time() - t0, 1),
                       "threads": torch.get_num_threads(),
                       "command": " ".join(["python -m model.patch --pairs", Path(args.pairs).name,
                                            *(["--checkpoint", args.checkpoint] if args.checkpoint else []),
-                                           "--out", Path(args.out).name])}
-    files.write_text(out, files.dumps(result, ensure_ascii=False, indent=1) + "\n")
-    print(files.dumps({"out": str(out), "pairs": len(pairs), "skipped": len(result["skipped"]),
-                       "seconds": result["data"]["seconds"]}))
+                                           "--out", Path(args.out).name])})
+    files.write_text(out, files.dumps(result.to_json(), ensure_ascii=False, indent=1) + "\n")
+    print(files.dumps({"out": str(out), "pairs": len(pairs), "skipped": len(result.skipped),
+                       "seconds": result.data["seconds"]}))
     return 0
 
 

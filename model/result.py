@@ -3,6 +3,7 @@
 No torch here: tokens are strings, maps are numpy arrays shaped layers x heads x query x key.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -13,6 +14,28 @@ from .errors import InputError
 # The three kinds of attention map a Translation holds (encoder self, decoder self, cross), by their names on the
 # page (each kind's attention view) and in the HTML report (viz/report.py).
 KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
+
+
+def plain(value, digits: int | None = None):
+    """A result as JSON holds it, the one way every result is written: a dataclass becomes a dict of its fields in
+    order, a tuple or an array a list, a numpy number a Python one; a float is rounded to `digits` (Python's round)
+    and a NaN or infinity becomes None. Strings, ints, bools and None stay."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name), digits) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: plain(v, digits) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [plain(v, digits) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        return None if not math.isfinite(x) else x if digits is None else round(x, digits)
+    return value
 
 
 @dataclass(frozen=True)
@@ -49,11 +72,12 @@ class Forced:
     output_tokens: tuple  # T: the steps' tokens, <eos> last when the output ends
     output_ids: tuple  # (T,)
     sos_id: int  # the decoder's first input
+    sos: str = "<sos>"  # its token (the vocabulary's name for it)
 
     @property
     def tgt_tokens(self) -> list:
         """The decoder's T inputs: <sos> and the output shifted by one."""
-        return ["<sos>", *self.output_tokens[:-1]]
+        return [self.sos, *self.output_tokens[:-1]]
 
     @property
     def tgt_ids(self) -> tuple:

@@ -124,19 +124,47 @@ class FeedForward(nn.Module):
         return self.fc2(self.dropout(hidden))
 
 
-class AddNorm(nn.LayerNorm):
+class LayerNorm(nn.LayerNorm):
+    """Layer normalization (Ba et al., 2016), in the variant the config names: "standard" (torch's, the variance
+    inside the root) or "std" (the Annotated Transformer's: the unbiased standard deviation, eps added to it)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg.d_model, eps=cfg.norm_eps)
+        self.variant = cfg.layer_norm
+
+    def forward(self, x):
+        if self.variant == "standard":
+            return super().forward(x)
+        mean, std = x.mean(-1, keepdim=True), x.std(-1, keepdim=True)
+        return self.weight * (x - mean) / (std + self.eps) + self.bias
+
+
+class AddNorm(LayerNorm):
     """The connection around every sub-layer (section 3.1, dropout from 5.4): LayerNorm(x + Dropout(Sublayer(x))).
 
-    A LayerNorm with the residual step in front (post-LN, as in the paper). It records into the capture of the
-    sub-layer it closes (the same extras): `residual` (x + the dropped-out sub-layer output) and `normed`.
+    A LayerNorm with the residual step in front (post-LN, as in the paper). With norm_position "pre" (the
+    Annotated Transformer, and most models since) the norm moves in front of the sub-layer instead:
+    x + Dropout(Sublayer(LayerNorm(x))); `inner` gives the sub-layer's input and `forward` closes it. It records
+    into the capture of the sub-layer it closes (the same extras): `residual` (x + the dropped-out sub-layer
+    output) and `normed` (post: LayerNorm(residual), the output; pre: LayerNorm(x), the sub-layer's input).
     """
 
     def __init__(self, cfg: ModelConfig):
-        super().__init__(cfg.d_model)
+        super().__init__(cfg)
         self.p = cfg.dropout
+        self.pre = cfg.norm_position == "pre"
 
-    def forward(self, x, sublayer_out, extras: Extras = Extras()):
+    def inner(self, x):
+        """The sub-layer's input: x itself (post-LN) or LayerNorm(x) (pre-LN)."""
+        return super().forward(x) if self.pre else x
+
+    def forward(self, x, sublayer_out, extras: Extras = Extras(), inner=None):
+        """x the sub-layer connection's input, sublayer_out what the sub-layer made of `inner(x)` (pre-LN: pass
+        that `inner` to record it) -> the connection's output."""
         residual = x + F.dropout(sublayer_out, self.p, self.training)
+        if self.pre:
+            record(extras.capture, residual=residual, normed=inner)
+            return residual
         normed = super().forward(residual)
         record(extras.capture, residual=residual, normed=normed)
         return normed
@@ -149,7 +177,8 @@ class Layer(nn.Module):
     def feed_forward(self, x, extras: Extras):
         """x (B, T, D) -> the layer's output (B, T, D). A capture gets "ffn" and `output`."""
         ffn = extras.sublayer("ffn")
-        x = extras.patched("output", self.ln_ffn(x, self.ffn(x, ffn), ffn))
+        inner = self.ln_ffn.inner(x)
+        x = extras.patched("output", self.ln_ffn(x, self.ffn(inner, ffn), ffn, inner))
         record(extras.capture, output=x)
         return x
 
@@ -168,8 +197,9 @@ class EncoderLayer(Layer):
     def forward(self, x, src_mask, extras: Extras = Extras()):
         """x (B, S, D) -> (B, S, D) and the self-attention weights. A capture gets "self", "ffn", `output`."""
         attn = extras.sublayer("self")
-        a, weights = self.self_attn(x, x, src_mask, attn)
-        x = self.ln_self(x, a, attn)
+        inner = self.ln_self.inner(x)
+        a, weights = self.self_attn(inner, inner, src_mask, attn)
+        x = self.ln_self(x, a, attn, inner)
         return self.feed_forward(x, extras), weights
 
 
@@ -192,10 +222,12 @@ class DecoderLayer(Layer):
 
         A capture gets "self", "cross", "ffn" and `output`."""
         self_x, cross_x = extras.sublayer("self"), extras.sublayer("cross")
-        a, self_weights = self.self_attn(x, x, tgt_mask, self_x)
-        x = self.ln_self(x, a, self_x)
-        a, cross_weights = self.cross_attn(x, memory, src_mask, cross_x)
-        x = self.ln_cross(x, a, cross_x)
+        inner = self.ln_self.inner(x)
+        a, self_weights = self.self_attn(inner, inner, tgt_mask, self_x)
+        x = self.ln_self(x, a, self_x, inner)
+        inner = self.ln_cross.inner(x)
+        a, cross_weights = self.cross_attn(inner, memory, src_mask, cross_x)
+        x = self.ln_cross(x, a, cross_x, inner)
         return self.feed_forward(x, extras), self_weights, cross_weights
 
 
@@ -250,6 +282,8 @@ class Transformer(nn.Module):
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec_layers))
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # no weight tying (docs/contract.md)
+        if cfg.final_norm:  # nn.Transformer's and the Annotated Transformer's last LayerNorm of each stack
+            self.enc_norm, self.dec_norm = LayerNorm(cfg), LayerNorm(cfg)
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
@@ -278,7 +312,16 @@ class Transformer(nn.Module):
         for layer, layer_x in zip(self.encoder, extras.layers("encoder", len(self.encoder))):
             x, weights = layer(x, mask, layer_x)
             maps.append(weights)
-        return x, maps
+        return self.memory(x), maps
+
+    def memory(self, x):
+        """The encoder's output from its last layer's (B, S, D): the final norm where the model has one."""
+        return self.enc_norm(x) if self.cfg.final_norm else x
+
+    def logits(self, x):
+        """The next word's logits (B, T, V) from a decoder layer's output (B, T, D): the final norm where the model
+        has one, then the generator (the logit lens reads every layer this way)."""
+        return self.generator(self.dec_norm(x) if self.cfg.final_norm else x)
 
     def decode(self, tgt, memory, src_mask, start: int = 0, extras: Extras = Extras()):
         """tgt (B, T) decoder inputs at positions start..start+T-1 -> logits (B, T, V) and both kinds of maps.
@@ -298,7 +341,7 @@ class Transformer(nn.Module):
             x, self_weights, cross_weights = layer(x, memory, tgt_mask, src_mask, layer_x)
             self_maps.append(self_weights)
             cross_maps.append(cross_weights)
-        return self.generator(x), self_maps, cross_maps
+        return self.logits(x), self_maps, cross_maps
 
     def forward(self, src, tgt, extras: Extras = Extras()) -> Output:
         """Teacher forcing: src (B, S), tgt (B, T) decoder inputs -> Output with logits (B, T, V).

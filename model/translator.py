@@ -33,7 +33,6 @@ from .extras import Extras
 from .heads import parse_head_mask
 from .result import (AttentionNorms, BeamSearch, Candidate, Contributions, DecoderLens, Forced, Inside, LogitLens,
                      ReferenceScore, Step, Translation)
-from .vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, tokenize
 
 MAX_OUTPUT = 50  # generated tokens at most (docs/contract.md, Metrics: greedy, max 50 tokens)
 ROOT = Path(__file__).resolve().parents[1]  # the project folder
@@ -86,13 +85,14 @@ class Translator:
         """Tokens (with <sos>/<eos>), their ids, and how many tokens were cut to fit the positions."""
         if not isinstance(sentence, str):
             raise InputError(f"expected a sentence as text, got {type(sentence).__name__}")
-        tokens = tokenize(sentence, "de")
+        tokens = self.src_vocab.tokenize(sentence, "de")
         if not any(t.strip() for t in tokens):
             raise InputError("the sentence is empty: type a German sentence")
         keep = self.cfg.max_positions - 2
         cut = max(0, len(tokens) - keep)
         tokens = tokens[:keep]
-        return ["<sos>", *tokens, "<eos>"], [SOS_ID, *self.src_vocab.encode(tokens), EOS_ID], cut
+        v = self.src_vocab
+        return [v.sos, *tokens, v.eos], [v.sos_id, *v.encode(tokens), v.eos_id], cut
 
     def check_top_k(self, top_k):
         """InputError unless top_k, the alternatives kept per step, is a whole number from 1 to the vocabulary size."""
@@ -175,10 +175,10 @@ class Translator:
     def score_reference(self, sentence: str, reference: str, heads_off: str | None = None) -> ReferenceScore:
         """Teacher forcing on an English reference: its Translation (steps hold the reference tokens'
         probabilities) and its mean loss per token."""
-        tokens = tokenize(reference or "", "en")
+        tokens = self.tgt_vocab.tokenize(reference or "", "en")
         if not any(t.strip() for t in tokens):
             raise InputError("the reference is empty: type an English translation to compare with")
-        ref_ids = self.tgt_vocab.encode(tokens[:self.cfg.max_positions - 1]) + [EOS_ID]
+        ref_ids = self.tgt_vocab.encode(tokens[:self.cfg.max_positions - 1]) + [self.tgt_vocab.eos_id]
         r = self.analyze(sentence, ref_ids, heads_off=heads_off)
         loss = -float(np.mean(np.log(np.maximum([s.prob for s in r.steps], 1e-30))))
         return ReferenceScore(translation=r, loss=loss)
@@ -201,7 +201,7 @@ class Translator:
         results = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
-            src = pad([prepared[i][1] for i in chunk]).to(self.device)
+            src = pad([prepared[i][1] for i in chunk], self.cfg.pad_id).to(self.device)
             rows = mask if mask is None or isinstance(heads_off, str) else {k: m[chunk] for k, m in mask.items()}
             dec = greedy_decode(self.model, src, max_len, top_k, rows, with_maps, force_ids, pause)
             cpu = {k: (v.float() if v.is_floating_point() else v).cpu() for k, v in vars(dec).items()
@@ -244,7 +244,7 @@ class Translator:
                      for side in ("src", "tgt")}
         ffn = {stack: {name: read_only([c["ffn"][name][0] for c in capture[stack]]) for name in ("hidden", "residual")}
                for stack in ("encoder", "decoder")}
-        return Inside(source=sentence, src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
+        return Inside(source=sentence, src_tokens=src_tokens, tgt_tokens=forced.tgt_tokens,
                       output_tokens=out_tokens, sublayers=sublayers, embedding=embedding, ffn=ffn)
 
     @torch.no_grad()
@@ -258,11 +258,11 @@ class Translator:
         for layer in capture["decoder"]:
             # One layer at a time, shaped as in the forward pass, so the last row is the real
             # distribution bit for bit (a stacked (L, T, D) matmul may round differently).
-            logp, _, top_p, top_i = step_stats(self.model.generator(layer["output"])[0], top_k)  # (T, V), (T, k)
+            logp, _, top_p, top_i = step_stats(self.model.logits(layer["output"])[0], top_k)  # (T, V), (T, k)
             tokens.append([[itos[i] for i in row] for row in top_i.tolist()])
             probs.append(top_p.float().cpu().numpy())
             chosen_probs.append(logp.gather(-1, chosen[:, None]).squeeze(-1).exp().float().cpu().numpy())
-        return LogitLens(tgt_tokens=["<sos>", *out_tokens[:-1]], output_tokens=out_tokens,
+        return LogitLens(tgt_tokens=forced.tgt_tokens, output_tokens=out_tokens,
                          top_tokens=np.array(tokens, dtype=str), top_probs=np.stack(probs),
                          chosen_prob=np.stack(chosen_probs))
 
@@ -311,14 +311,14 @@ class Translator:
         src = torch.tensor([ids], device=self.device)
         capture = {}
         self.model.encode(src, Extras(capture=capture, need_weights=False))
-        memories = [layer["output"] for layer in capture["encoder"][:-1]]  # (1, S, D) each
+        memories = [self.model.memory(layer["output"]) for layer in capture["encoder"][:-1]]  # (1, S, D) each
         # The last layer as greedy decoding computes it (fused attention): the real translation, bit for bit.
         memories.append(self.model.encode(src, Extras(need_weights=False))[0])
         src_mask = self.model.src_mask(src)
         itos, layers, finished = self.tgt_vocab.itos, [], []
         for memory in memories:  # one at a time, shaped as model.translate decodes one sentence
             out = greedy_ids(self.model, memory, src_mask, max_len)[0]
-            ended = bool(out) and out[-1] == EOS_ID
+            ended = bool(out) and out[-1] == self.tgt_vocab.eos_id
             layers.append([itos[i] for i in (out[:-1] if ended else out)])
             finished.append(ended)
         return DecoderLens(source=sentence, src_tokens=src_tokens, layers=layers, finished=finished)
@@ -332,11 +332,11 @@ class Translator:
         if reference is not None:
             if output_tokens is not None:
                 raise ValueError("force: an output or a reference, not both")
-            words = tokenize(reference, "en")
+            words = self.tgt_vocab.tokenize(reference, "en")
             if not any(w.strip() for w in words):
                 raise InputError("the reference is empty: type an English translation")
-            tokens = [*words[:self.cfg.max_positions - 1], "<eos>"]
-            return self._forced(sentence, tokens, [self.tgt_vocab.stoi.get(t, UNK_ID) for t in tokens])
+            tokens = [*words[:self.cfg.max_positions - 1], self.tgt_vocab.eos]
+            return self._forced(sentence, tokens, self.tgt_vocab.encode(tokens))
         if output_tokens is None:
             output_tokens = [s.token for s in self.translate_batch([sentence], with_maps=False)[0].steps]
         if isinstance(output_tokens, str) or not output_tokens:
@@ -344,7 +344,7 @@ class Translator:
         if len(output_tokens) > self.cfg.max_positions:
             raise InputError(f"{len(output_tokens)} output tokens: the model has {self.cfg.max_positions} positions")
         stoi = self.tgt_vocab.stoi
-        bad = [t for t in output_tokens if t not in stoi or stoi[t] == PAD_ID]
+        bad = [t for t in output_tokens if t not in stoi or stoi[t] == self.tgt_vocab.pad_id]
         if bad:
             raise InputError(f"output tokens {bad} are not in the model's English vocabulary")
         return self._forced(sentence, list(output_tokens), [stoi[t] for t in output_tokens])
@@ -352,7 +352,8 @@ class Translator:
     def _forced(self, sentence: str, tokens: list, ids: list) -> Forced:
         src_tokens, src_ids, cut = self.source_ids(sentence)
         return Forced(source=sentence, src_tokens=tuple(src_tokens), src_ids=tuple(src_ids), cut=cut,
-                      output_tokens=tuple(tokens), output_ids=tuple(ids), sos_id=SOS_ID)
+                      output_tokens=tuple(tokens), output_ids=tuple(ids), sos_id=self.tgt_vocab.sos_id,
+                      sos=self.tgt_vocab.sos)
 
     def inputs(self, forced: Forced) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The forced pass's tensors on the model's device: source ids (1, S), decoder inputs (1, T), output (T,)."""
@@ -384,14 +385,14 @@ class Translator:
         out_tokens = [itos[i] for i in out_ids]
         steps = [Step(tok, float(p), float(e), tuple((itos[j], float(q)) for j, q in zip(ti, tp)))
                  for tok, p, e, ti, tp in zip(out_tokens, probs, entropy, top_ids, top_probs)]
-        words = out_ids[:-1] if out_ids and out_ids[-1] == EOS_ID else out_ids
+        words = out_ids[:-1] if out_ids and out_ids[-1] == self.tgt_vocab.eos_id else out_ids
         empty = np.zeros((0,), dtype=np.float32)
         enc, dec, cross = maps if maps is not None else (empty, empty, empty)
         return Translation(
-            source=sentence, src_tokens=src_tokens, tgt_tokens=["<sos>", *out_tokens[:-1]],
+            source=sentence, src_tokens=src_tokens, tgt_tokens=[self.tgt_vocab.sos, *out_tokens[:-1]],
             output_tokens=[itos[i] for i in words], encoder_attentions=enc, decoder_attentions=dec,
             cross_attentions=cross, steps=steps,
-            src_unknown=[i == UNK_ID for i in src_ids], truncated=cut, device=self.device_name)
+            src_unknown=[i == self.src_vocab.unk_id for i in src_ids], truncated=cut, device=self.device_name)
 
 
 def capture_maps(capture: dict) -> dict:

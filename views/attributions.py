@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 import viz
-from model.attribute import METHODS, NEVER_WRITTEN, SIGNED
+from model.attribute import METHODS, SIGNED
 from model.methods import METHODS as TABLE
 from model.errors import InputError
 from viz.labels import subtitle, token_labels
@@ -52,7 +52,8 @@ EXPLAINED = {
 
 def english_words(checkpoint: str | None) -> list[str]:
     """The foils on offer: the English vocabulary's first FOIL_WORDS entries, less the two the model never writes."""
-    return [w for w in load_translator(checkpoint).tgt_vocab.itos[:FOIL_WORDS] if w not in NEVER_WRITTEN]
+    vocab = load_translator(checkpoint).tgt_vocab
+    return [w for w in vocab.itos[:FOIL_WORDS] if w not in vocab.never_written]
 
 
 def read_link(params, cfg, notes: list):

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -171,11 +172,31 @@ def weighted_norms(checkpoint: str | None, sentence: str, output_tokens: tuple):
     return load_translator(checkpoint).weighted_norms(sentence, list(output_tokens))
 
 
-@st.cache_data(max_entries=32, show_spinner="Following the computation…")
+INSIDE_KEPT = 8  # Insides kept per process, the most recently used
+_insides: OrderedDict = OrderedDict()
+_insides_lock = threading.Lock()
+
+
 def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
     """Everything one teacher-forced pass over the greedy output computes, per layer, kind and head (Inside a head
-    and the walk)."""
-    return load_translator(checkpoint).inside(sentence, list(output_tokens))
+    and the walk).
+
+    Kept here, the last INSIDE_KEPT, shared by every session and never pickled, not in st.cache_data: a full capture
+    is 2.6 MB at 20 tokens (13 MB at 100), which st.cache_data would pickle on every miss and unpickle on every hit,
+    32 entries at a time; every cached value stays under 1 MB (tests/page/test_cache_plain.py). Its arrays are
+    read-only (model/translator.py), so sessions can share one."""
+    key = (checkpoint, sentence, tuple(output_tokens))
+    with _insides_lock:
+        if key in _insides:
+            _insides.move_to_end(key)
+            return _insides[key]
+    with st.spinner("Following the computation…"):
+        found = load_translator(checkpoint).inside(sentence, list(output_tokens))
+    with _insides_lock:
+        _insides[key] = found
+        while len(_insides) > INSIDE_KEPT:
+            _insides.popitem(last=False)
+    return found
 
 
 @functools.lru_cache(maxsize=32)
@@ -191,3 +212,11 @@ def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
     except (OSError, ValueError):
         log.exception("could not read %s", path)
         return None
+
+
+def faithfulness_table(checkpoint: str | None):
+    """The test-set faithfulness table shipped beside a checkpoint (model/faithfulness.py's Table), or None."""
+    from model.faithfulness import Table
+
+    shipped = checkpoint_json(checkpoint, "faithfulness.json")
+    return None if shipped is None else Table.from_json(shipped)

@@ -122,7 +122,7 @@ def steps_view(ctx: Context):
         st.session_state.evidence_step = 0
     t = st.select_slider("Step", list(range(T)), key="evidence_step",
                          format_func=lambda t: f"{t + 1}: {result.steps[t].token}")
-    st.markdown(f"Step {t + 1}: " + token_chips(["<sos>", *[s.token for s in result.steps[:t]]]) + " → "
+    st.markdown(f"Step {t + 1}: " + token_chips(result.tgt_tokens[:t + 1]) + " → "
                 + token_chips([result.steps[t].token], current=0), unsafe_allow_html=True)
     tr = load_translator(ctx.checkpoint)
     near = found.nearest(step_state(tr, result, t), training_texts(), k=5)

@@ -19,12 +19,13 @@ import streamlit as st
 
 from model import faithfulness as F
 from model.checkpoint import checkpoint_folder
+from model.methods import Explanation, by_name
 from model.translator import MAX_OUTPUT
 from viz.faithfulness import deletion_curves
 from viz.labels import subtitle
 
 from . import Context
-from .calls import HEAVY, checkpoint_json, load_translator, waiting_notice
+from .calls import HEAVY, faithfulness_table, load_translator, waiting_notice
 from .export import downloads
 from .state import choice_param, int_param, page_view, state_params
 from .widgets import FAITHFULNESS, chart, literal
@@ -50,27 +51,31 @@ def link_params(cfg) -> dict:
     return {"step": str(s.get(STEP_KEY, 1)), **({"side": side} if side != "source" else {})}
 
 
-def drawn_in(method: str, side: str) -> dict:
-    """The link parameters of the view that draws a method's scores."""
-    kind = "cross" if side == "source" else "dec"
-    parts = method.split()
-    if parts[0] in ("attention", "norms"):
-        params = {"view": kind}
-        if len(parts) > 1:
-            params["layer"] = parts[1][1:]
-            params["head"] = parts[2][1:] if len(parts) == 3 else "mean"
-        if parts[0] == "norms":
+def explanation(cfg, name: str) -> Explanation:
+    """The explanation a table's row names (model/methods.py), looked up among every layer and head of the model."""
+    heads = [(layer, head) for layer in range(cfg.n_dec_layers) for head in range(cfg.n_heads)]
+    return by_name(cfg.n_dec_layers, heads)[name]
+
+
+def drawn_in(e: Explanation, side: str) -> dict:
+    """The link parameters of the view that draws an explanation's scores."""
+    if e.method in ("attention", "norms"):
+        params = {"view": "cross" if side == "source" else "dec"}
+        if e.layer is not None:
+            params["layer"] = str(e.layer + 1)
+            params["head"] = "mean" if e.head is None else str(e.head + 1)
+        if e.method == "norms":
             params["values"] = "norms"
         return params
-    if method == "rollout":
+    if e.method == "rollout":
         return {"view": "flow"}
-    if method == "ALTI+":
+    if e.method == "ALTI+":
         return {"view": "contributions"}
-    return {"view": "attribute", "method": method}
+    return {"view": "attribute", "method": e.method}
 
 
-def link_to(ctx: Context, method: str, side: str) -> str:
-    return "?" + urlencode({**state_params(ctx.cfg, None), **drawn_in(method, side)})  # the sentence, the model
+def link_to(ctx: Context, name: str, side: str) -> str:
+    return "?" + urlencode({**state_params(ctx.cfg, None), **drawn_in(explanation(ctx.cfg, name), side)})
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -99,7 +104,7 @@ def faithful_view(ctx: Context):
                "what it ranks first by <unk> lowers the word's probability most (comprehensiveness), and keeping only "
                "what it ranks first keeps the probability (low sufficiency) — better than random orders do "
                "(DeYoung et al., 2020).")
-    shipped = checkpoint_json(ctx.checkpoint, FAITHFULNESS)
+    shipped = faithfulness_table(ctx.checkpoint)
     if shipped is not None:
         st.markdown(f"**For this model:** {literal(F.verdict(shipped))}")
 
@@ -169,42 +174,37 @@ def number_columns() -> dict:
     return {"comprehensiveness": f, "sufficiency": f, "τ with leave-one-out": f}
 
 
-def interval(e: dict) -> str:
-    return "—" if e["mean"] is None else f"{e['mean']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
+def interval(e: F.Interval) -> str:
+    return "—" if e.mean is None else f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
 
 
-def test_set_table(ctx: Context, shipped: dict | None, side: str):
+def test_set_table(ctx: Context, shipped: F.Table | None, side: str):
     st.markdown("**On the test set**")
     if shipped is None:
         st.info(f"This checkpoint has no {FAITHFULNESS}: `python -m model.faithfulness --src FILE --out "
                 f"CHECKPOINT/{FAITHFULNESS}` measures it.")
         return
-    table = shipped[side]
-    rows = []
-    for k, e in table.items():
-        if k == F.RANDOM:
-            continue
-        rows.append({"method": F.display_name(k), "comprehensiveness": interval(e["comprehensiveness"]),
-                     "sufficiency": interval(e["sufficiency"]), "τ with leave-one-out": interval(e["tau"]),
-                     **({"alignment error (AER)": e.get("aer")} if side == "source" else {}),
-                     "drawn in": link_to(ctx, k, side)})
-    r = table[F.RANDOM]
-    rows.append({"method": f"random orders ({r['orders']})", "comprehensiveness": interval(r["comprehensiveness"]),
-                 "sufficiency": interval(r["sufficiency"]), "τ with leave-one-out": "—",
-                 **({"alignment error (AER)": None} if side == "source" else {}), "drawn in": None})
+    table = getattr(shipped, side)
+    aer = lambda x: {"alignment error (AER)": x} if side == "source" else {}  # noqa: E731
+    rows = [{"method": F.display_name(k), "comprehensiveness": interval(e.comprehensiveness),
+             "sufficiency": interval(e.sufficiency), "τ with leave-one-out": interval(e.tau), **aer(e.aer),
+             "drawn in": link_to(ctx, k, side)} for k, e in table.rows.items()]
+    r = table.random
+    rows.append({"method": f"random orders ({r.orders})", "comprehensiveness": interval(r.comprehensiveness),
+                 "sufficiency": interval(r.sufficiency), "τ with leave-one-out": "—", **aer(None), "drawn in": None})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_test_table",
                  column_config={"alignment error (AER)": st.column_config.NumberColumn(format="%.3f"),
                                 "drawn in": st.column_config.LinkColumn("drawn in", display_text="open the view")})
-    data = shipped["data"]
-    diagonal = (shipped.get("baselines") or {}).get("diagonal", {}).get("aer")
-    st.caption(f"{shipped['n_sentences']} sentences of {data['src']}, {shipped['steps_per_sentence']} steps each "
+    data = shipped.data
+    diagonal = (shipped.baselines or {}).get("diagonal", {}).get("aer")
+    st.caption(f"{shipped.n_sentences} sentences of {data['src']}, {shipped.steps_per_sentence} steps each "
                f"drawn at random, the model's own translation; mean and 95% bootstrap interval over sentences. "
                + (f"AER: the alignment error against hand-checked links (lower: more plausible; a diagonal "
                   f"alignment scores {diagonal:.3f}; — where not measured). " if side == "source" and diagonal else "")
                + f"Computed offline in {data['seconds'] / 60:.0f} minutes: `{data['command']}`.")
     if side == "source":
         with st.expander("How the methods agree with one another (mean Kendall τ over every measured step)"):
-            a = shipped["agreement"]
+            a = shipped.agreement
             labels = [F.display_name(k) for k in a["methods"]]
             st.dataframe(pd.DataFrame(np.array(a["tau"], dtype=float), index=labels, columns=labels),
                          width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")

@@ -53,7 +53,6 @@ MAX_SENTENCE = 2000  # characters the sentence boxes take (widgets.text_box) and
 
 MODEL_CHOICE = "(the model's choice)"  # the what-if box of the decoding trace when no word is forced
 ANY_WORD = "(another word…)"  # the what-if box's way to any word of the vocabulary (tokens hold no spaces)
-NEVER_WRITTEN = ("<pad>", "<sos>")  # English tokens the model never writes: no what-if forces them
 
 
 def layer_key(kind: str) -> str:
@@ -102,15 +101,15 @@ def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
 
 def forceable(result: Translation, t: int, word: str | None, vocabulary, notes: list) -> bool:
     """Whether the decoding trace can force step t to a word from the link: any word of the model's English
-    vocabulary (a collection of its tokens), as `model.translate --force` takes, but the two it never writes and
-    the word step t chose anyway (no word at all passes); a note when not."""
+    vocabulary (its Vocab), as `model.translate --force` takes, but the two it never writes and the word step t
+    chose anyway (no word at all passes); a note when not."""
     if word in (None, MODEL_CHOICE):
         return True
     if word == result.steps[t].token:
         notes.append(f"whatif={word[:40]!r} is the word step {t + 1} says anyway")
-    elif word in NEVER_WRITTEN:
+    elif word in vocabulary.never_written:
         notes.append(f"whatif={word[:40]!r} is a token the model never writes")
-    elif word not in vocabulary:
+    elif word not in vocabulary.stoi:
         notes.append(f"whatif={word[:40]!r} is not a word of the model's English vocabulary")
     else:
         return True

@@ -12,7 +12,7 @@ from . import Context, guess
 from .calls import load_translator, models, translate
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show
-from .state import ANY_WORD, MODEL_CHOICE, NEVER_WRITTEN, alternatives, forceable, int_param, page_view, whole_number
+from .state import ANY_WORD, MODEL_CHOICE, alternatives, forceable, int_param, page_view, whole_number
 from .widgets import chart, cli_hint, diff_chips, literal, map_table, table_labels
 
 MAX_STEP = 10_000  # a step from the link beyond the output is clamped to its last step
@@ -31,7 +31,7 @@ def judge_link(result, notes: list):
     """The link's what-if word, dropped with a note unless its step (clamped as the view clamps it) can say it: any
     word of the model's English vocabulary, as the command line's --force takes."""
     t = min(st.session_state.get("trace_step", 1), len(result.steps)) - 1
-    vocabulary = load_translator(models().get(st.session_state.get("model"))).tgt_vocab.stoi
+    vocabulary = load_translator(models().get(st.session_state.get("model"))).tgt_vocab
     if not forceable(result, t, st.session_state.get("what_if"), vocabulary, notes):
         st.session_state.what_if = MODEL_CHOICE
 
@@ -94,7 +94,7 @@ def trace_view(ctx: Context):
         guess.marked_candidates(result, t, first, key="guess_candidates")
     st.session_state.setdefault("what_if", MODEL_CHOICE)
     word = st.session_state.what_if  # one this step cannot say (its own word, another model's): dropped
-    if word != ANY_WORD and not forceable(result, t, word, ctx.translator.tgt_vocab.stoi, []):
+    if word != ANY_WORD and not forceable(result, t, word, ctx.translator.tgt_vocab, []):
         st.session_state.what_if = MODEL_CHOICE
     show("trace", trace_data(ctx, t), key="trace_steps", on_whatif_change=whatif_picked,
          on_step_change=whatif_left, on_evidence_change=evidence_picked)
@@ -186,7 +186,8 @@ def lens(checkpoint: str | None, sentence: str, output_tokens: tuple):
 def english_words(checkpoint: str | None) -> list[str]:
     """The words a what-if can force: the model's English vocabulary (most frequent first) but the two tokens it
     never writes."""
-    return [w for w in load_translator(checkpoint).tgt_vocab.itos if w not in NEVER_WRITTEN]
+    vocab = load_translator(checkpoint).tgt_vocab
+    return [w for w in vocab.itos if w not in vocab.never_written]
 
 
 def any_word_picked(step: int):

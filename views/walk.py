@@ -246,7 +246,7 @@ def loop(ctx: Context, ins, word: int, q=None):
          f"next position, until the model chooses `<eos>`: {len(steps)} steps for this sentence.",
          "The decoding trace goes through them one by one.")
     for t in range(min(len(steps), 6)):
-        st.markdown(f"Step {t + 1}: " + token_chips(["<sos>", *steps[:t]]) + " → "
+        st.markdown(f"Step {t + 1}: " + token_chips(ctx.result.tgt_tokens[:t + 1]) + " → "
                     + token_chips([steps[t]], current=0), unsafe_allow_html=True)
     if len(steps) > 6:
         st.caption(f"… and {len(steps) - 6} more steps.")

@@ -15,7 +15,7 @@ import streamlit as st
 
 from viz.labels import wrap_title
 
-from .calls import checkpoint_json
+from .calls import faithfulness_table
 from .instant import figure_json, show
 from .state import MAX_SENTENCE, MEAN
 
@@ -199,21 +199,23 @@ def trust_line(checkpoint: str | None, methods: dict, side: str = "source") -> N
 
     methods: {label said in the line ("" for one method): method name in the table}, e.g. {"layer 1": "attention
     L1", ...}."""
-    shipped = checkpoint_json(checkpoint, FAITHFULNESS)
+    shipped = faithfulness_table(checkpoint)
     if shipped is None:
         return
-    found = {label: shipped[side][m] for label, m in methods.items() if m in shipped[side]}
+    rows = getattr(shipped, side).rows
+    found = {label: rows[m] for label, m in methods.items() if m in rows}
     if not found:
         return
     with_label = lambda label, x: f"{x:.2f}" + (f" ({label})" if label else "")  # noqa: E731
-    drop = ", ".join(with_label(k, e["comprehensiveness"]["mean"]) for k, e in found.items())
-    aer = [with_label(k, e["aer"]) for k, e in found.items() if e.get("aer") is not None]
+    drop = ", ".join(with_label(k, e.comprehensiveness.mean) for k, e in found.items())
+    aer = [with_label(k, e.aer) for k, e in found.items() if e.aer is not None]
     tokens = "German tokens" if side == "source" else "English words before the step"
-    st.caption(f"How far to trust it, on {shipped['n_sentences']} test sentences (the Faithfulness view measures "
+    diagonal = (shipped.baselines or {}).get("diagonal", {}).get("aer")
+    st.caption(f"How far to trust it, on {shipped.n_sentences} test sentences (the Faithfulness view measures "
                f"every method): removing the {tokens} it ranks first lowers the probability of the word written by "
-               f"{drop} on average, random orders by {shipped[side]['random']['comprehensiveness']['mean']:.2f}"
+               f"{drop} on average, random orders by {getattr(shipped, side).random.comprehensiveness.mean:.2f}"
                + (f"; its alignments' error rate is {', '.join(aer)}, a diagonal alignment's "
-                  f"{shipped['baselines']['diagonal']['aer']:.2f}." if aer and shipped.get("baselines") else "."))
+                  f"{diagonal:.2f}." if aer and diagonal is not None else "."))
 
 
 def text_box(where, label: str, key: str, what: str, on_change: Callable | None = None, **kwargs) -> str:

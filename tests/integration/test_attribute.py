@@ -185,9 +185,9 @@ def test_gradients_equal_finite_differences_and_integrated_gradients_a_riemann_s
             assert abs((up - down) / (2 * eps) - g_src[t, i, k]) < 1e-4
     ig_src, ig_pre, *_ = a.integrated_gradients(2000, steps=[t], rule="riemann_middle")
     e = model.src_embed.tok(a.src).detach()
-    e0 = model.src_embed.tok(baseline(a.src)).detach()
+    e0 = model.src_embed.tok(baseline(a.src, model.cfg)).detach()
     p = model.tgt_embed.tok(a.tgt).detach()
-    p0 = model.tgt_embed.tok(baseline(a.tgt)).detach()
+    p0 = model.tgt_embed.tok(baseline(a.tgt, model.cfg)).detach()
     total_src, total_pre, n = torch.zeros_like(e), torch.zeros_like(p), 2000
     for alpha in (np.arange(n) + 0.5) / n:
         xs = (e0 + alpha * (e - e0)).requires_grad_(True)

@@ -47,18 +47,18 @@ def test_leave_one_out_is_best_at_one_token_and_its_reverse_worst(measured):
                 m = step[side]
                 if m is None:
                     continue
-                first = {k: v["curves"].deletion[1] for k, v in m.items() if k != F.RANDOM}  # p with one removed
+                first = {k: v.curves.deletion[1] for k, v in m.methods.items()}  # p with one removed
                 assert first["leave_one_out"] <= min(first.values()) + 1e-6, (side, first)
                 assert first["reverse"] >= max(first.values()) - 1e-6, (side, first)
-                n = len(m["leave_one_out"]["order"])
-                assert m["leave_one_out"]["tau"] == pytest.approx(1.0) if n > 1 else math.isnan(m["leave_one_out"]["tau"])
+                loo = m.methods["leave_one_out"]
+                assert loo.tau == pytest.approx(1.0) if len(loo.order) > 1 else math.isnan(loo.tau)
                 checked += 1
     assert checked > 40
     for side in ("source", "prefix"):  # over the sample, the reverse ranking's area is the lowest of all
-        area = {k: np.mean([s[side][k]["comprehensiveness"] for *_, f in measured for s in f.steps if s[side]])
+        area = {k: np.mean([s[side].methods[k].comprehensiveness for *_, f in measured for s in f.steps if s[side]])
                 for k in measured[0][3].methods[side]}
         assert min(area, key=area.get) == "reverse", area
-        assert area["leave_one_out"] > np.mean([s[side][F.RANDOM]["comprehensiveness"].mean()
+        assert area["leave_one_out"] > np.mean([s[side].random.comprehensiveness.mean()
                                                 for *_, f in measured for s in f.steps if s[side]])
 
 
@@ -74,14 +74,14 @@ def test_every_p_under_removal_equals_a_plain_forward_pass(translator, measured)
                 continue
             pos = F.positions(side, len(a.src_tokens), t)
             method = ["leave_one_out", "attention", "gradient"][int(rng.integers(3))]
-            order = m[method]["order"]
+            order = m.methods[method].order
             for k in (1, len(order) // 2, len(order)):
                 src, tgt = a.src.clone(), a.tgt.clone()
                 (src if side == "source" else tgt)[0, [pos[i] for i in order[:k]]] = UNK_ID
                 with torch.no_grad():
                     logits = translator.model(src, tgt, Extras(need_weights=False)).logits[0, t]
                 p = torch.softmax(logits.float(), -1)[a.out[t]].item()
-                assert m[method]["curves"].deletion[k] == pytest.approx(p, abs=2e-6)
+                assert m.methods[method].curves.deletion[k] == pytest.approx(p, abs=2e-6)
     assert f.p == pytest.approx([s.prob for s in translator.translate(sentence).steps], abs=2e-6)
 
 
@@ -103,6 +103,39 @@ def test_the_scores_a_page_caches_are_plain_arrays_under_a_megabyte(translator):
     assert b"torch" not in blob and b"Translator" not in blob
 
 
+def test_faithfulness_while_two_threads_run_attributions_equals_its_solo_run(translator):
+    """Sessions share one translator (and attribute.py's one model copy for captum): Faithfulness measured while two
+    other threads run attributions gives the numbers it gives alone, and so does every attribution."""
+    import threading
+
+    from model.attribute import attribute
+
+    sentence, other = SENTENCES[1], SENTENCES[2]
+    out = [s.token for s in translator.translate(sentence).steps]
+    forced = translator.force(other)
+    methods = ("integrated_gradients", "input_x_gradient", "leave_one_out")
+    solo_f = F.measure(translator, sentence, out, steps=[1, 4]).to_json()
+    solo_a = {m: attribute(translator, forced, m).to_json() for m in methods}
+    found, errors = [], []
+
+    def attributing():
+        try:
+            for m in methods * 2:
+                found.append((m, attribute(translator, forced, m).to_json()))
+        except Exception as e:  # noqa: BLE001 -- a failure in a thread is this test's failure
+            errors.append(e)
+
+    threads = [threading.Thread(target=attributing) for _ in range(2)]
+    for t in threads:
+        t.start()
+    together = F.measure(translator, sentence, out, steps=[1, 4]).to_json()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert together == solo_f
+    assert len(found) == 2 * 2 * len(methods) and all(got == solo_a[m] for m, got in found)
+
+
 def test_random_baseline_falls_inside_the_band_of_the_exact_expectation(translator):
     """E[comprehensiveness] of a uniformly random order is the mean of p over every subset of each size: computed
     exactly over all 2^n subsets, the estimate from 400 orders lies within 4 standard errors of it."""
@@ -121,7 +154,7 @@ def test_random_baseline_falls_inside_the_band_of_the_exact_expectation(translat
     orders = F.random_orders(n, 400, 5)
     m = F.step_measures({"attention": np.asarray(scores["source"]["attention"][t])[1:-1]},
                         lambda removed: probe.p("source", tuple(i + 1 for i in removed), t), orders)
-    c = m[F.RANDOM]["comprehensiveness"]
+    c = m.random.comprehensiveness
     assert abs(c.mean() - expected) < 4 * c.std() / math.sqrt(len(c)), (c.mean(), expected)
 
 
@@ -130,10 +163,9 @@ def test_one_step_is_the_same_measured_alone(translator, measured):
     alone = F.measure(translator, sentence, out, steps=[3], heads=((2, 7),))
     assert all(s is None for t, s in enumerate(alone.steps) if t != 3)
     for side in ("source", "prefix"):
-        for k, v in alone.steps[3][side].items():
-            if k != F.RANDOM:
-                assert v["comprehensiveness"] == pytest.approx(f.steps[3][side][k]["comprehensiveness"], abs=1e-6)
-                np.testing.assert_array_equal(v["order"], f.steps[3][side][k]["order"])
+        for k, v in alone.steps[3][side].methods.items():
+            assert v.comprehensiveness == pytest.approx(f.steps[3][side].methods[k].comprehensiveness, abs=1e-6)
+            np.testing.assert_array_equal(v.order, f.steps[3][side].methods[k].order)
 
 
 # --- the tools ----------------------------------------------------------------------------------------------------
@@ -166,7 +198,8 @@ def test_command_line_errors_are_one_line(tmp_path):
 def test_shipped_table_is_reproduced_by_its_command_on_its_first_sentences(checkpoint, data_dir, tmp_path):
     shipped = json.loads((checkpoint / "faithfulness.json").read_text())
     assert shipped["n_sentences"] >= 500 and shipped["data"]["src"] == "test_2016_flickr.de.gz"
-    assert shipped["verdict"] == F.verdict(shipped)
+    assert shipped["verdict"] == F.verdict(F.Table.from_json(shipped))
+    assert F.Table.from_json(shipped).to_json() == shipped  # the file is what Table.to_json writes, key for key
     n = 20
     r = run("model.faithfulness", "--src", str(data_dir / "test_2016_flickr.de.gz"), "--n", str(n),
             "--checkpoint", str(checkpoint), "--out", str(tmp_path / "f.json"), "--no-progress")

@@ -107,7 +107,7 @@ def test_one_pair_every_site_both_directions(translator):
     assert p.decoder["denoising"][-1, p.step] == pytest.approx(1.0) and p.decoder["noising"][-1, p.step] == \
         pytest.approx(0.0, abs=1e-6)
     assert p.swapped == [1, 2] and len(p.edges) == P.EDGES
-    assert all(abs(e["estimate"] - e["exact"]) < 0.1 for e in p.edges)
+    assert all(abs(e.estimate - e.exact) < 0.1 for e in p.edges)
     assert p.summary().startswith("“mann” instead of “frau” becomes “man” instead of “woman” at step 2")
 
 

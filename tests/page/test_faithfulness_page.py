@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CHECKPOINT, array, charts, from_url, markdown, shown
 from model import faithfulness as F
-from views.faithful import SIDE_KEY, STEP_KEY, drawn_in
+from views.faithful import SIDE_KEY, STEP_KEY, drawn_in, explanation
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def test_the_step_draws_every_methods_curve_as_the_library_measures_it(monkeypat
         assert row["sufficiency"] == pytest.approx(m["sufficiency"], abs=3e-6)
         assert row["removed first"] == want["tokens"][m["order"][0] - 1]
         link = parse_qs(urlparse(row["drawn in"]).query)
-        assert link["s"] == [S] and {k: v[0] for k, v in link.items() if k != "s"} == drawn_in(method, side)
+        assert link["s"] == [S] and {k: v[0] for k, v in link.items() if k != "s"} == drawn_in(explanation(translator.cfg, method), side)
     assert list(table["comprehensiveness"][:-1]) == sorted(table["comprehensiveness"][:-1], reverse=True)
     code = "\n".join(c.value for c in at.code)
     assert f"python -m model.inspect faithfulness --step 2 '{S}'" in code
@@ -61,7 +61,7 @@ def test_the_step_draws_every_methods_curve_as_the_library_measures_it(monkeypat
 def test_the_page_opens_with_the_verdict_computed_from_the_shipped_table(monkeypatch):
     table = shipped()
     at = from_url(monkeypatch, s=S, view="faithful", step="2")
-    assert f"**For this model:** {F.verdict(table)}" in shown(markdown(at))
+    assert f"**For this model:** {F.verdict(F.Table.from_json(table))}" in shown(markdown(at))
     test_set = at.dataframe[1].value
     rows = {r["method"]: r for _, r in test_set.iterrows()}
     loo = table["source"]["leave_one_out"]

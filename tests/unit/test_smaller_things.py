@@ -74,7 +74,7 @@ def test_the_trace_can_force_any_word_of_the_vocabulary(tiny_translator):
     from views.state import MODEL_CHOICE, alternatives, forceable
 
     r = tiny_translator.translate("Ein Hund läuft im Park.")
-    vocabulary = tiny_translator.tgt_vocab.stoi
+    vocabulary = tiny_translator.tgt_vocab
     beyond = next(w for w in tiny_translator.tgt_vocab.itos[4:]
                   if w not in alternatives(r, 0) and w != r.steps[0].token)
     notes = []

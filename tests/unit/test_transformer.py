@@ -191,11 +191,60 @@ def test_xavier_init_and_eval_is_deterministic(tiny_model):
     assert torch.equal(tiny_model(src, tgt).logits, tiny_model(src, tgt).logits)
 
 
-@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
-def test_the_paper_only_functions_equal_the_model_bit_for_bit(positions):
-    """model/minimal.py is the paper's equations over the same weights: a second route to every logit."""
+FAMILIES = {"ours": {}, "pytorch": dict(positions="sinusoidal", final_norm=True),
+            "annotated": dict(positions="sinusoidal", norm_position="pre", final_norm=True, layer_norm="std",
+                              norm_eps=1e-6)}
+
+
+@pytest.mark.parametrize("options", [{}, dict(positions="sinusoidal"), dict(norm_position="pre"),
+                                     dict(final_norm=True), dict(layer_norm="std", norm_eps=1e-6),
+                                     *FAMILIES.values()])
+def test_the_paper_only_functions_equal_the_model_bit_for_bit(options):
+    """model/minimal.py is the paper's equations over the same weights: a second route to every logit, for every
+    option the model families differ in."""
     torch.manual_seed(0)
-    model = Transformer(tiny_config(positions=positions)).eval()
+    model = Transformer(tiny_config(**options)).eval()
+    with torch.no_grad():  # non-trivial norms: gains and biases away from 1 and 0
+        for name, p in model.named_parameters():
+            if "ln_" in name or "_norm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
     src, tgt = random_batch(model.cfg, B=3)
     with torch.no_grad():
         assert torch.equal(minimal.forward(model.state_dict(), model.cfg, src, tgt), model(src, tgt).logits)
+
+
+def test_the_layer_norm_variants_and_positions_are_their_formulas():
+    """Pre-LN: the layer is x + Sublayer(LayerNorm(x)); "std": (x - mean) / (unbiased std + eps); final norms add
+    two LayerNorms' parameters; and the shipped default stays the paper's post-LN model."""
+    from model.transformer import LayerNorm
+
+    assert ModelConfig(src_vocab_size=5, tgt_vocab_size=5).norm_position == "post"
+    x = torch.randn(2, 3, 16)
+    norm = LayerNorm(tiny_config(layer_norm="std", norm_eps=1e-6))
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-0.5, 0.5)
+        literal = norm.weight * (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, unbiased=True).sqrt()
+                                                                 + 1e-6) + norm.bias
+        torch.testing.assert_close(norm(x), literal, rtol=0, atol=1e-6)
+    for options in FAMILIES.values():
+        cfg = tiny_config(**options)
+        assert Transformer(cfg).n_params() == cfg.n_params
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(norm_position="pre")).eval()
+    layer, x = model.encoder[0], torch.randn(1, 4, 16)
+    mask = torch.ones(1, 1, 1, 4, dtype=torch.bool)
+    with torch.no_grad():
+        h = layer.ln_self.inner(x)
+        x1 = x + layer.self_attn(h, h, mask)[0]
+        want = x1 + layer.ffn(torch.nn.functional.layer_norm(x1, (16,), layer.ln_ffn.weight, layer.ln_ffn.bias))
+        torch.testing.assert_close(layer(x, mask)[0], want, rtol=0, atol=1e-6)
+
+
+def test_a_config_saved_before_the_family_options_loads_as_the_paper_model():
+    d = tiny_config().to_dict()
+    for key in ("norm_position", "final_norm", "layer_norm", "norm_eps"):
+        del d[key]
+    assert ModelConfig.from_dict(d) == tiny_config()
+    with pytest.raises(ValueError, match="norm_position must be"):
+        tiny_config(norm_position="middle")
