@@ -20,7 +20,7 @@ import torch
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
 from views import Context
-from views.calls import MODEL_NAMES, load_translator, models, translate
+from views.calls import load_translator, model_name, models, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, VIEWS
 from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
@@ -116,11 +116,14 @@ if st.session_state.get("model") not in available:
 if len(available) > 1:
     model_help = ("The same architecture and recipe, trained twice: with learned position vectors (the default) or "
                   "with the paper's fixed sinusoids. See “Positional encodings”, and compare the two in any "
-                  "attention view.")
-    if present:
-        frame[0].selectbox("Model", list(available), key="model", format_func=MODEL_NAMES.get, help=model_help)
+                  "attention view." if "learned" in available else
+                  "The checkpoints in the folder $TRANSFORMER_CHECKPOINT names, each by its folder and the tutorial "
+                  "it comes from (`python -m model.convert` makes them).")
+    if present or len(available) > 3:
+        (frame[0] if present else st).selectbox("Model", list(available), key="model", format_func=model_name,
+                                                help=model_help)
     else:
-        st.segmented_control("Model", list(available), key="model", required=True, format_func=MODEL_NAMES.get,
+        st.segmented_control("Model", list(available), key="model", required=True, format_func=model_name,
                              help=model_help)
 checkpoint = available[st.session_state.model]  # None: the shipped checkpoints/
 try:

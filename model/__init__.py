@@ -68,6 +68,10 @@ Commands (each shares cli.py's parser and its one-line errors; `python -m model.
     silver.py           the eflomal baseline alignment
     train.py            training (--snapshots, under torchrun too)
     train_lengths.py    the training sentences' lengths (assets/train_lengths.json)
+    convert.py          your own model: a tutorial's saved state_dict (Trevett's, PyTorch's nn.Transformer, the
+                        Annotated Transformer) as a checkpoint folder, read without unpickling code
+    tables.py           every table the page reads beside a checkpoint, built in one run, resumable (--quick: a
+                        first look); the page names its command where a table is missing
 """
 
 import sys

@@ -39,6 +39,8 @@ so that a sentence's share can be read against it.
 
 import torch
 
+from .errors import InputError
+
 
 def attention_sublayers(capture: dict, model) -> dict:
     """{kind: [(captured sub-layer dict, its MultiHeadAttention, its AddNorm), one per layer]}."""
@@ -116,8 +118,21 @@ def block_contributions(sub: dict, attn, ln, cross: bool, row: int = 0) -> torch
     return c / c.sum(-1, keepdim=True)
 
 
+def check_post_ln(model, method: str):
+    """ALTI+ and value zeroing are written for the paper's blocks, LayerNorm(x + Sublayer(x)) with the standard
+    LayerNorm (this project's model, the Trevett tutorial's and nn.Transformer's): InputError for any other model
+    (a pre-LN model, the Annotated Transformer's LayerNorm) rather than numbers that would not mean what they say.
+    A final norm after the last layer mixes no tokens and is left out, as ALTI+ leaves out the output layer."""
+    cfg = model.cfg
+    if cfg.norm_position != "post" or cfg.layer_norm != "standard":
+        what = "pre-LN" if cfg.norm_position != "post" else "built with another LayerNorm"
+        raise InputError(f"{method} is written here for post-LN models with the standard LayerNorm (the paper's, "
+                         f"Ben Trevett's and PyTorch's tutorials); this model is {what}, so it has no {method} here")
+
+
 def layer_contributions(capture: dict, model, row: int = 0) -> dict:
     """{"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)} float64 tensors: each block's c_ij."""
+    check_post_ln(model, "ALTI+")
     return {kind: torch.stack([block_contributions(sub, attn, ln, kind == "cross", row) for sub, attn, ln in layers])
             for kind, layers in attention_sublayers(capture, model).items()}
 

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 
 import torch
 
-from .contributions import rollout
+from .contributions import check_post_ln, rollout
 
 
 @contextmanager
@@ -117,6 +117,7 @@ def value_zeroing(capture: dict, model) -> dict:
     """Value zeroing of one teacher-forced pass over an output (`Translator.capture` of a `Translator.force`), numpy
     float64: "source" (T, S) and "prefix" (T, T, zero above the diagonal), each row of [source | prefix] summing to
     1, and "layers" ({"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)}, the last column the residual)."""
+    check_post_ln(model, "value zeroing")
     layers = layer_value_zeroing(capture, model)
     R, total = rollout(layers["enc"], layers["dec"], layers["cross"])
     S = R.size(0)

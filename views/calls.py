@@ -11,6 +11,7 @@ import gc
 import json
 import logging
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -37,14 +38,46 @@ MODEL_NAMES = {"learned": "learned positions", "sinusoidal": "sinusoidal positio
 def models() -> dict[str, str | None]:
     """slug -> checkpoint of the models to choose from; the first is the default (None: the shipped one).
 
-    $TRANSFORMER_CHECKPOINT replaces the choice with that one checkpoint, as it does for every tool.
+    $TRANSFORMER_CHECKPOINT replaces the choice with that checkpoint, as it does for every tool; or, where it names
+    a folder of checkpoints (a student's converted models, model/convert.py), with each of them, by folder name.
     """
-    if os.environ.get(CHECKPOINT_ENV):
-        return {"custom": os.environ[CHECKPOINT_ENV]}
+    env = os.environ.get(CHECKPOINT_ENV)
+    if env:
+        folder = Path(env)
+        inside = [] if (folder / WEIGHTS).is_file() or not folder.is_dir() else \
+            sorted(p for p in folder.iterdir() if (p / WEIGHTS).is_file())
+        if not inside:
+            return {"custom": env}
+        found = {}
+        for p in inside:
+            slug = re.sub(r"[^a-z0-9_-]+", "-", p.name.lower()).strip("-") or "model"
+            while slug in found:
+                slug += "-"
+            found[slug] = str(p)
+        return found
     found = {"learned": None}
     if (SINUSOIDAL / WEIGHTS).is_file():
         found["sinusoidal"] = str(SINUSOIDAL)
     return found
+
+
+def family(checkpoint: str | None) -> str:
+    """The tutorial family a checkpoint comes from (model/convert.py): a converted one says so in its config.json;
+    the shipped models are the Trevett tutorial's architecture and vocabulary, trained here."""
+    found = (checkpoint_json(checkpoint, "config.json") or {}).get("training", {}).get("family")
+    return found if isinstance(found, str) else "tutorial"
+
+
+def model_name(slug: str) -> str:
+    """A model's name in the switch: the shipped two by their positions; a converted one by its folder and family
+    (config.json's "training", written by model/convert.py)."""
+    if slug in MODEL_NAMES:
+        return MODEL_NAMES[slug]
+    checkpoint = models().get(slug)
+    family = (checkpoint_json(checkpoint, "config.json") or {}).get("training", {}).get("family") if checkpoint \
+        else None
+    name = Path(checkpoint).name if checkpoint else slug
+    return f"{name} ({family})" if isinstance(family, str) else name
 
 
 # --- the calls into them, cached by their arguments --------------------------------------------------------------

@@ -14,7 +14,7 @@ from model.heads import Head, HeadSet
 from model.result import Translation
 
 from . import Context
-from .calls import MODEL_NAMES, analyze, models, translate
+from .calls import analyze, model_name, models, translate
 from .state import alternatives, heads_param, int_param, offers, text_param
 from .widgets import literal, text_box
 
@@ -83,7 +83,7 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
     if vs == "model":
         slug, checkpoint = other_model(ctx.checkpoint)
         this = st.session_state.get("model", "learned")
-        return MODEL_NAMES.get(this, this), MODEL_NAMES.get(slug, slug), translate(checkpoint, r.source)
+        return model_name(this), model_name(slug), translate(checkpoint, r.source)
     if vs == "sentence":
         other = text_box(st, "Second sentence (press Enter)", "s2", "The second sentence",
                          placeholder="Die Katze rennt durch den Schnee.")

@@ -19,7 +19,7 @@ from .calls import inside, weighted_norms
 from .export import downloads
 from .instant import figure_json, float32, show
 from .state import int_param, page_view
-from .widgets import table_labels
+from .widgets import table_labels, tutorial_names
 
 KIND_ORDER = ["cross", "enc", "dec"]
 # What the attention sublayer of each layer computes (Translator.inside's sublayers), as views/inside.js reads it.
@@ -88,9 +88,10 @@ def inside_view(ctx: Context):
              "cross": "the decoder state after this layer's self-attention sublayer; the keys and values come "
                       "from the encoder's final output (the German)"}[kind]
     esc = [html.escape(t, quote=False) for t in tr.key_tokens]
+    st.caption(tutorial_names(ctx.checkpoint))
     show("inside", {
         "slug": "inside", "layers": L, "heads": H, "pick": {"layer": layer, "head": head, "query": query},
-        "kind": kind, "name": KIND_NAMES[kind], "hs": hs, "text": teaching(where, hs, D, H),
+        "kind": kind, "name": KIND_NAMES[kind], "hs": hs, "text": teaching(where, hs, D, H, cfg.norm_position),
         "queries": q_labels, "query_tokens": queries, "keys": tr.key_tokens, "keys_plain": [viz.plain(t) for t in
                                                                                           tr.key_tokens],
         "labels": {"x": [viz.plain(t) for t in queries], "q": [viz.plain(f"q: {t}") for t in queries],
@@ -113,13 +114,19 @@ def inside_view(ctx: Context):
             "heads": figure_json(viz.vector_strips(tr.all_heads, [f"head {h + 1}" for h in range(H)], highlight=head,
                                                    value="output")),
             "after": figure_json(viz.vector_strips(np.vstack([tr.attn_out, tr.residual, tr.normed, tr.layer_output]),
-                                                   AFTER, value="value")),
+                                                   after_rows(cfg.norm_position), value="value")),
         },
     }, key="inside_head_query")
     downloads(ctx)
 
 
-def teaching(where: str, hs: int, D: int, H: int) -> dict:
+def after_rows(norm_position: str) -> list[str]:
+    """The last figure's rows: post-LN normalises the sum; a pre-LN model normalised the sublayer's input instead."""
+    return AFTER if norm_position == "post" else ["after W_O", "x + after W_O (the sublayer's output)",
+                                                  "LayerNorm(x): what the heads read", "layer output"]
+
+
+def teaching(where: str, hs: int, D: int, H: int, norm_position: str = "post") -> dict:
     """The view's text, which views/inside.js shows for every pick: each section's title and note (the browser fills
     {token}, the query token; {masked}, how many keys it may not see, with the `masked` note then; {sum}, its
     weights' sum), the query slider's name, the table's switch and caption, the last figure's rows."""
@@ -151,9 +158,12 @@ def teaching(where: str, hs: int, D: int, H: int) -> dict:
                               "little; hover a bar for ‖f(x)‖ itself."},
             "heads": {"title": "5. All heads together, then W_O, the residual and LayerNorm",
                       "note": f"The {H} heads' outputs are concatenated ({H} × {hs} = {D}) and projected by W_O; the "
-                              "result is added to x (the residual connection) and normalised (LayerNorm, post-LN as "
-                              "in the paper). After the feed-forward sublayer this becomes the layer's output for "
-                              "the token."},
+                              + ("result is added to x (the residual connection) and normalised (LayerNorm, post-LN "
+                                 "as in the paper). " if norm_position == "post" else
+                                 "result is added to x (the residual connection) and not normalised: this model is "
+                                 "pre-LN, its LayerNorm came before the heads (x was normalised into what they "
+                                 "read). ")
+                              + "After the feed-forward sublayer this becomes the layer's output for the token."},
         },
         "table": {"label": "Show as a table",
                   "caption": "for every key, its score, scaled score, weight and weighted norm"},

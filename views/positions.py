@@ -10,7 +10,7 @@ import viz
 from model.export import table_csv
 
 from . import Context
-from .calls import MODEL_NAMES, load_translator, models, translate
+from .calls import load_translator, model_name, models, translate
 from .export import downloads
 from .state import page_view
 from .widgets import chart, literal
@@ -136,6 +136,6 @@ def long_sentence(ctx: Context, longest: int):
         cols = st.columns(len(models()))
         for col, (slug, checkpoint) in zip(cols, models().items()):
             r = translate(checkpoint, sentence)
-            col.markdown(f"**{MODEL_NAMES.get(slug, slug)}** ({len(r.src_tokens)} source positions, "
+            col.markdown(f"**{model_name(slug)}** ({len(r.src_tokens)} source positions, "
                          f"{len(r.steps)} output tokens)")
             col.markdown(literal(r.text) or "(empty)")

@@ -283,6 +283,8 @@ def page_view(view):
     def run(ctx, *args):
         try:
             return view(ctx, *args)
+        except InputError as e:  # the library's own plain words: what this model or sentence cannot give
+            st.info(str(e))
         except Exception as e:  # st.stop and st.rerun are BaseExceptions: they pass
             log.exception("view %s failed for %r", view.__name__, ctx.result.source)
             st.error(f"This view could not be drawn ({type(e).__name__}). Try another sentence or view.")

@@ -18,7 +18,7 @@ from model.replay import dequantize
 from viz.training import snapshot_map
 
 from . import Context
-from .calls import MODEL_NAMES
+from .calls import model_name
 from .export import downloads
 from .state import MEAN, choice_param, head_link, head_param, int_param, page_view, whole_number
 from .widgets import chart, head_picker, literal, map_table, table_labels, token_chips
@@ -132,7 +132,7 @@ def training_view(ctx: Context):
     picked = st.session_state.get("model")
     if picked != m["model"]:
         st.caption(f"These curves, the translations above and the maps below replay {run}: no replay ships for the "
-                   f"model picked above ({MODEL_NAMES.get(picked, picked)}).")
+                   f"model picked above ({model_name(picked)}).")
     for col, (name, values) in zip(st.columns(len(curves)), curves.items()):
         with col:
             chart(viz.training_curve(labels, values, i, name, model=run), key=f"training_curve_{name.split()[-1]}")

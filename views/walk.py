@@ -21,7 +21,7 @@ from viz.labels import token_labels
 from . import Context, guess
 from .calls import inside
 from .state import MEAN, int_param, page_view, set_pick
-from .widgets import chart, literal, token_chips
+from .widgets import chart, literal, token_chips, tutorial_names
 
 STOP_KEY = "walk_stop"  # the stop shown, from 0 (the link counts from 1)
 
@@ -166,6 +166,7 @@ def all_heads(ctx: Context, ins, word: int, q=None):
     text(f"The layer runs {H} such heads side by side, each with its own W_Q, W_K, W_V on a "
          f"{ctx.cfg.d_model // H}-dimensional slice; they look at different things.",
          "W_O mixes their outputs back into one vector per token.")
+    st.caption(tutorial_names(ctx.checkpoint))
     (q, q_unk), (k, k_unk) = token_labels(ctx.result, "src"), token_labels(ctx.result, "src")
     chart(viz.model_view(maps, q, k, query_unknown=q_unk, key_unknown=k_unk,
                          title=f"Encoder layer 1: all {H} heads"), key="walk_heads", name="walk-heads",
@@ -174,10 +175,18 @@ def all_heads(ctx: Context, ins, word: int, q=None):
 
 def add_norm(ctx: Context, ins, word: int, q=None):
     a = ins.sublayers["enc"]
-    text("The attention output is added to what came in (the residual connection keeps the token's own "
-         "information), and LayerNorm rescales the sum to mean 0 and variance 1, then by learned weights.")
-    rows = np.stack([a[name][0, word] for name in ("x", "attn_out", "residual", "normed")])
-    chart(viz.vector_strips(rows, ["x (input)", "attention output", "x + attention", "LayerNorm"],
+    if ctx.cfg.norm_position == "pre":  # the capture's "normed" is then LayerNorm(x), what the heads read
+        text("This model is pre-LN: LayerNorm rescales what came in to mean 0 and variance 1 (then by learned "
+             "weights) before the heads read it, and the attention output is added to the unnormalised input "
+             "(the residual connection keeps the token's own information).")
+        rows = np.stack([a[name][0, word] for name in ("x", "normed", "attn_out", "residual")])
+        labels = ["x (input)", "LayerNorm(x): the heads' input", "attention output", "x + attention"]
+    else:
+        text("The attention output is added to what came in (the residual connection keeps the token's own "
+             "information), and LayerNorm rescales the sum to mean 0 and variance 1, then by learned weights.")
+        rows = np.stack([a[name][0, word] for name in ("x", "attn_out", "residual", "normed")])
+        labels = ["x (input)", "attention output", "x + attention", "LayerNorm"]
+    chart(viz.vector_strips(rows, labels,
                             title=f"Encoder layer 1, “{ins.src_tokens[word]}”"), key="walk_addnorm",
           name="walk-add-norm")
 
@@ -185,13 +194,17 @@ def add_norm(ctx: Context, ins, word: int, q=None):
 def feed_forward(ctx: Context, ins, word: int, q=None):
     f, a = ins.ffn["encoder"], ins.sublayers["enc"]
     hidden = f["hidden"][0, word]
+    pre = ctx.cfg.norm_position == "pre"
     text(f"Each token then goes alone through the same two-layer network: {hidden.size} hidden units, of which "
          f"ReLU keeps {int((hidden > 0).sum())} here, and back to {ctx.cfg.d_model}.",
-         "Again a residual connection and a LayerNorm; the result is the layer's output.")
+         "Again a LayerNorm (before the network: this model is pre-LN) and a residual connection; the result is the "
+         "layer's output." if pre else "Again a residual connection and a LayerNorm; the result is the layer's output.")
     chart(viz.vector_strips(hidden[None], ["hidden units (after ReLU)"], title="max(0, x'W₁ + b₁)"),
           key="walk_hidden", name="walk-ffn-hidden")
-    rows = np.stack([a["normed"][0, word], f["residual"][0, word], a["layer_output"][0, word]])
-    chart(viz.vector_strips(rows, ["x' (input)", "x' + FFN(x')", "LayerNorm: layer output"],
+    first = a["residual"] if pre else a["normed"]  # the FFN sublayer's input x': the attention sublayer's output
+    rows = np.stack([first[0, word], f["residual"][0, word], a["layer_output"][0, word]])
+    chart(viz.vector_strips(rows, ["x' (input)", "x' + FFN(LayerNorm(x'))" if pre else "x' + FFN(x')",
+                                   "layer output" if pre else "LayerNorm: layer output"],
                           title=f"Encoder layer 1, “{ins.src_tokens[word]}”"), key="walk_ffn", name="walk-ffn")
 
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from viz.labels import wrap_title
 
-from .calls import faithfulness_table
+from .calls import faithfulness_table, family
 from .instant import figure_json, show
 from .state import MAX_SENTENCE, MEAN
 
@@ -35,6 +35,8 @@ from .state import MAX_SENTENCE, MEAN
 # whole training sentences, cut in half on a phone; they wrap instead.
 # Focus: Streamlit's focus ring is the primary colour at 50% alpha, about 2:1 against the page, under the 3:1
 # a focus indicator needs; a solid outline in the element's own text colour adds it, in both themes.
+# A command line (st.code: views.widgets.cli_hint and the views' own) wraps: with a long sentence it was a scroll region
+# that the keyboard cannot reach (axe-core's scrollable-region-focusable); its copy button still takes the line whole.
 # !important where Streamlit's own class rules (`outline: none`, the primary colour) outrank a rule on the element.
 CSS = """<style>
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
@@ -51,6 +53,7 @@ div[data-testid="stSliderThumbValue"] {color:inherit !important}
 :is(button, a, summary):focus-visible {outline:2px solid currentColor !important; outline-offset:2px}
 [data-testid="stButtonGroup"] :is([role="toolbar"], [role="radiogroup"]) {flex-wrap:wrap; overflow-x:visible}
 [class*="st-key-neighbour_"] button :is(div, p) {white-space:normal; text-align:left}
+[data-testid="stCode"] :is(pre, code) {white-space:pre-wrap !important; overflow-wrap:anywhere}
 @media (max-width: 1100px) {
   [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) .explorer-figure) {
     flex-wrap:wrap}
@@ -188,6 +191,18 @@ def cli_command(sentence: str, *args: str) -> str:
 def cli_hint(sentence: str, *args: str) -> None:
     st.caption("The same on the command line (it counts layers, heads and steps from 0):")
     st.code(cli_command(sentence, *args), language="bash")
+
+
+def tutorial_names(checkpoint: str | None) -> str:
+    """One line: what the tutorial the model comes from calls the parts the page names (model/convert.py FAMILIES),
+    so a student finds them in the code they trained."""
+    from model.convert import FAMILIES
+
+    f = FAMILIES[family(checkpoint)]
+    names = {"W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "scores": "the scores q·k",
+             "d_model": "d_model", "d_ff": "d_ff", "generator": "the output layer"}
+    return (f"In the code of {f.title}: " + ", ".join(f"{names[k]} is `{v}`" for k, v in f.names.items())
+            + ".")
 
 
 FAITHFULNESS = "faithfulness.json"  # the test-set table of model/faithfulness.py, beside each checkpoint

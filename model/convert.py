@@ -1,0 +1,398 @@
+"""Your own trained model, opened here: the state_dict a tutorial saved, turned into a checkpoint folder like ours.
+
+    python -m model.convert FAMILY SOURCE --out DIR [--src-vocab FILE --tgt-vocab FILE] [--heads N]
+
+Three families cover what learners train on Multi30k (docs/contract.md, "Model families"):
+
+    tutorial   Ben Trevett's pytorch-seq2seq notebook 6, "Attention is All You Need" (and its Korean edition): our
+               architecture and our vocabulary rules; a renaming of the keys (encoder.tok_embedding, fc_q, ...).
+    pytorch    PyTorch's tutorial "Language Translation with nn.Transformer and torchtext" (Seq2SeqTransformer):
+               nn.Transformer's packed in_proj_weight, final LayerNorms, sinusoidal positions, <bos> for <sos>,
+               tokens not lower-cased.
+    annotated  The Annotated Transformer (Harvard NLP, make_model): pre-LN with final norms, its own LayerNorm
+               (unbiased std, eps 1e-6 added to it), linears[0..3], specials <s> </s> <blank> <unk>, tokens not
+               lower-cased.
+
+SOURCE is read with torch.load(weights_only=True): tensors only, never code. The sizes come from the tensors'
+shapes; the number of heads cannot, so --heads (default 8, every tutorial's). Vocabulary files hold one token per
+line in id order (what `vocab.get_itos()` gives). Without them, the tutorial family's are rebuilt from the Multi30k
+training texts by its rules (spaCy tokens, lower-cased, seen twice, specials first, then by count, ties
+alphabetical) and checked against the embeddings' sizes; the other two families need theirs. The weights are
+stored as float32, so the converted model computes what the tutorial's does. Every way a file can be wrong is one
+line and exit status 2.
+"""
+
+import hashlib
+import pickle
+import re
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import files
+from .config import ModelConfig
+from .errors import InputError
+from .sinusoid import sinusoidal_table
+from .transformer import Transformer
+from .vocab import ROLES, Vocab, tokenize
+
+MAX_POSITIONS = 100  # positions a converted sinusoidal model gets (its table is a formula; the page's limit)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    title: str  # the tutorial, as its readers know it
+    marker: str  # a key only this family's state_dict has
+    options: dict  # ModelConfig options
+    specials: tuple  # the vocabulary's first four tokens, in id order
+    roles: tuple  # the role of each (model/vocab.py ROLES)
+    lower: bool  # tokens lower-cased
+    names: dict  # our names for its parts -> the tutorial's (the walk and Inside a head say both)
+
+
+FAMILIES = {f.name: f for f in (
+    Family("tutorial", "Ben Trevett's pytorch-seq2seq, notebook 6 (Attention is All You Need)",
+           "encoder.tok_embedding.weight", {}, ("<unk>", "<pad>", "<sos>", "<eos>"), ("unk", "pad", "sos", "eos"),
+           True, {"W_Q": "fc_q", "W_K": "fc_k", "W_V": "fc_v", "W_O": "fc_o", "scores": "energy",
+                  "d_model": "hid_dim", "d_ff": "pf_dim", "generator": "fc_out"}),
+    Family("pytorch", "PyTorch's tutorial: Language Translation with nn.Transformer and torchtext",
+           "transformer.encoder.layers.0.self_attn.in_proj_weight",
+           {"positions": "sinusoidal", "final_norm": True}, ("<unk>", "<pad>", "<bos>", "<eos>"),
+           ("unk", "pad", "sos", "eos"), False,
+           {"W_Q": "in_proj_weight[:d]", "W_K": "in_proj_weight[d:2d]", "W_V": "in_proj_weight[2d:]",
+            "W_O": "out_proj", "d_model": "emb_size", "d_ff": "dim_feedforward", "generator": "generator"}),
+    Family("annotated", "The Annotated Transformer (Harvard NLP)", "src_embed.0.lut.weight",
+           {"positions": "sinusoidal", "norm_position": "pre", "final_norm": True, "layer_norm": "std",
+            "norm_eps": 1e-6},
+           ("<s>", "</s>", "<blank>", "<unk>"), ("sos", "eos", "pad", "unk"), False,
+           {"W_Q": "linears[0]", "W_K": "linears[1]", "W_V": "linears[2]", "W_O": "linears[3]",
+            "d_model": "d_model", "d_ff": "d_ff", "generator": "generator.proj"}),
+)}
+
+
+# --- each family's names for our weights ------------------------------------------------------------------------
+def _linear(theirs: str, ours: str) -> list:
+    return [(f"{theirs}.weight", f"{ours}.weight"), (f"{theirs}.bias", f"{ours}.bias")]
+
+
+def _norm(theirs: str, ours: str, family: str) -> list:
+    if family == "annotated":
+        return [(f"{theirs}.a_2", f"{ours}.weight"), (f"{theirs}.b_2", f"{ours}.bias")]
+    return _linear(theirs, ours)
+
+
+def _attention(theirs: str, ours: str, family: str) -> list:
+    """Their attention's parameters -> ours; pytorch's packed in_proj is split by `_unpack`."""
+    if family == "tutorial":
+        return [pair for p in "qkvo" for pair in _linear(f"{theirs}.fc_{p}", f"{ours}.w_{p}")]
+    if family == "annotated":
+        return [pair for i, p in enumerate("qkvo") for pair in _linear(f"{theirs}.linears.{i}", f"{ours}.w_{p}")]
+    return [(f"{theirs}.in_proj_weight", f"{ours}.in_proj.weight"), (f"{theirs}.in_proj_bias", f"{ours}.in_proj.bias"),
+            *_linear(f"{theirs}.out_proj", f"{ours}.w_o")]
+
+
+def key_map(family: str, n_enc: int, n_dec: int) -> list[tuple[str, str]]:
+    """(their key, our key) for every parameter of a family's model with these layer counts, in their order."""
+    pairs = []
+    if family == "tutorial":
+        for side, ours in (("encoder", "src_embed"), ("decoder", "tgt_embed")):
+            pairs += [(f"{side}.tok_embedding.weight", f"{ours}.tok.weight"),
+                      (f"{side}.pos_embedding.weight", f"{ours}.pos.weight")]
+        for i in range(n_enc):
+            t, o = f"encoder.layers.{i}", f"encoder.{i}"
+            pairs += [*_norm(f"{t}.self_attn_layer_norm", f"{o}.ln_self", family),
+                      *_norm(f"{t}.ff_layer_norm", f"{o}.ln_ffn", family),
+                      *_attention(f"{t}.self_attention", f"{o}.self_attn", family),
+                      *_linear(f"{t}.positionwise_feedforward.fc_1", f"{o}.ffn.fc1"),
+                      *_linear(f"{t}.positionwise_feedforward.fc_2", f"{o}.ffn.fc2")]
+        for i in range(n_dec):
+            t, o = f"decoder.layers.{i}", f"decoder.{i}"
+            pairs += [*_norm(f"{t}.self_attn_layer_norm", f"{o}.ln_self", family),
+                      *_norm(f"{t}.enc_attn_layer_norm", f"{o}.ln_cross", family),
+                      *_norm(f"{t}.ff_layer_norm", f"{o}.ln_ffn", family),
+                      *_attention(f"{t}.self_attention", f"{o}.self_attn", family),
+                      *_attention(f"{t}.encoder_attention", f"{o}.cross_attn", family),
+                      *_linear(f"{t}.positionwise_feedforward.fc_1", f"{o}.ffn.fc1"),
+                      *_linear(f"{t}.positionwise_feedforward.fc_2", f"{o}.ffn.fc2")]
+        return pairs + _linear("decoder.fc_out", "generator")
+    if family == "pytorch":
+        pairs += [("src_tok_emb.embedding.weight", "src_embed.tok.weight"),
+                  ("tgt_tok_emb.embedding.weight", "tgt_embed.tok.weight")]
+        for i in range(n_enc):
+            t, o = f"transformer.encoder.layers.{i}", f"encoder.{i}"
+            pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
+                      *_linear(f"{t}.linear1", f"{o}.ffn.fc1"), *_linear(f"{t}.linear2", f"{o}.ffn.fc2"),
+                      *_norm(f"{t}.norm1", f"{o}.ln_self", family), *_norm(f"{t}.norm2", f"{o}.ln_ffn", family)]
+        pairs += _norm("transformer.encoder.norm", "enc_norm", family)
+        for i in range(n_dec):
+            t, o = f"transformer.decoder.layers.{i}", f"decoder.{i}"
+            pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
+                      *_attention(f"{t}.multihead_attn", f"{o}.cross_attn", family),
+                      *_linear(f"{t}.linear1", f"{o}.ffn.fc1"), *_linear(f"{t}.linear2", f"{o}.ffn.fc2"),
+                      *_norm(f"{t}.norm1", f"{o}.ln_self", family), *_norm(f"{t}.norm2", f"{o}.ln_cross", family),
+                      *_norm(f"{t}.norm3", f"{o}.ln_ffn", family)]
+        return pairs + _norm("transformer.decoder.norm", "dec_norm", family) + _linear("generator", "generator")
+    pairs += [("src_embed.0.lut.weight", "src_embed.tok.weight"), ("tgt_embed.0.lut.weight", "tgt_embed.tok.weight")]
+    for i in range(n_enc):
+        t, o = f"encoder.layers.{i}", f"encoder.{i}"
+        pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
+                  *_linear(f"{t}.feed_forward.w_1", f"{o}.ffn.fc1"), *_linear(f"{t}.feed_forward.w_2", f"{o}.ffn.fc2"),
+                  *_norm(f"{t}.sublayer.0.norm", f"{o}.ln_self", family),
+                  *_norm(f"{t}.sublayer.1.norm", f"{o}.ln_ffn", family)]
+    pairs += _norm("encoder.norm", "enc_norm", family)
+    for i in range(n_dec):
+        t, o = f"decoder.layers.{i}", f"decoder.{i}"
+        pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
+                  *_attention(f"{t}.src_attn", f"{o}.cross_attn", family),
+                  *_linear(f"{t}.feed_forward.w_1", f"{o}.ffn.fc1"), *_linear(f"{t}.feed_forward.w_2", f"{o}.ffn.fc2"),
+                  *_norm(f"{t}.sublayer.0.norm", f"{o}.ln_self", family),
+                  *_norm(f"{t}.sublayer.1.norm", f"{o}.ln_cross", family),
+                  *_norm(f"{t}.sublayer.2.norm", f"{o}.ln_ffn", family)]
+    return pairs + _norm("decoder.norm", "dec_norm", family) + _linear("generator.proj", "generator")
+
+
+# Buffers a family saves that are a formula here (the sinusoidal tables): checked, then left out.
+POSITION_BUFFERS = {"pytorch": ("positional_encoding.pos_embedding",), "annotated": ("src_embed.1.pe", "tgt_embed.1.pe")}
+
+
+def a(family: str) -> str:
+    return f"{'an' if family[0] in 'aeiou' else 'a'} {family}"
+
+
+# --- reading the file -------------------------------------------------------------------------------------------
+def read_state_dict(path) -> dict:
+    """The tensors a tutorial saved with torch.save(model.state_dict(), path), read without unpickling any code;
+    InputError in one line for anything else."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "weights only" in str(e).lower() or "weights_only" in str(e):
+            raise InputError(f"{path} holds Python objects, not a plain state_dict (torch.save(model) saves the "
+                             "whole model, code and all, which is never loaded here): in your notebook, run "
+                             "torch.save(model.state_dict(), PATH) and convert that file") from None
+        raise InputError(f"{path} is not a file torch.save wrote, or it is truncated") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError):
+        raise InputError(f"{path} is truncated or not a file torch.save wrote: save it again with "
+                         "torch.save(model.state_dict(), PATH)") from None
+    if not isinstance(state, dict) or not state or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                                           for k, v in state.items()):
+        inner = [k for k, v in state.items() if isinstance(v, dict)] if isinstance(state, dict) else []
+        hint = f" (its {inner[0]!r} entry looks like one: save that alone)" if inner else ""
+        raise InputError(f"{path} is not a plain state_dict of named tensors{hint}: save "
+                         "torch.save(model.state_dict(), PATH)")
+    return state
+
+
+def family_of(state: dict) -> str | None:
+    return next((f.name for f in FAMILIES.values() if f.marker in state), None)
+
+
+def layer_count(state: dict, prefix: str) -> int:
+    found = {int(m.group(1)) for k in state for m in [re.match(re.escape(prefix) + r"\.(\d+)\.", k)] if m}
+    return max(found) + 1 if found else 0
+
+
+def convert_state(family: str, state: dict, n_heads: int = 8, max_positions: int = MAX_POSITIONS) -> tuple:
+    """(ModelConfig, our state_dict) of a family's state_dict; InputError saying the first thing that does not fit."""
+    f = FAMILIES[family]
+    if f.marker not in state:
+        other = family_of(state)
+        first = next(iter(state))
+        raise InputError(f"this is not {a(family)} model: its first key {first!r} is not in that family's layout"
+                         + (f"; it is {a(other)} model: python -m model.convert {other} ..." if other else
+                            f" ({a(family)} model has {f.marker!r})"))
+    stacks = {"tutorial": ("encoder.layers", "decoder.layers"),
+              "pytorch": ("transformer.encoder.layers", "transformer.decoder.layers"),
+              "annotated": ("encoder.layers", "decoder.layers")}[family]
+    n_enc, n_dec = (layer_count(state, p) for p in stacks)
+    if not n_enc or not n_dec:
+        raise InputError(f"the {family} model has no {'encoder' if not n_enc else 'decoder'} layers")
+    pairs = key_map(family, n_enc, n_dec)
+    missing = next((theirs for theirs, _ in pairs if theirs not in state), None)
+    if missing is not None:
+        raise InputError(f"the {family} model lacks {missing!r}: the file is not a whole {family} state_dict")
+    known = {theirs for theirs, _ in pairs} | set(POSITION_BUFFERS.get(family, ()))
+    extra = next((k for k in state if k not in known), None)
+    if extra is not None:
+        raise InputError(f"{extra!r} is not part of {a(family)} model ({n_enc} + {n_dec} layers)")
+    src_emb, tgt_emb = state[pairs[0][0]], state[pairs[2 if family == "tutorial" else 1][0]]
+    if src_emb.dim() != 2 or tgt_emb.dim() != 2 or src_emb.size(1) != tgt_emb.size(1):
+        raise InputError("the two embeddings are not (vocabulary, d_model) tables of one width")
+    d_model = src_emb.size(1)
+    d_ff = state[next(t for t, o in pairs if o == "encoder.0.ffn.fc1.weight")].size(0)
+    if type(n_heads) is not int or n_heads < 1 or d_model % n_heads:
+        raise InputError(f"--heads {n_heads} does not divide d_model {d_model}")
+    positions = state["encoder.pos_embedding.weight"].size(0) if family == "tutorial" else max_positions
+    options = {k: v for k, v in f.options.items()}
+    ids = {f"{role}_id": f.roles.index(role) for role in ROLES}
+    try:
+        cfg = ModelConfig(src_vocab_size=src_emb.size(0), tgt_vocab_size=tgt_emb.size(0), d_model=d_model,
+                          n_enc_layers=n_enc, n_dec_layers=n_dec, n_heads=n_heads, d_ff=d_ff,
+                          max_positions=positions, **options, **ids)
+    except ValueError as e:
+        raise InputError(f"the {family} model's sizes do not make a model here: {e}") from None
+    for name in POSITION_BUFFERS.get(family, ()):
+        check_positions(state[name], d_model, name)
+    ours = {}
+    for theirs, o in pairs:
+        t = state[theirs].float()
+        if o.endswith(("in_proj.weight", "in_proj.bias")):
+            stem = o.rsplit(".in_proj.", 1)[0]
+            for p, part in zip("qkv", t.chunk(3, dim=0)):
+                ours[f"{stem}.w_{p}.{o.rsplit('.', 1)[1]}"] = part.clone()
+        else:
+            ours[o] = t
+    expected = Transformer(cfg).state_dict()
+    for k, v in expected.items():
+        if k not in ours:
+            raise InputError(f"nothing in the {family} model gives our {k}")
+        if tuple(ours[k].shape) != tuple(v.shape):
+            theirs = next((t for t, o in pairs if o == k), k)
+            raise InputError(f"{theirs!r} has shape {tuple(ours[k].shape)}, but this model's sizes need "
+                             f"{tuple(v.shape)}")
+        if not torch.isfinite(ours[k]).all():
+            raise InputError(f"{k} holds NaN or infinite values: the model was saved mid-divergence")
+    return cfg, ours
+
+
+def check_positions(table: torch.Tensor, d_model: int, name: str):
+    """A family's saved sinusoidal table must be the paper's formula (else it is another model)."""
+    t = table.reshape(-1, table.size(-1)).float()  # pytorch (maxlen, 1, D), annotated (1, maxlen, D)
+    if t.size(1) != d_model:
+        raise InputError(f"{name!r} is {tuple(table.shape)}, not a table of width d_model {d_model}")
+    n = min(t.size(0), MAX_POSITIONS)
+    want = torch.from_numpy(sinusoidal_table(n, d_model)).float()
+    if not torch.allclose(t[:n], want, atol=1e-4):
+        raise InputError(f"{name!r} is not the sinusoidal position table of the paper: a changed model")
+
+
+# --- vocabularies -------------------------------------------------------------------------------------------------
+def read_vocab(path, family: str, size: int, side: str) -> Vocab:
+    """One token per line, in id order (vocab.get_itos()); checked against the family's specials and the size."""
+    f = FAMILIES[family]
+    text = files.read_text(path)
+    itos = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    if len(itos) != size:
+        raise InputError(f"{path} has {len(itos):,} tokens but the model's {side} embedding has {size:,} rows: "
+                         "give the vocabulary the model was trained with")
+    if tuple(itos[:4]) != f.specials:
+        raise InputError(f"{path} starts with {itos[:4]}, but {a(family)} vocabulary starts with {list(f.specials)}")
+    try:
+        return Vocab(itos, dict(zip(f.roles, f.specials)), f.lower)
+    except ValueError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def rebuilt_vocab(family: str, lines: list[str], lang: str, size: int) -> Vocab:
+    """The tutorial's vocabulary rebuilt from the training texts by its rules (the same as ours)."""
+    vocab = Vocab.build(tokenize(line, lang) for line in lines)
+    if len(vocab) != size:
+        raise InputError(f"the {lang} vocabulary rebuilt from Multi30k's training texts has {len(vocab):,} tokens, "
+                         f"but the model's embedding has {size:,} rows: it was built otherwise (another min_freq, "
+                         f"other data); pass --src-vocab and --tgt-vocab, one token per line in id order "
+                         "(vocab.get_itos() in your notebook)")
+    return vocab
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+def sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def card(family: str, source: Path, digest: str, cfg: ModelConfig, vocab_from: str) -> str:
+    f = FAMILIES[family]
+    return (f"# Model card: {a(family)} model, converted\n\n"
+            f"Family: **{family}**, {f.title}.\n\n"
+            f"Source: `{source.name}`, SHA-256 `{digest}`, converted by `python -m model.convert {family}`.\n\n"
+            f"Sizes read off the weights: d_model {cfg.d_model}, {cfg.n_enc_layers} + {cfg.n_dec_layers} layers, "
+            f"{cfg.n_heads} heads (given), d_ff {cfg.d_ff}, {cfg.positions} positions ({cfg.max_positions}), "
+            f"{cfg.norm_position}-LN{' with final norms' if cfg.final_norm else ''}, vocabularies of "
+            f"{cfg.src_vocab_size:,} German and {cfg.tgt_vocab_size:,} English tokens ({vocab_from}); "
+            f"{cfg.n_params:,} parameters, stored as float32.\n\n"
+            "Its names for the parts the page shows: "
+            + ", ".join(f"{ours} = `{theirs}`" for ours, theirs in f.names.items()) + ".\n")
+
+
+def main(argv=None):
+    """`python -m model.convert`: a usage error is one line `error: ...` and exit status 2 (model/cli.py)."""
+    from . import cli  # the command's parser loads with the command, not with the library
+
+    return cli.entry_point(command)(argv)
+
+
+def command(argv):
+    from . import cli
+    from .checkpoint import save_checkpoint
+
+    p = cli.Parser(description=__doc__.split("\n\n")[0] + "\n\n" + USAGE)
+    p.add_argument("family", choices=list(FAMILIES), help="which tutorial's model the file is")
+    p.add_argument("source", help="the file torch.save(model.state_dict(), ...) wrote")
+    p.add_argument("--out", required=True, help="the checkpoint folder to write")
+    p.add_argument("--src-vocab", help="German vocabulary: one token per line, in id order")
+    p.add_argument("--tgt-vocab", help="English vocabulary: one token per line, in id order")
+    p.add_argument("--heads", type=cli.whole, default=8, help="attention heads per layer (default 8)")
+    p.add_argument("--data", default=None, help="the Multi30k folder (the tutorial family's vocabularies are "
+                                                "rebuilt from its training texts when no files are given)")
+    args = p.parse_args(argv)
+    cli.check(args, heads=cli.Range(1, 64))
+    if (args.src_vocab is None) != (args.tgt_vocab is None):
+        raise InputError("give both --src-vocab and --tgt-vocab, or neither")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file, not a folder")
+    t0 = time.time()
+    source = Path(args.source)
+    state = read_state_dict(source)
+    cfg, weights = convert_state(args.family, state, args.heads)
+    if args.src_vocab is not None:
+        src_vocab = read_vocab(args.src_vocab, args.family, cfg.src_vocab_size, "German")
+        tgt_vocab = read_vocab(args.tgt_vocab, args.family, cfg.tgt_vocab_size, "English")
+        vocab_from = "from the given files"
+    elif args.family == "tutorial":
+        from .data import default_data_dir
+
+        data = Path(args.data) if args.data else default_data_dir()
+        if data is None:
+            raise InputError("no Multi30k folder to rebuild the vocabularies from: pass --data DIR, or "
+                             "--src-vocab and --tgt-vocab")
+        de, en = cli.read_split(data, "train")
+        src_vocab = rebuilt_vocab(args.family, de, "de", cfg.src_vocab_size)
+        tgt_vocab = rebuilt_vocab(args.family, en, "en", cfg.tgt_vocab_size)
+        vocab_from = "rebuilt from Multi30k's training texts by the tutorial's rules"
+    else:
+        raise InputError(f"{a(args.family)} model needs its vocabularies: --src-vocab and --tgt-vocab, one token per "
+                         "line in id order (vocab.get_itos() in your notebook)")
+    model = Transformer(cfg)
+    model.load_state_dict(weights)
+    digest = sha256(source)
+    save_checkpoint(model.eval(), src_vocab, tgt_vocab, out, half=False,
+                    extra={"family": args.family, "source": source.name, "sha256": digest})
+    files.write_text(out / "README.md", card(args.family, source, digest, cfg, vocab_from))
+    print(f"{args.family} model converted in {time.time() - t0:.1f} s: {cfg.n_params:,} parameters, "
+          f"{cfg.n_enc_layers} + {cfg.n_dec_layers} layers, d_model {cfg.d_model}, vocabularies "
+          f"{cfg.src_vocab_size:,} / {cfg.tgt_vocab_size:,} -> {out}")
+    print(f"open it: TRANSFORMER_CHECKPOINT={out} streamlit run app.py")
+    return 0
+
+
+USAGE = """usage examples:
+    python -m model.convert tutorial tut6-model.pt --out my-model
+    python -m model.convert pytorch transformer.pt --src-vocab de.txt --tgt-vocab en.txt --out my-model
+    python -m model.convert annotated model.pt --src-vocab de.txt --tgt-vocab en.txt --heads 8 --out my-model"""
+
+
+if __name__ == "__main__":
+    from . import cli
+
+    cli.run(main)
