@@ -15,6 +15,7 @@ import viz
 from model import align
 from model.errors import InputError
 from model.export import table_csv
+from model.tables import command_line
 from model.vocab import tokenize
 from viz.labels import subtitle
 
@@ -123,8 +124,9 @@ def alignment_view(ctx: Context):
     report = checkpoint_json(ctx.checkpoint, "alignment.json")
     df = scores_section(report, cfg) if report else None
     if not report:
-        st.info("No alignment scores beside this checkpoint: `python -m model.align --src test_2016_flickr.de.gz "
-                "--ref test_2016_flickr.en.gz --gold assets/alignments/test2016.gold.jsonl` writes them.")
+        st.info(f"No alignment scores beside this checkpoint: `{command_line(ctx.checkpoint)}` writes them (this one "
+                "alone: `python -m model.align --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz --gold "
+                "assets/alignments/test2016.gold.jsonl`).")
 
     st.markdown("**This sentence**")
     if not en_tokens:

@@ -4,7 +4,7 @@
     ?s=...&view=contributions
 
 The numbers are `Translator.contributions` over the page's greedy output (model/contributions.py); the test set's
-distribution of the share is `source_share.json` beside the checkpoint (`python -m model.contributions`).
+distribution of the share is `source_share.json` beside the checkpoint (`python -m model.source_share`).
 """
 
 import json
@@ -15,6 +15,7 @@ import streamlit as st
 
 import viz
 from model.export import _csv, table_csv
+from model.tables import command_line
 from viz.labels import subtitle, token_labels
 
 from . import Context
@@ -60,8 +61,8 @@ def contributions_view(ctx: Context):
     median, threshold = share_lines(table)
     if threshold is None:
         st.info(f"No `{SHARE_FILE}` beside this checkpoint, so the shares are drawn without the test set's "
-                "median and low-share threshold, and no step is flagged. Compute it with `python -m "
-                "model.contributions --src test_2016_flickr.de.gz`.")
+                f"median and low-share threshold, and no step is flagged. Compute it with "
+                f"`{command_line(ctx.checkpoint)}`.")
     rows, _ = token_labels(result, "tgt")
     chart(viz.source_share_bars(rows, c.source_share, median=median, threshold=threshold,
                                 title="Source share of every step (ALTI+)", subtitle=subtitle(result.source)),

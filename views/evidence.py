@@ -14,6 +14,7 @@ import streamlit as st
 
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.evidence import LEXICON, Lexicon, StepIndex, step_state, training_texts
+from model.tables import command_line
 
 from . import Context
 from .calls import load_translator
@@ -115,7 +116,8 @@ def steps_view(ctx: Context):
     result, found = ctx.result, step_index(ctx.checkpoint)
     st.markdown("**A step of the decoding**")
     if found is None:
-        st.info("This checkpoint ships no index of training steps (python -m model.familiarity).")
+        st.info(f"This checkpoint ships no index of training steps: `{command_line(ctx.checkpoint)}` writes it (this "
+                "one alone: `python -m model.familiarity`).")
         return
     T = len(result.steps)
     if st.session_state.get("evidence_step") not in range(T):

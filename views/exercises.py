@@ -12,6 +12,8 @@ import streamlit as st
 
 from lesson.exercises import check, exercises, lesson_params
 from lesson.worksheet import answer_key_html, worksheet_html
+from model.checkpoint import checkpoint_folder
+from model.tables import command_line
 
 from . import Context
 from .calls import DEFAULT_CHECKPOINT, HEAVY, load_translator
@@ -19,6 +21,9 @@ from .state import page_view
 from .widgets import literal
 
 DEFAULT_SERVER = "http://localhost:8501"  # where `streamlit run app.py` answers, when the page cannot tell its own
+# The tables lesson/exercises.py reads its answers from (model/tables.py builds them)
+TABLES = ("head_stats.json", "alignment.json", "head_importance.json", "patching.json", "source_share.json",
+          "faithfulness.json")
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -40,6 +45,11 @@ def given_key(number: int) -> str:
 
 @page_view
 def exercises_view(ctx: Context):
+    missing = [name for name in TABLES if not (checkpoint_folder(ctx.checkpoint) / name).is_file()]
+    if missing:
+        st.info(f"The exercises' answers come from the tables beside this checkpoint, and {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} missing: `{command_line(ctx.checkpoint)}` writes them.")
+        return
     with st.spinner("Working out the exercises' answers from the model (once per server)…"):
         exs = sheet(ctx.checkpoint)
     answered = [ex for ex in exs if st.session_state.get(given_key(ex.number)) not in (None, "")]

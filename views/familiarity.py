@@ -12,6 +12,7 @@ import streamlit as st
 
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.familiarity import Familiarity, Index
+from model.tables import command_line
 
 from .calls import load_translator, translate
 from .state import MODEL_CHOICE
@@ -56,7 +57,11 @@ def familiarity_note(checkpoint: str | None, sentence: str):
     except Exception:  # the note is an aid: its failure never costs the page its translation (the log keeps it)
         log.exception("familiarity of %r failed", sentence)
         return
-    if f is None or f.verdict == "familiar":
+    if f is None:
+        st.caption(f"No training index beside this checkpoint, so no sentence is compared with the training data: "
+                   f"`{command_line(checkpoint)}` writes it.")
+        return
+    if f.verdict == "familiar":
         return
     box = st.warning if f.verdict == "unfamiliar" else st.info
     head = ("This sentence is unlike anything the model learned from" if f.verdict == "unfamiliar" else

@@ -9,6 +9,7 @@ import streamlit as st
 import viz
 from model.head_importance import head_importance_for_sentence
 from model.heads import KIND_NAMES, Head
+from model.tables import command_line
 
 from . import Context
 from .calls import HEAVY, checkpoint_json, load_translator, waiting_notice
@@ -36,8 +37,9 @@ def importance_view(ctx: Context):
         now = sentence_importance(ctx.checkpoint, ctx.result.source, _waiting=waiting)
     table = checkpoint_json(ctx.checkpoint, "head_importance.json")
     if table is None:
-        st.info("No head-importance table of the test set next to this checkpoint. Compute it with `python -m "
-                "model.head_importance --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz`.")
+        st.info(f"No head-importance table of the test set next to this checkpoint. Compute it with "
+                f"`{command_line(ctx.checkpoint)}` (this one alone: `python -m model.head_importance --src "
+                "test_2016_flickr.de.gz --ref test_2016_flickr.en.gz`).")
     else:
         corpus_importance(ctx, table)
     this_sentence(*now)

@@ -15,6 +15,7 @@ import streamlit as st
 from model.contrast import read_pairs, swapped
 from model.errors import InputError
 from model.patch import DIRECTIONS, patch
+from model.tables import command_line
 from model.translator import ROOT
 from viz.labels import subtitle
 from viz.patching import effect_map
@@ -162,6 +163,12 @@ def contrast_set(ctx: Context):
     """Which heads carry a noun's gender, a colour, a number: the shipped table over the contrast set."""
     table = checkpoint_json(ctx.checkpoint, TABLE)
     if table is None:
+        st.info(f"No contrast-set table beside this checkpoint: `{command_line(ctx.checkpoint)}` writes it (this one "
+                "alone: `python -m model.patch --pairs assets/contrast/pairs.jsonl --out DIR/patching.json`).")
+        return
+    if not table["categories"]:
+        st.info(f"No pair of the contrast set changes this model's translation ({len(table['skipped'])} pairs "
+                "tried), so its table has no category to show.")
         return
     st.markdown(f"**Over the contrast set** ({table['data']['n']} pairs from Multi30k): which heads carry a noun's "
                 "gender, a colour, a number?")

@@ -14,6 +14,7 @@ import viz
 from model.export import table_csv
 from model.head_stats import APPLIES, DEFINITIONS, NAMES, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
+from model.tables import command_line
 
 from . import Context
 from .calls import checkpoint_json
@@ -85,8 +86,8 @@ def stats_view(ctx: Context):
                 grid_table(grids[(name, kind)], f"{NAMES[stat]}, {KIND_NAMES[kind]}, {name}",
                            key=f"stats_{name.split()[0]}_{kind}_table")
     if not corpus:
-        st.info("No test-set statistics beside this checkpoint: `python -m model.head_stats --src "
-                "test_2016_flickr.de.gz` writes them.")
+        st.info(f"No test-set statistics beside this checkpoint: `{command_line(ctx.checkpoint)}` writes them (this "
+                "one alone: `python -m model.head_stats --src test_2016_flickr.de.gz`).")
     which = st.segmented_control("Table of", [name for name, _ in sources], key="stats_of",
                                  default=sources[0][0], required=True)
     df = table(dict(sources)[which], ctx.cfg)
