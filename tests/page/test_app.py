@@ -16,6 +16,7 @@ from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
 from model.vocab import Vocab
+from unit.test_hostile import ODD_INPUTS  # what a pasted text brings
 from viz import plain
 
 pytestmark = pytest.mark.slow
@@ -473,38 +474,31 @@ def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
 
 HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\u200b\u0007"
 
+# The page's odd inputs in two sentences, each run through every view once: a sentence of one token (a NUL and 500
+# letters: only_nul and one_long_token), and all the others in one, after HOSTILE_TEXT.
+ODD_SENTENCES = {"one_token": ODD_INPUTS["only_nul"] + ODD_INPUTS["one_long_token"],
+                 "all_in_one": " ".join([HOSTILE_TEXT] + [text for name, text in ODD_INPUTS.items()
+                                                          if name not in ("only_nul", "one_long_token")])}
 
-def test_markdown_latex_and_html_are_shown_literally_in_every_view(app):
-    """What the user typed (and what the model wrote from it) is text in every view: no bold, no link, no
-    formula, no tag, wherever it reaches a markdown element (a sentence is not the page's markup)."""
+
+@pytest.mark.parametrize("name", ODD_SENTENCES)
+def test_odd_and_hostile_input_gets_through_every_view_as_text(app, name):
+    """Control, zero-width and bidi characters, a NUL byte, a 500-letter token, numbers or punctuation, Markdown,
+    LaTeX and HTML (what a pasted text brings): every view draws (or says why not) without an error or an exception,
+    the attention views draw their maps (something unknown is still a token), and what the user typed (and what the
+    model wrote from it) is text in every view: no bold, no link, no formula, no tag, wherever it reaches a markdown
+    element (a sentence is not the page's markup)."""
     from views.registry import VIEWS
 
-    typed(app, HOSTILE_TEXT)
-    for view in VIEWS:
-        app.segmented_control(key="view").set_value(view).run()
-        assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
-        shown = [m.value for m in (*app.markdown, *app.caption) if "<style>" not in m.value]
-        for raw in ("**x**", "[a](http://x)", "$$x$$", "<b>", "`c`"):
-            assert not any(raw in text for text in shown), (view, raw)
-
-
-ODD_INPUTS = {"nul": "Ein\x00Hund läuft\x00", "only_nul": "\x00", "controls": "Ein \x01\x1b[31mHund\x7f läuft \x08.",
-              "zero_width": "Ein\u200b Hund\u200c\u200d läuft\ufeff \u2060.", "bidi": "\u202eEin Hund läuft.\u202c",
-              "one_long_token": "Hund" * 125, "numbers": "123 456,78 % 1.000", "punctuation": "?! … „“ -- ;:"}
-
-
-@pytest.mark.parametrize("name", ODD_INPUTS)
-def test_odd_input_gets_through_every_view(app, name):
-    """Control, zero-width and bidi characters, a NUL byte, a 500-letter token, numbers or punctuation only
-    (what a pasted text brings): every view draws (or says why not) without an error or an exception."""
-    from views.registry import VIEWS
-
-    typed(app, ODD_INPUTS[name])
+    typed(app, ODD_SENTENCES[name])
     for view in VIEWS:
         app.segmented_control(key="view").set_value(view).run()
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
         if "attention" in VIEWS[view].label:  # something unknown is still a token: the maps are drawn
             assert charts(app), view
+        shown = [m.value for m in (*app.markdown, *app.caption) if "<style>" not in m.value]
+        for raw in ("**x**", "[a](http://x)", "$$x$$", "<b>", "`c`"):
+            assert not any(raw in text for text in shown), (view, raw)
 
 
 def test_the_positions_views_long_sentence_is_translated_by_both_models_when_its_fold_is_opened(app, shipped_models):
