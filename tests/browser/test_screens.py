@@ -1,5 +1,6 @@
 """What a screen shows and where its keys go: the report's captions keep "<sos>", the arrow keys step the view just
-picked, and every segmented control fits a phone's width."""
+picked, every segmented control fits a phone's width, and the one sweep over every view per width and theme (what
+fits, what renders, and at 1400 px axe-core's reading of it with every table shown)."""
 
 
 import pytest
@@ -191,39 +192,76 @@ FITS = """(W) => {
 }"""
 
 
+# The reference the sweep types on the reference view, at 1400 px (PHONE_SENTENCE in English).
+PHONE_REFERENCE = "A man in a blue shirt and a woman with a red hat sit on a bench in the park."
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [390, 1400])
-def test_every_view_fits_a_phone_and_a_wide_window(browser, server, width, scheme):
-    """Every registered view of a 20-word sentence, at 390 px and 1400 px, light and dark: no control past the
-    window's edge unless it scrolls inside its container, no chart text outside its chart, no title or legend over
-    another text."""
+def test_every_view_fits_renders_and_reads(browser, server, width, scheme):
+    """The one sweep over every registered view, per width and theme (each view is visited once per sweep), of a
+    20-word sentence:
+    - at 390 px and 1400 px, light and dark: no control past the window's edge unless it scrolls inside its
+      container, no chart text outside its chart, no title or legend over another text; no exception and no "could
+      not be drawn" (views.state.page_view's message) on any view;
+    - at 1400 px, in both themes, after those: every "… as a table" switch turned on by keyboard, each view that
+      draws a heatmap has its tables (test_access.MAPS), and no critical or serious axe-core violation but those
+      test_access.SKIPPED names (Streamlit's own); moderate and minor ones are printed. The reference view gets an
+      English reference typed, as a reader would (its fit is checked before and after)."""
     from urllib.parse import urlencode
 
+    from browser.test_access import MAPS, axe_violations, show_tables
     from views.registry import VIEWS
 
-    ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    wide = width == 1400
+    ctx = browser.new_context(viewport={"width": width, "height": 2200 if wide else 900}, color_scheme=scheme)
     pg = ctx.new_page()
     errors = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(server + "/?" + urlencode({"s": PHONE_SENTENCE, "view": "walk"}))
     pg.get_by_role("radiogroup", name="View").wait_for(timeout=120_000)
     wait_idle(pg, 120_000)
-    found = {}
-    for slug, view in VIEWS.items():
-        pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=view.label, exact=True).click()
-        pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
-        wait_idle(pg, 180_000)
+    found, broken, serious, minor, tables = {}, {}, {}, {}, {}
+
+    def drawn_and_fits(slug):
         # the browser-drawn views draw after the run: each component's box is marked data-ready once drawn
         pg.wait_for_function("() => [...document.querySelectorAll('.explorer')].every(e => e.dataset.ready)",
                              timeout=60_000)
         draw_every_chart(pg)  # a chart far below the window is drawn when scrolled to (views/explorer.js, later)
         bad = pg.evaluate(FITS, width)
         if bad:
-            found[slug] = bad[:5]
+            found.setdefault(slug, []).extend(bad[:5])
+
+    for slug, view in VIEWS.items():
+        pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=view.label, exact=True).click()
+        pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
+        wait_idle(pg, 180_000)
+        drawn_and_fits(slug)
+        if pg.locator("[data-testid='stException']").count() or pg.get_by_text("could not be drawn").count():
+            broken[slug] = pg.locator("[data-testid='stException']").all_inner_texts()[:1]
+        if not wide:
+            continue
+        if slug == "reference":
+            box = pg.get_by_label("English reference (the examples come with theirs)")
+            box.fill(PHONE_REFERENCE)
+            box.press("Enter")
+            wait_idle(pg, 60_000)
+            drawn_and_fits(slug)
+        tables[slug] = show_tables(pg, MAPS.get(slug, 0))
+        for v in axe_violations(pg):
+            (serious if v["impact"] in ("critical", "serious") else minor).setdefault(slug, []).append(v)
     ctx.close()
     assert not found, found
+    assert not broken, broken
+    if wide:
+        print("tables:", tables, "moderate or minor:",
+              {slug: [(v["id"], v["impact"], v["nodes"]) for v in vs] for slug, vs in minor.items()})
+        # Each view that draws a heatmap has its table (the ablation and beam views draw none; positions is not ours).
+        assert all(tables[slug] >= n for slug, n in MAPS.items()), tables
+        assert not serious, [(slug, v["id"], n["target"], n["why"]) for slug, vs in serious.items() for v in vs
+                             for n in v["nodes"][:3]]
     assert not errors, errors
 
 
