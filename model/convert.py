@@ -382,7 +382,8 @@ def command(argv):
     print(f"{args.family} model converted in {time.time() - t0:.1f} s: {cfg.n_params:,} parameters, "
           f"{cfg.n_enc_layers} + {cfg.n_dec_layers} layers, d_model {cfg.d_model}, vocabularies "
           f"{cfg.src_vocab_size:,} / {cfg.tgt_vocab_size:,} -> {out}")
-    print(f"open it: TRANSFORMER_CHECKPOINT={out} streamlit run app.py")
+    print(f"next: python -m model.tables --checkpoint {out} --quick   (the tables the views read), then "
+          f"TRANSFORMER_CHECKPOINT={out} streamlit run app.py")
     return 0
 
 

@@ -43,7 +43,9 @@ class Additive(nn.Module):
 @pytest.fixture
 def additive():
     tr = seeded_translator()
-    tr.model = Additive(len(tr.src_vocab), len(tr.tgt_vocab))
+    model = Additive(len(tr.src_vocab), len(tr.tgt_vocab))
+    model.cfg = tr.model.cfg  # the specials' ids, which the baselines and the removals read
+    tr.model = model
     return tr
 
 
