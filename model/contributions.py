@@ -127,7 +127,7 @@ def check_post_ln(model, method: str):
     if cfg.norm_position != "post" or cfg.layer_norm != "standard":
         what = "pre-LN" if cfg.norm_position != "post" else "built with another LayerNorm"
         raise InputError(f"{method} is written here for post-LN models with the standard LayerNorm (the paper's, "
-                         f"Ben Trevett's and PyTorch's tutorials); this model is {what}, so it has no {method} here")
+                         f"Ben Trevett's and PyTorch's tutorials); this model is {what}, so it has no {method} here.")
 
 
 def layer_contributions(capture: dict, model, row: int = 0) -> dict:

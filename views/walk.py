@@ -33,6 +33,24 @@ class Stop:
     opens: str | None = None  # the detailed view one can open from here (its slug: the view switch's key)
 
 
+# A pre-LN model's (the Annotated Transformer's) equations where they differ: the norm comes before the sub-layer.
+PRE_LN = {4: r"x' = x + \mathrm{MultiHead}(\mathrm{LayerNorm}(x))",
+          5: r"y = x' + \max(0,\, \mathrm{LayerNorm}(x')\,W_1 + b_1)\,W_2 + b_2"}
+
+FINAL_NORM = {6: r"x^{(l+1)} = \mathrm{EncoderLayer}(x^{(l)}), \quad \mathrm{memory} = \mathrm{LayerNorm}(x^{(N)})",
+              9: r"p(y_t \mid y_{<t}, x) = \mathrm{softmax}(\mathrm{LayerNorm}(h_t) W_{out} + b_{out}), \quad "
+                 r"y_t = \arg\max p"}
+
+
+def equation(n: int, cfg) -> str:
+    """Stop n's equation as this model computes it: the paper's, or the pre-LN and final-norm variants."""
+    if cfg.norm_position == "pre" and n in PRE_LN:
+        return PRE_LN[n]
+    if cfg.final_norm and n in FINAL_NORM:
+        return FINAL_NORM[n]
+    return STOPS[n].equation
+
+
 # The views a stop opens, by their names on the view switch (views/registry.py; the attention views are named by kind)
 OPENS = {**KIND_NAMES, "positions": "Positional encodings", "inside": "Inside a head", "trace": "Decoding trace"}
 
@@ -90,7 +108,7 @@ def walk_view(ctx: Context):
     nav.button("Next ▸", on_click=move, args=(1,), disabled=n == len(STOPS) - 1, shortcut="right", key="walk_next")
     nav.caption(f"Stop {n + 1} of {len(STOPS)} · the ← and → keys step too")
     st.markdown(f"#### {stop.title}")
-    st.latex(stop.equation)
+    st.latex(equation(n, ctx.cfg))
     ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
     word = 1 if len(r.src_tokens) > 2 else 0  # the first real word: the token the pictures follow
     q = question(ctx, ins, word, n) if guess.on() else None

@@ -186,3 +186,16 @@ def test_a_pre_ln_model_runs_every_analysis_or_says_in_one_line_why_not():
     scores = F.explanations(t, sentence, out, ig_steps=[0])
     assert "ALTI+" not in scores["source"] and "value_zeroing" not in scores["source"]
     assert {"attention", "rollout", "leave_one_out", "integrated_gradients"} <= set(scores["source"])
+
+
+def test_the_walk_writes_each_stops_equation_as_the_model_computes_it():
+    """The paper's equations for our model; the norm in front for a pre-LN one; the final norms where it has them."""
+    from views.walk import STOPS, equation
+
+    ours = ModelConfig(src_vocab_size=9, tgt_vocab_size=9)
+    annotated = ModelConfig(src_vocab_size=9, tgt_vocab_size=9, **FAMILIES["annotated"].options)
+    assert [equation(n, ours) for n in range(len(STOPS))] == [s.equation for s in STOPS]
+    assert equation(4, annotated) == r"x' = x + \mathrm{MultiHead}(\mathrm{LayerNorm}(x))"
+    assert r"\mathrm{LayerNorm}(x')\,W_1" in equation(5, annotated)
+    assert r"\mathrm{memory} = \mathrm{LayerNorm}(x^{(N)})" in equation(6, annotated)
+    assert r"\mathrm{LayerNorm}(h_t) W_{out}" in equation(9, annotated)
