@@ -20,8 +20,8 @@ import pytest
 
 from conftest import ROOT, assert_error_line, tiny_config, write_multi30k
 from lesson import worksheet
-from model import (align, cli, contrast, evaluate, faithfulness, familiarity, files, head_importance, head_stats,
-                   inspect, patch, replay, silver, source_share, train, train_lengths, translate)
+from model import (align, cli, contrast, convert, evaluate, faithfulness, familiarity, files, head_importance,
+                   head_stats, inspect, patch, replay, silver, source_share, tables, train, train_lengths, translate)
 from viz import report
 from model.errors import InputError
 from model.transformer import Transformer
@@ -182,8 +182,8 @@ def tool_modules() -> list[str]:
     return sorted(p.stem for p in tool_files())
 
 
-TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, contrast, evaluate, faithfulness, familiarity,
-                                                      head_importance, head_stats, patch,
+TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, contrast, convert, evaluate, faithfulness, familiarity,
+                                                      head_importance, head_stats, patch, tables,
                                                       inspect, replay, report, silver, source_share, train,
                                                       train_lengths, translate, worksheet)}
 
