@@ -433,9 +433,9 @@ def contrast_table(translator, pairs: list[dict], progress: bool = False) -> Con
 
     found, skipped = {}, []
     for i, pair in enumerate(tqdm(pairs, disable=not progress, desc="patching", unit="pair")):
-        try:
-            found.setdefault(pair["category"], []).append(site_values(patch(translator, pair["clean"],
-                                                                            pair["corrupt"], edges=0)))
+        try:  # measured before its category is made: a category whose every pair is skipped has no row at all
+            values = site_values(patch(translator, pair["clean"], pair["corrupt"], edges=0))
+            found.setdefault(pair["category"], []).append(values)
         except InputError as e:  # the pair does not pass for this model (its translations do not differ)
             skipped.append({"pair": i, "why": str(e)})
 
