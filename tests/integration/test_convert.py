@@ -18,6 +18,14 @@ from model.translator import Translator
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.parametrize("family", ["tutorial", "pytorch", "annotated"])
+def test_parity_at_the_larger_size(family, tmp_path):
+    """The unit tier's parity test (logits, 50 greedy outputs, every map) at its second size: 3 + 3 layers, 8 heads."""
+    from unit.test_convert import SIZES, test_a_converted_model_computes_what_the_familys_own_model_does as parity
+
+    parity(family, SIZES[1], tmp_path)
+
+
 def tutorial_state(model) -> dict:
     """Our model's weights under the tutorial's names (the inverse of convert's map)."""
     ours = model.state_dict()
