@@ -9,7 +9,6 @@ A checkpoint is a folder:
     README.md           the model card (written by hand; not needed for loading)
 """
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -70,11 +69,7 @@ def checkpoint_folder(path=None) -> Path:
 
 def weights_sha256(folder) -> str:
     """The sha256 hex digest of a checkpoint's model.safetensors, read in 1 MiB chunks (the file is 18 MB)."""
-    digest = hashlib.sha256()
-    with open(Path(folder) / WEIGHTS, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return files.sha256(Path(folder) / WEIGHTS)
 
 
 def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Transformer, Vocab, Vocab]:

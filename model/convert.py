@@ -22,7 +22,6 @@ stored as float32, so the converted model computes what the tutorial's does. Eve
 line and exit status 2.
 """
 
-import hashlib
 import pickle
 import re
 import time
@@ -95,64 +94,63 @@ def _attention(theirs: str, ours: str, family: str) -> list:
             *_linear(f"{theirs}.out_proj", f"{ours}.w_o")]
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a family keeps each of our weights: its names for our embeddings, for the sub-layers of an encoder and
+    of a decoder layer (ln_* its LayerNorms, *_attn its attentions, the rest Linears), final norms and generator."""
+
+    stacks: tuple  # its encoder's and decoder's layer lists
+    embeddings: dict  # our embedding -> its
+    encoder: dict  # our sub-layer -> its, inside one encoder layer
+    decoder: dict
+    final: dict  # our final norm -> its
+    generator: str
+
+
+LAYOUTS = {
+    "tutorial": Layout(
+        ("encoder.layers", "decoder.layers"),
+        {"src_embed.tok": "encoder.tok_embedding", "src_embed.pos": "encoder.pos_embedding",
+         "tgt_embed.tok": "decoder.tok_embedding", "tgt_embed.pos": "decoder.pos_embedding"},
+        {"self_attn": "self_attention", "ln_self": "self_attn_layer_norm", "ffn.fc1": "positionwise_feedforward.fc_1",
+         "ffn.fc2": "positionwise_feedforward.fc_2", "ln_ffn": "ff_layer_norm"},
+        {"self_attn": "self_attention", "ln_self": "self_attn_layer_norm", "cross_attn": "encoder_attention",
+         "ln_cross": "enc_attn_layer_norm", "ffn.fc1": "positionwise_feedforward.fc_1",
+         "ffn.fc2": "positionwise_feedforward.fc_2", "ln_ffn": "ff_layer_norm"},
+        {}, "decoder.fc_out"),
+    "pytorch": Layout(
+        ("transformer.encoder.layers", "transformer.decoder.layers"),
+        {"src_embed.tok": "src_tok_emb.embedding", "tgt_embed.tok": "tgt_tok_emb.embedding"},
+        {"self_attn": "self_attn", "ln_self": "norm1", "ffn.fc1": "linear1", "ffn.fc2": "linear2", "ln_ffn": "norm2"},
+        {"self_attn": "self_attn", "ln_self": "norm1", "cross_attn": "multihead_attn", "ln_cross": "norm2",
+         "ffn.fc1": "linear1", "ffn.fc2": "linear2", "ln_ffn": "norm3"},
+        {"enc_norm": "transformer.encoder.norm", "dec_norm": "transformer.decoder.norm"}, "generator"),
+    "annotated": Layout(
+        ("encoder.layers", "decoder.layers"),
+        {"src_embed.tok": "src_embed.0.lut", "tgt_embed.tok": "tgt_embed.0.lut"},
+        {"self_attn": "self_attn", "ln_self": "sublayer.0.norm", "ffn.fc1": "feed_forward.w_1",
+         "ffn.fc2": "feed_forward.w_2", "ln_ffn": "sublayer.1.norm"},
+        {"self_attn": "self_attn", "ln_self": "sublayer.0.norm", "cross_attn": "src_attn",
+         "ln_cross": "sublayer.1.norm", "ffn.fc1": "feed_forward.w_1", "ffn.fc2": "feed_forward.w_2",
+         "ln_ffn": "sublayer.2.norm"},
+        {"enc_norm": "encoder.norm", "dec_norm": "decoder.norm"}, "generator.proj"),
+}
+
+
 def key_map(family: str, n_enc: int, n_dec: int) -> list[tuple[str, str]]:
-    """(their key, our key) for every parameter of a family's model with these layer counts, in their order."""
-    pairs = []
-    if family == "tutorial":
-        for side, ours in (("encoder", "src_embed"), ("decoder", "tgt_embed")):
-            pairs += [(f"{side}.tok_embedding.weight", f"{ours}.tok.weight"),
-                      (f"{side}.pos_embedding.weight", f"{ours}.pos.weight")]
-        for i in range(n_enc):
-            t, o = f"encoder.layers.{i}", f"encoder.{i}"
-            pairs += [*_norm(f"{t}.self_attn_layer_norm", f"{o}.ln_self", family),
-                      *_norm(f"{t}.ff_layer_norm", f"{o}.ln_ffn", family),
-                      *_attention(f"{t}.self_attention", f"{o}.self_attn", family),
-                      *_linear(f"{t}.positionwise_feedforward.fc_1", f"{o}.ffn.fc1"),
-                      *_linear(f"{t}.positionwise_feedforward.fc_2", f"{o}.ffn.fc2")]
-        for i in range(n_dec):
-            t, o = f"decoder.layers.{i}", f"decoder.{i}"
-            pairs += [*_norm(f"{t}.self_attn_layer_norm", f"{o}.ln_self", family),
-                      *_norm(f"{t}.enc_attn_layer_norm", f"{o}.ln_cross", family),
-                      *_norm(f"{t}.ff_layer_norm", f"{o}.ln_ffn", family),
-                      *_attention(f"{t}.self_attention", f"{o}.self_attn", family),
-                      *_attention(f"{t}.encoder_attention", f"{o}.cross_attn", family),
-                      *_linear(f"{t}.positionwise_feedforward.fc_1", f"{o}.ffn.fc1"),
-                      *_linear(f"{t}.positionwise_feedforward.fc_2", f"{o}.ffn.fc2")]
-        return pairs + _linear("decoder.fc_out", "generator")
-    if family == "pytorch":
-        pairs += [("src_tok_emb.embedding.weight", "src_embed.tok.weight"),
-                  ("tgt_tok_emb.embedding.weight", "tgt_embed.tok.weight")]
-        for i in range(n_enc):
-            t, o = f"transformer.encoder.layers.{i}", f"encoder.{i}"
-            pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
-                      *_linear(f"{t}.linear1", f"{o}.ffn.fc1"), *_linear(f"{t}.linear2", f"{o}.ffn.fc2"),
-                      *_norm(f"{t}.norm1", f"{o}.ln_self", family), *_norm(f"{t}.norm2", f"{o}.ln_ffn", family)]
-        pairs += _norm("transformer.encoder.norm", "enc_norm", family)
-        for i in range(n_dec):
-            t, o = f"transformer.decoder.layers.{i}", f"decoder.{i}"
-            pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
-                      *_attention(f"{t}.multihead_attn", f"{o}.cross_attn", family),
-                      *_linear(f"{t}.linear1", f"{o}.ffn.fc1"), *_linear(f"{t}.linear2", f"{o}.ffn.fc2"),
-                      *_norm(f"{t}.norm1", f"{o}.ln_self", family), *_norm(f"{t}.norm2", f"{o}.ln_cross", family),
-                      *_norm(f"{t}.norm3", f"{o}.ln_ffn", family)]
-        return pairs + _norm("transformer.decoder.norm", "dec_norm", family) + _linear("generator", "generator")
-    pairs += [("src_embed.0.lut.weight", "src_embed.tok.weight"), ("tgt_embed.0.lut.weight", "tgt_embed.tok.weight")]
-    for i in range(n_enc):
-        t, o = f"encoder.layers.{i}", f"encoder.{i}"
-        pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
-                  *_linear(f"{t}.feed_forward.w_1", f"{o}.ffn.fc1"), *_linear(f"{t}.feed_forward.w_2", f"{o}.ffn.fc2"),
-                  *_norm(f"{t}.sublayer.0.norm", f"{o}.ln_self", family),
-                  *_norm(f"{t}.sublayer.1.norm", f"{o}.ln_ffn", family)]
-    pairs += _norm("encoder.norm", "enc_norm", family)
-    for i in range(n_dec):
-        t, o = f"decoder.layers.{i}", f"decoder.{i}"
-        pairs += [*_attention(f"{t}.self_attn", f"{o}.self_attn", family),
-                  *_attention(f"{t}.src_attn", f"{o}.cross_attn", family),
-                  *_linear(f"{t}.feed_forward.w_1", f"{o}.ffn.fc1"), *_linear(f"{t}.feed_forward.w_2", f"{o}.ffn.fc2"),
-                  *_norm(f"{t}.sublayer.0.norm", f"{o}.ln_self", family),
-                  *_norm(f"{t}.sublayer.1.norm", f"{o}.ln_cross", family),
-                  *_norm(f"{t}.sublayer.2.norm", f"{o}.ln_ffn", family)]
-    return pairs + _norm("decoder.norm", "dec_norm", family) + _linear("generator.proj", "generator")
+    """(their key, our key) for every parameter of a family's model with these layer counts."""
+    layout = LAYOUTS[family]
+    pairs = [(f"{theirs}.weight", f"{ours}.weight") for ours, theirs in layout.embeddings.items()]
+    for stack, ours_stack, n, subs in ((layout.stacks[0], "encoder", n_enc, layout.encoder),
+                                       (layout.stacks[1], "decoder", n_dec, layout.decoder)):
+        for i in range(n):
+            for ours, theirs in subs.items():
+                t, o = f"{stack}.{i}.{theirs}", f"{ours_stack}.{i}.{ours}"
+                pairs += (_norm(t, o, family) if ours.startswith("ln_") else
+                          _attention(t, o, family) if ours.endswith("attn") else _linear(t, o))
+    for ours, theirs in layout.final.items():
+        pairs += _norm(theirs, ours, family)
+    return pairs + _linear(layout.generator, "generator")
 
 
 # Buffers a family saves that are a formula here (the sinusoidal tables): checked, then left out.
@@ -208,10 +206,8 @@ def convert_state(family: str, state: dict, n_heads: int = 8, max_positions: int
         raise InputError(f"this is not {a(family)} model: its first key {first!r} is not in that family's layout"
                          + (f"; it is {a(other)} model: python -m model.convert {other} ..." if other else
                             f" ({a(family)} model has {f.marker!r})"))
-    stacks = {"tutorial": ("encoder.layers", "decoder.layers"),
-              "pytorch": ("transformer.encoder.layers", "transformer.decoder.layers"),
-              "annotated": ("encoder.layers", "decoder.layers")}[family]
-    n_enc, n_dec = (layer_count(state, p) for p in stacks)
+    layout = LAYOUTS[family]
+    n_enc, n_dec = (layer_count(state, p) for p in layout.stacks)
     if not n_enc or not n_dec:
         raise InputError(f"the {family} model has no {'encoder' if not n_enc else 'decoder'} layers")
     pairs = key_map(family, n_enc, n_dec)
@@ -222,20 +218,20 @@ def convert_state(family: str, state: dict, n_heads: int = 8, max_positions: int
     extra = next((k for k in state if k not in known), None)
     if extra is not None:
         raise InputError(f"{extra!r} is not part of {a(family)} model ({n_enc} + {n_dec} layers)")
-    src_emb, tgt_emb = state[pairs[0][0]], state[pairs[2 if family == "tutorial" else 1][0]]
+    src_emb, tgt_emb = (state[f"{layout.embeddings[side]}.weight"] for side in ("src_embed.tok", "tgt_embed.tok"))
     if src_emb.dim() != 2 or tgt_emb.dim() != 2 or src_emb.size(1) != tgt_emb.size(1):
         raise InputError("the two embeddings are not (vocabulary, d_model) tables of one width")
     d_model = src_emb.size(1)
     d_ff = state[next(t for t, o in pairs if o == "encoder.0.ffn.fc1.weight")].size(0)
     if type(n_heads) is not int or n_heads < 1 or d_model % n_heads:
         raise InputError(f"--heads {n_heads} does not divide d_model {d_model}")
-    positions = state["encoder.pos_embedding.weight"].size(0) if family == "tutorial" else max_positions
-    options = {k: v for k, v in f.options.items()}
+    learned = layout.embeddings.get("src_embed.pos")  # the tutorial's learned positions: as many as it has rows
+    positions = state[f"{learned}.weight"].size(0) if learned else max_positions
     ids = {f"{role}_id": f.roles.index(role) for role in ROLES}
     try:
         cfg = ModelConfig(src_vocab_size=src_emb.size(0), tgt_vocab_size=tgt_emb.size(0), d_model=d_model,
                           n_enc_layers=n_enc, n_dec_layers=n_dec, n_heads=n_heads, d_ff=d_ff,
-                          max_positions=positions, **options, **ids)
+                          max_positions=positions, **f.options, **ids)
     except ValueError as e:
         raise InputError(f"the {family} model's sizes do not make a model here: {e}") from None
     for name in POSITION_BUFFERS.get(family, ()):
@@ -290,7 +286,7 @@ def read_vocab(path, family: str, size: int, side: str) -> Vocab:
         raise InputError(f"{path}: {e}") from None
 
 
-def rebuilt_vocab(family: str, lines: list[str], lang: str, size: int) -> Vocab:
+def rebuilt_vocab(lines: list[str], lang: str, size: int) -> Vocab:
     """The tutorial's vocabulary rebuilt from the training texts by its rules (the same as ours)."""
     vocab = Vocab.build(tokenize(line, lang) for line in lines)
     if len(vocab) != size:
@@ -302,14 +298,6 @@ def rebuilt_vocab(family: str, lines: list[str], lang: str, size: int) -> Vocab:
 
 
 # --- the command --------------------------------------------------------------------------------------------------
-def sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def card(family: str, source: Path, digest: str, cfg: ModelConfig, vocab_from: str) -> str:
     f = FAMILIES[family]
     return (f"# Model card: {a(family)} model, converted\n\n"
@@ -367,15 +355,15 @@ def command(argv):
             raise InputError("no Multi30k folder to rebuild the vocabularies from: pass --data DIR, or "
                              "--src-vocab and --tgt-vocab")
         de, en = cli.read_split(data, "train")
-        src_vocab = rebuilt_vocab(args.family, de, "de", cfg.src_vocab_size)
-        tgt_vocab = rebuilt_vocab(args.family, en, "en", cfg.tgt_vocab_size)
+        src_vocab = rebuilt_vocab(de, "de", cfg.src_vocab_size)
+        tgt_vocab = rebuilt_vocab(en, "en", cfg.tgt_vocab_size)
         vocab_from = "rebuilt from Multi30k's training texts by the tutorial's rules"
     else:
         raise InputError(f"{a(args.family)} model needs its vocabularies: --src-vocab and --tgt-vocab, one token per "
                          "line in id order (vocab.get_itos() in your notebook)")
     model = Transformer(cfg)
     model.load_state_dict(weights)
-    digest = sha256(source)
+    digest = files.sha256(source)
     save_checkpoint(model.eval(), src_vocab, tgt_vocab, out, half=False,
                     extra={"family": args.family, "source": source.name, "sha256": digest})
     files.write_text(out / "README.md", card(args.family, source, digest, cfg, vocab_from))

@@ -247,8 +247,10 @@ def checkpoint_json(checkpoint: str | None, name: str) -> dict | None:
         return None
 
 
+@functools.lru_cache(maxsize=8)
 def faithfulness_table(checkpoint: str | None):
-    """The test-set faithfulness table shipped beside a checkpoint (model/faithfulness.py's Table), or None."""
+    """The test-set faithfulness table shipped beside a checkpoint (model/faithfulness.py's Table), or None; built
+    once per process from checkpoint_json's file, shared like it: read it, never change it."""
     from model.faithfulness import Table
 
     shipped = checkpoint_json(checkpoint, "faithfulness.json")

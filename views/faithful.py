@@ -9,6 +9,7 @@ methods, attention, ALTI+, norms); a step adds its integrated gradients and its 
 computation, which takes its turn on the server.
 """
 
+import functools
 import json
 import shlex
 from urllib.parse import urlencode
@@ -53,8 +54,13 @@ def link_params(cfg) -> dict:
 
 def explanation(cfg, name: str) -> Explanation:
     """The explanation a table's row names (model/methods.py), looked up among every layer and head of the model."""
-    heads = [(layer, head) for layer in range(cfg.n_dec_layers) for head in range(cfg.n_heads)]
-    return by_name(cfg.n_dec_layers, heads)[name]
+    return named(cfg.n_dec_layers, cfg.n_heads)[name]
+
+
+@functools.lru_cache(maxsize=8)
+def named(n_layers: int, n_heads: int) -> dict:
+    """by_name over every cross-attention head of a model of these sizes, made once (every row's link asks)."""
+    return by_name(n_layers, [(layer, head) for layer in range(n_layers) for head in range(n_heads)])
 
 
 def drawn_in(e: Explanation, side: str) -> dict:

@@ -11,8 +11,9 @@ import torch
 import families
 from conftest import CHECKPOINT, assert_one_error_line, run
 from model.checkpoint import load_checkpoint
-from model.convert import key_map, sha256
+from model.convert import key_map
 from model.data import read_lines
+from model.files import sha256
 from model.translator import Translator
 
 pytestmark = pytest.mark.slow
