@@ -13,8 +13,8 @@ estimate of each table's time, then shows a bar over the tables (and each comman
 - Resumable: a table whose files are all there is skipped (each command writes its file whole or not at all), so
   an interrupted run goes on where it stopped; `--force` builds them again.
 - `--quick`: the first QUICK sentences or pairs of each table instead of all (a first look, with wider intervals);
-  the training and step indexes are whole either way. About 7 minutes on 2 quiet CPU cores for the tutorial-size
-  model, by the estimate below (docs/contract.md has what was measured).
+  the training and step indexes are whole either way. 2 min 47 s on 2 quiet CPU cores for the tutorial-size model
+  (measured; docs/contract.md).
 - The estimate: each table's units (sentences, pairs) times its seconds per unit on the reference model on 2 CPU
   cores (SECONDS), scaled by how long this model takes here to translate the first PROBE test sentences against the
   same on the reference model (PROBE_SECONDS): a slower machine or a larger model scales every table alike.
@@ -40,7 +40,7 @@ GOLD = ROOT / "assets/alignments/test2016.gold.jsonl"  # model/align.py's hand-c
 PAIRS = ROOT / "assets/contrast/pairs.jsonl"  # model/contrast.py's pairs, for model/patch.py
 TEST = ("test_2016_flickr.de.gz", "test_2016_flickr.en.gz")  # the Multi30k split the test-set tables read
 PROBE = 16  # test sentences translated (with every map) to time this model on this machine
-PROBE_SECONDS = 3.0  # the probe on the reference model, 2 CPU cores: 16 x head_stats' 0.19 s per sentence
+PROBE_SECONDS = 0.3  # the probe on the reference model, 2 quiet CPU cores (0.25-0.35 s in five runs, 2026-11-28)
 
 
 @dataclass(frozen=True)
@@ -52,19 +52,21 @@ class Table:
     files: tuple  # the files it writes beside the checkpoint; the table is there when all of them are
     unit: str  # what it counts: "sentence", "pair", or "index" (one whole build)
     quick: int | None  # units under --quick (None: the whole table either way)
-    seconds: float  # seconds per unit, reference model, 2 CPU cores: the shipped tables' data.seconds / n
+    seconds: float  # seconds per unit, reference model, 2 quiet CPU cores: a whole --quick run's table time / units
 
 
 # In build order: faithfulness reads alignment.json (its aligning head), so alignment comes first.
+# The seconds: `python -m model.tables --quick` on the shipped model copied without its tables, 2 quiet cores
+# (2026-11-28, 2 min 47 s in all): each table's time over its --quick units.
 TABLES = (
-    Table("head_stats", "head statistics", ("head_stats.json",), "sentence", 200, 0.19),
-    Table("head_importance", "head importance", ("head_importance.json",), "sentence", 200, 0.19),
-    Table("source_share", "source share", ("source_share.json",), "sentence", 200, 0.07),
-    Table("align", "alignment", ("alignment.json",), "pair", 20, 3.45),
-    Table("faithfulness", "faithfulness", ("faithfulness.json",), "sentence", 10, 13.3),
-    Table("patch", "patching", ("patching.json",), "pair", 10, 12.1),
-    Table("familiarity", "training index", ("training_index.npz", "familiarity.json"), "index", None, 17.5),
-    Table("evidence", "step index", ("step_index.npz",), "index", None, 10.0),  # not recorded: 5,000 forced passes
+    Table("head_stats", "head statistics", ("head_stats.json",), "sentence", 200, 0.01),
+    Table("head_importance", "head importance", ("head_importance.json",), "sentence", 200, 0.275),
+    Table("source_share", "source share", ("source_share.json",), "sentence", 200, 0.03),
+    Table("align", "alignment", ("alignment.json",), "pair", 20, 0.55),
+    Table("faithfulness", "faithfulness", ("faithfulness.json",), "sentence", 10, 3.6),
+    Table("patch", "patching", ("patching.json",), "pair", 10, 0.4),
+    Table("familiarity", "training index", ("training_index.npz", "familiarity.json"), "index", None, 25.0),
+    Table("evidence", "step index", ("step_index.npz",), "index", None, 23.0),
 )
 BY_NAME = {t.name: t for t in TABLES}
 FULL = {"faithfulness": 500}  # the shipped tables' counts where a command took fewer than all (--n 500)
