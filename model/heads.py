@@ -52,6 +52,27 @@ class Head:
     def order(self) -> tuple:
         return KINDS.index(self.kind), self.layer, self.head
 
+    def heads(self) -> tuple["Head", ...]:
+        """Itself: a pick of one head (Layer.heads is a pick of a whole layer)."""
+        return (self,)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Every head of one layer, as one pick of the page's head picker (counted from 0, as Head)."""
+
+    kind: str
+    layer: int
+    n_heads: int
+
+    def heads(self) -> tuple[Head, ...]:
+        return tuple(Head(self.kind, self.layer, h) for h in range(self.n_heads))
+
+    def short(self) -> str:
+        """'cross L3 (all 8 heads)': it starts as each of its heads' Head.short does, so a typed prefix such as
+        "cross L3" finds the layer first, then its heads (HeadSet.choices lists it before them)."""
+        return f"{KIND_SHORT[self.kind]} L{self.layer + 1} (all {self.n_heads} heads)"
+
 
 @dataclass(frozen=True)
 class HeadSet:
@@ -62,8 +83,9 @@ class HeadSet:
     n_heads: int = 0  # heads per layer of the model
 
     @classmethod
-    def of(cls, cfg, heads: Iterable[Head] = ()) -> "HeadSet":
-        return cls(frozenset(heads), cfg.n_heads)
+    def of(cls, cfg, picks: Iterable[Head | Layer] = ()) -> "HeadSet":
+        """The heads picked: a Layer stands for each of its heads, and a head picked twice counts once."""
+        return cls(frozenset(h for p in picks for h in p.heads()), cfg.n_heads)
 
     @classmethod
     def every(cls, cfg) -> "HeadSet":
@@ -91,6 +113,16 @@ class HeadSet:
                 heads |= {Head(k, i, h) for i in _indices(layer, n_layers(cfg, k), f"{k} layer", item, base)
                           for h in _indices(head, cfg.n_heads, "head", item, base)}
         return cls.of(cfg, heads)
+
+    @classmethod
+    def choices(cls, cfg) -> list[Head | Layer]:
+        """What the page's head picker offers, in model order: each layer whole, then each of its heads."""
+        layers = [Layer(k, i, cfg.n_heads) for k in KINDS for i in range(n_layers(cfg, k))]
+        return [p for layer in layers for p in (layer, *layer.heads())]
+
+    def picks(self) -> list[Head | Layer]:
+        """These heads as the head picker shows them: a whole layer as its Layer, the rest head by head."""
+        return [Head(k, layer, h) if h is not None else Layer(k, layer, self.n_heads) for k, layer, h in self.items()]
 
     def __iter__(self):
         return iter(sorted(self.heads, key=Head.order))

@@ -10,7 +10,7 @@ layer, head or kind changes.
 import streamlit as st
 
 from model.errors import InputError
-from model.heads import Head, HeadSet
+from model.heads import HeadSet
 from model.result import Translation
 
 from . import Context
@@ -44,7 +44,7 @@ def read_link(params, cfg, notes: list):
     if vs == "sentence":
         st.session_state.s2 = text_param(params, "s2", "the second sentence (s2)", notes) or ""
     elif vs == "off" and (heads := heads_param(params, cfg, notes)) is not None:
-        st.session_state.vs_off = list(heads)
+        st.session_state.vs_off = heads.picks()
     elif vs == "force":
         step = int_param(params, "step", 1, 10_000, notes)
         if step is not None:
@@ -97,8 +97,12 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
             st.warning(literal(f"{e}."))
             return None
     if vs == "off":
-        picked = st.multiselect("Heads to switch off", list(HeadSet.every(ctx.cfg)), key="vs_off",
-                                format_func=Head.short, placeholder="pick heads, e.g. cross L2 H8")
+        # Typed text picks by prefix, with no "Select all/N matches" entry: Enter takes the first option that starts
+        # with it, and a layer's option comes before its heads, so "cross L3" + Enter is layer 3's heads exactly (the
+        # default fuzzy filter would also match "cross L1 H3" and offer to select all of those first).
+        picked = st.multiselect("Heads to switch off", HeadSet.choices(ctx.cfg), key="vs_off",
+                                format_func=lambda p: p.short(), filter_mode="prefix", select_all=False,
+                                placeholder="pick a layer or heads, e.g. cross L3 or cross L2 H8")
         if not picked:
             st.info("Pick the heads to switch off; the maps of that run are drawn beside the original's.")
             return None
@@ -107,7 +111,7 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         # The maps of the ablated model reading the *same* output (teacher forcing), so the two always
         # have one shape and the difference shows what switching the heads off changes in the others.
         alone = translate(ctx.checkpoint, r.source, spec)
-        st.caption(f"Without those heads, greedy decoding says “{literal(alone.text) or '(empty)'}”. The second "
+        st.caption(f"Without those {len(heads)} heads, greedy decoding says “{literal(alone.text) or '(empty)'}”. The second "
                    "run's maps are the ablated model reading the original output, so that cell compares with cell.")
         tokens = tuple(s.token for s in r.steps)
         return "all heads", f"without {heads.label()}", analyze(ctx.checkpoint, r.source, tokens, spec)
