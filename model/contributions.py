@@ -20,7 +20,12 @@ Transformer"). Per attention block (attention + residual + post-LN LayerNorm) an
     LN(u) = (u - mean(u)) / sigma(u) * gamma + beta is linearised per token: sigma_i = sqrt(Var(r_i) + eps) of
     the real residual sum r_i (the LayerNorm's own number) is held fixed, so
     T_i(x_j) = (z_ij - mean(z_ij)) / sigma_i * gamma,   y_i = sum_j T_i(x_j) + (b_O - mean(b_O)) / sigma_i * gamma
-    + beta = LN(r_i), the block's real output (tested).
+    + beta = LN(r_i), the block's real output (tested). sigma_i is the LayerNorm's own divisor: the Annotated
+    Transformer's LayerNorm divides by the unbiased standard deviation plus eps instead (LayerNorm.sigma).
+    A pre-LN block (x_i + sum_h alpha^h_ij f^h(LN(x_j)) + b_O, the Annotated Transformer's) ends in the sum itself:
+    nothing to linearise, T_i(x_j) = z_ij with f^h read off LN(x_j) (which depends on x_j alone), and
+    y_i = sum_j T_i(x_j) + b_O = r_i, the block's real output (tested). A final norm after the last layer mixes no
+    tokens and is left out, as ALTI+ leaves out the output layer.
     c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), then each row divided by its sum (Manhattan distance: a
     vector close to the output contributes much; one no closer than zero contributes nothing).
 The feed-forward block is not decomposed (the paper's choice: it mixes no tokens), so a layer's contributions
@@ -38,8 +43,6 @@ so that a sentence's share can be read against it.
 """
 
 import torch
-
-from .errors import InputError
 
 
 def attention_sublayers(capture: dict, model) -> dict:
@@ -78,13 +81,14 @@ def weighted_norms(capture: dict, model, row: int = 0) -> dict:
 
 @torch.no_grad()
 def decompose(sub: dict, attn, ln, cross: bool, row: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """One attention block's output split by input vector (ALTI, the LayerNorm linearised per token), float64.
+    """One attention block's output split by input vector (ALTI), float64.
 
-    Returns T (Tq, K, D) and y (Tq, D) with y_i = sum_j T[i, j] + the bias terms = LN(x_i + attn_out_i), the
-    block's output. K = Tk for self-attention (the residual x_i is folded into key i), Tk + 1 for
-    cross-attention (the residual is the last vector).
+    Returns T (Tq, K, D) and y (Tq, D) with y_i = sum_j T[i, j] + the bias terms = the block's output: post-LN
+    LN(x_i + attn_out_i), its LayerNorm linearised per token; pre-LN x_i + attn_out_i, where nothing follows the sum
+    (the LayerNorm before the heads reads x_j alone, so it rides inside f). K = Tk for self-attention (the residual
+    x_i is folded into key i), Tk + 1 for cross-attention (the residual is the last vector).
     """
-    x = sub["x"][row].double()  # (Tq, D)
+    x = sub["stream"][row].double()  # (Tq, D): the residual stream (post-LN: the heads' input itself)
     weights = sub["weights"][row].double()  # (H, Tq, Tk)
     mixed = torch.einsum("hqk,hkd->qkd", weights, value_outputs(sub, attn, row))  # (Tq, Tk, D)
     if cross:
@@ -93,11 +97,13 @@ def decompose(sub: dict, attn, ln, cross: bool, row: int = 0) -> tuple[torch.Ten
         z = mixed.clone()
         idx = torch.arange(x.size(0))
         z[idx, idx] += x  # the residual belongs to the query's own token
+    b_o = attn.w_o.bias.detach().double()
+    if ln.pre:
+        return z, z.sum(1) + b_o
     residual = sub["residual"][row].double()  # (Tq, D): what the LayerNorm normalised
-    sigma = (residual.var(-1, unbiased=False) + ln.eps).sqrt()[:, None]  # (Tq, 1), held fixed: the linearisation
+    sigma = ln.sigma(residual)  # (Tq, 1), held fixed: the linearisation
     gamma, beta = ln.weight.detach().double(), ln.bias.detach().double()  # (D,)
     T = (z - z.mean(-1, keepdim=True)) / sigma[:, None] * gamma  # (Tq, K, D)
-    b_o = attn.w_o.bias.detach().double()
     y = T.sum(1) + (b_o - b_o.mean()) / sigma * gamma + beta  # (Tq, D)
     return T, y
 
@@ -118,21 +124,8 @@ def block_contributions(sub: dict, attn, ln, cross: bool, row: int = 0) -> torch
     return c / c.sum(-1, keepdim=True)
 
 
-def check_post_ln(model, method: str):
-    """ALTI+ and value zeroing are written for the paper's blocks, LayerNorm(x + Sublayer(x)) with the standard
-    LayerNorm (this project's model, the Trevett tutorial's and nn.Transformer's): InputError for any other model
-    (a pre-LN model, the Annotated Transformer's LayerNorm) rather than numbers that would not mean what they say.
-    A final norm after the last layer mixes no tokens and is left out, as ALTI+ leaves out the output layer."""
-    cfg = model.cfg
-    if cfg.norm_position != "post" or cfg.layer_norm != "standard":
-        what = "pre-LN" if cfg.norm_position != "post" else "built with another LayerNorm"
-        raise InputError(f"{method} is written here for post-LN models with the standard LayerNorm (the paper's, "
-                         f"Ben Trevett's and PyTorch's tutorials); this model is {what}, so it has no {method} here.")
-
-
 def layer_contributions(capture: dict, model, row: int = 0) -> dict:
     """{"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)} float64 tensors: each block's c_ij."""
-    check_post_ln(model, "ALTI+")
     return {kind: torch.stack([block_contributions(sub, attn, ln, kind == "cross", row) for sub, attn, ln in layers])
             for kind, layers in attention_sublayers(capture, model).items()}
 

@@ -254,11 +254,9 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
     for kind, out in (("cross", src), ("dec", pre)):
         for layer, n in enumerate(np.asarray(norms[kind], dtype=np.float64)):
             out[Explanation("norms", layer).name] = n.sum(axis=0)
-    post_ln = translator.cfg.norm_position == "post" and translator.cfg.layer_norm == "standard"
-    if post_ln:  # ALTI+ and value zeroing are written for post-LN blocks (contributions.check_post_ln)
-        c = contributions(capture, translator.model)
-        src["ALTI+"], pre["ALTI+"] = np.asarray(c["source"], np.float64), np.asarray(c["prefix"], np.float64)
-        vz = value_zeroing(capture, translator.model)  # its place among the methods is after leave-one-out
+    c = contributions(capture, translator.model)
+    src["ALTI+"], pre["ALTI+"] = np.asarray(c["source"], np.float64), np.asarray(c["prefix"], np.float64)
+    vz = value_zeroing(capture, translator.model)  # its place among the methods is after leave-one-out
     del capture
     a = Attributor(translator, forced)
     g_src, g_tgt = a.gradients(False)
@@ -268,8 +266,7 @@ def explanations(translator, sentence: str, output_tokens: list, ig_steps=None, 
     src["integrated_gradients"] = np.full((T, len(a.src_tokens)), np.nan)
     pre["integrated_gradients"] = np.full((T, T), np.nan)
     src["leave_one_out"], pre["leave_one_out"] = a.leave_one_out()
-    if post_ln:
-        src["value_zeroing"], pre["value_zeroing"] = np.asarray(vz["source"]), np.asarray(vz["prefix"])
+    src["value_zeroing"], pre["value_zeroing"] = np.asarray(vz["source"]), np.asarray(vz["prefix"])
     return add_integrated_gradients(a, {"source": src, "prefix": pre}, range(T) if ig_steps is None else ig_steps)
 
 

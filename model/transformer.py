@@ -135,8 +135,14 @@ class LayerNorm(nn.LayerNorm):
     def forward(self, x):
         if self.variant == "standard":
             return super().forward(x)
-        mean, std = x.mean(-1, keepdim=True), x.std(-1, keepdim=True)
-        return self.weight * (x - mean) / (std + self.eps) + self.bias
+        return self.weight * (x - x.mean(-1, keepdim=True)) / self.sigma(x) + self.bias
+
+    def sigma(self, u):
+        """The number this LayerNorm divides u - mean(u) by, per vector (u (..., D) -> (..., 1)): sqrt(Var(u) + eps)
+        for the standard variant, std(u) + eps (unbiased) for the Annotated Transformer's."""
+        if self.variant == "standard":
+            return (u.var(-1, unbiased=False, keepdim=True) + self.eps).sqrt()
+        return u.std(-1, keepdim=True) + self.eps
 
 
 class AddNorm(LayerNorm):
@@ -145,8 +151,9 @@ class AddNorm(LayerNorm):
     A LayerNorm with the residual step in front (post-LN, as in the paper). With norm_position "pre" (the
     Annotated Transformer, and most models since) the norm moves in front of the sub-layer instead:
     x + Dropout(Sublayer(LayerNorm(x))); `inner` gives the sub-layer's input and `forward` closes it. It records
-    into the capture of the sub-layer it closes (the same extras): `residual` (x + the dropped-out sub-layer
-    output) and `normed` (post: LayerNorm(residual), the output; pre: LayerNorm(x), the sub-layer's input).
+    into the capture of the sub-layer it closes (the same extras): `stream` (x, the connection's input), `residual`
+    (x + the dropped-out sub-layer output) and `normed` (post: LayerNorm(residual), the output; pre: LayerNorm(x),
+    the sub-layer's input).
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -163,11 +170,12 @@ class AddNorm(LayerNorm):
         that `inner` to record it) -> the connection's output."""
         residual = x + F.dropout(sublayer_out, self.p, self.training)
         if self.pre:
-            record(extras.capture, residual=residual, normed=inner)
+            record(extras.capture, stream=x, residual=residual, normed=inner)
             return residual
         normed = super().forward(residual)
-        record(extras.capture, residual=residual, normed=normed)
+        record(extras.capture, stream=x, residual=residual, normed=normed)
         return normed
+
 
 
 class Layer(nn.Module):
@@ -352,8 +360,10 @@ class Transformer(nn.Module):
                 x (B, Tq, D) query-side input, kv (B, Tk, D) key/value-side input,
                 q (B, H, Tq, hs), k, v (B, H, Tk, hs), scores (B, H, Tq, Tk) = q k^T,
                 scaled = scores / sqrt(hs), mask (B, 1, Tq, Tk) True = may look, weights,
-                heads (B, H, Tq, hs) after the head mask, attn_out (B, Tq, D) after w_o,
-                residual = x + attn_out (dropout off in eval), normed (B, Tq, D) = LayerNorm(residual)
+                heads (B, H, Tq, hs) after the head mask, attn_out (B, Tq, D) after w_o, stream (B, Tq, D) the
+                connection's input (post-LN: x itself; pre-LN: what x = LayerNorm(stream) was made of),
+                residual = stream + attn_out (dropout off in eval), normed (B, Tq, D) = LayerNorm(residual)
+                (pre-LN: LayerNorm(stream), the same tensor as x)
             capture["encoder"][l]["ffn"], capture["decoder"][l]["ffn"]: hidden (B, Tq, d_ff) after the ReLU,
                 residual = normed + FFN(normed), normed = LayerNorm(residual), which is the layer's output
             capture["encoder"][l]["output"], capture["decoder"][l]["output"]: (B, Tq, D) after the FFN block

@@ -32,24 +32,36 @@ query's own token (self blocks) or to the residual (cross), as contributions.blo
 
 Cost: every key of a block is one row of a batch, so each block is one batched run of one layer
 (L_enc + 2 L_dec layer runs, S or T rows each) on top of the teacher-forced pass. The model is shared: the
-zeroing is a forward hook on w_v that acts only on the very tensor this call passes, and is removed on the way out.
+zeroing is a forward hook on w_v that acts only in the thread that set it, and is removed on the way out.
+
+Pre-LN models (the Annotated Transformer's): the same, read as that model computes. Layer l is run again from its
+real input, the residual stream (`stream` in the capture; post-LN it is the heads' input itself), so the zeroed
+value is that of LayerNorm(x_j); the cross block's residual zeroed reads 0 + attn_out_i, then the FFN block; the
+layer's output compared is the stream after the layer (un-normalised), as the authors' ContextMixingASR compares
+the hidden states of Whisper's pre-LN layers.
 """
 
+import threading
 from contextlib import contextmanager
 
 import torch
 
-from .contributions import check_post_ln, rollout
+from .contributions import rollout
+from .extras import Extras
+
+
+ZEROING = threading.local()  # .w_v: the value projection whose output this thread's call zeroes, row b at key b
 
 
 @contextmanager
-def values_zeroed(attn, kv: torch.Tensor):
-    """Inside: when `attn` projects this very `kv` (B, Tk, D) to values, batch row b has key b's value zeroed.
+def values_zeroed(attn):
+    """Inside, in this thread only: when `attn` projects keys to values, batch row b has key b's value zeroed.
 
-    Any other caller's tensors pass through untouched, so the shared model serves them as before.
+    Other threads' calls pass through untouched, so the shared model serves them as before. (Matching the very
+    tensor passed in would miss a pre-LN block, whose heads read LayerNorm(x), a tensor made inside the layer.)
     """
     def hook(module, args, out):
-        if args[0] is not kv:
+        if getattr(ZEROING, "w_v", None) is not module:
             return None
         rows = torch.arange(out.size(0), device=out.device)  # (B,), B <= Tk
         out = out.clone()
@@ -57,9 +69,11 @@ def values_zeroed(attn, kv: torch.Tensor):
         return out
 
     handle = attn.w_v.register_forward_hook(hook)
+    ZEROING.w_v = attn.w_v
     try:
         yield
     finally:
+        ZEROING.w_v = None
         handle.remove()
 
 
@@ -87,27 +101,23 @@ def layer_value_zeroing(capture: dict, model) -> dict:
     """{"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)} float64 tensors: each block's normalised C."""
     enc, dec, cross = [], [], []
     for layer, c in zip(model.encoder, capture["encoder"]):
-        x, mask, real = c["self"]["x"], c["self"]["mask"][0, 0].cpu(), c["output"][0]  # (1, S, D), (S, S), (S, D)
+        x, mask, real = c["self"]["stream"], c["self"]["mask"][0, 0].cpu(), c["output"][0]  # (1, S, D), (S, S), (S, D)
         S = x.size(1)
-        xs = batch_of(x, S)  # (S, S, D): row j zeroes key j
-        with values_zeroed(layer.self_attn, xs):
-            out, _ = layer(xs, c["self"]["mask"])  # (S, S, D)
+        with values_zeroed(layer.self_attn):
+            out, _ = layer(batch_of(x, S), c["self"]["mask"])  # (S, S, D): row j zeroes key j
         enc.append(normalised(distance(out, real).T.cpu() * mask, torch.arange(S)))  # (S, S): [i, j]
     for layer, c in zip(model.decoder, capture["decoder"]):
-        x, memory, real = c["self"]["x"], c["cross"]["kv"], c["output"][0]  # (1, T, D), (1, S, D), (T, D)
+        x, memory, real = c["self"]["stream"], c["cross"]["kv"], c["output"][0]  # (1, T, D), (1, S, D), (T, D)
         tgt_mask, src_mask = c["self"]["mask"], c["cross"]["mask"]  # (1, 1, T, T), (1, 1, T, S)
         T, S = x.size(1), memory.size(1)
-        xs = batch_of(x, T)
-        with values_zeroed(layer.self_attn, xs):
-            out = layer(xs, batch_of(memory, T), tgt_mask, src_mask)[0]  # (T, T, D)
+        with values_zeroed(layer.self_attn):
+            out = layer(batch_of(x, T), batch_of(memory, T), tgt_mask, src_mask)[0]  # (T, T, D)
         dec.append(normalised(distance(out, real).T.cpu() * tgt_mask[0, 0].cpu(), torch.arange(T)))  # (T, T)
-        ms = batch_of(memory, S)
-        with values_zeroed(layer.cross_attn, ms):
-            out = layer(batch_of(x, S), ms, tgt_mask, src_mask)[0]  # (S, T, D)
-        # The residual zeroed: the cross block's AddNorm and the FFN block, as DecoderLayer.forward runs them.
+        with values_zeroed(layer.cross_attn):
+            out = layer(batch_of(x, S), batch_of(memory, S), tgt_mask, src_mask)[0]  # (S, T, D)
+        # The residual zeroed: the cross block's connection and the FFN block, as DecoderLayer.forward runs them.
         attn_out = c["cross"]["attn_out"]  # (1, T, D), the real one
-        y = layer.ln_cross(torch.zeros_like(attn_out), attn_out)
-        y = layer.ln_ffn(y, layer.ffn(y))  # (1, T, D)
+        y = layer.feed_forward(layer.ln_cross(torch.zeros_like(attn_out), attn_out), Extras())  # (1, T, D)
         scores = torch.cat([distance(out, real).T * src_mask[0, 0], distance(y, real).T], dim=-1)  # (T, S + 1)
         cross.append(normalised(scores.cpu(), torch.full((T,), S)))
     return {"enc": torch.stack(enc), "dec": torch.stack(dec), "cross": torch.stack(cross)}
@@ -117,7 +127,6 @@ def value_zeroing(capture: dict, model) -> dict:
     """Value zeroing of one teacher-forced pass over an output (`Translator.capture` of a `Translator.force`), numpy
     float64: "source" (T, S) and "prefix" (T, T, zero above the diagonal), each row of [source | prefix] summing to
     1, and "layers" ({"enc": (L, S, S), "dec": (L, T, T), "cross": (L, T, S + 1)}, the last column the residual)."""
-    check_post_ln(model, "value zeroing")
     layers = layer_value_zeroing(capture, model)
     R, total = rollout(layers["enc"], layers["dec"], layers["cross"])
     S = R.size(0)

@@ -68,10 +68,18 @@ def tiny_model():
     return Transformer(tiny_config()).eval()
 
 
-def seeded_translator(seed: int = 3) -> Translator:
-    """A tiny Translator over the vocabularies above, its weights drawn from `seed`."""
+def seeded_translator(seed: int = 3, **config) -> Translator:
+    """A tiny Translator over the vocabularies above, its weights drawn from `seed` (config: tiny_config's changes)."""
     torch.manual_seed(seed)
-    return Translator(Transformer(tiny_config()).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+    return Translator(Transformer(tiny_config(**config)).eval(), Vocab(GERMAN), Vocab(ENGLISH))
+
+
+# The block shapes of the model families (model/convert.py), as tiny_config's changes: the paper's post-LN block;
+# nn.Transformer's, with final norms; the Annotated Transformer's pre-LN block with its own LayerNorm; and that
+# LayerNorm in a post-LN block, so that each analysis that reads a LayerNorm meets both variants in both places.
+BLOCKS = {"post-LN": {}, "post-LN, final norms": dict(final_norm=True, positions="sinusoidal"),
+          "pre-LN, std LayerNorm": dict(norm_position="pre", final_norm=True, layer_norm="std", norm_eps=1e-6),
+          "post-LN, std LayerNorm": dict(layer_norm="std", norm_eps=1e-6)}
 
 
 @pytest.fixture
@@ -215,6 +223,16 @@ def from_url(monkeypatch, **params):
 def app(monkeypatch):
     """The page as a new visitor sees it (no link parameters)."""
     return from_url(monkeypatch)
+
+
+def show_view(at, slug: str):
+    """Pick a view on the page's switch as a visitor does: its family (where another is open), then the view."""
+    from views.registry import FAMILY_OF
+
+    family = FAMILY_OF[slug].name
+    if at.segmented_control(key="family").value != family:
+        at.segmented_control(key="family").set_value(family).run()
+    return at.segmented_control(key="view").set_value(slug).run()
 
 
 def figure_data(app) -> list[dict]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ENGLISH, GERMAN, assert_error_line, seeded_translator, tiny_config
+from conftest import BLOCKS, ENGLISH, GERMAN, assert_error_line, seeded_translator, tiny_config
 from model import inspect as inspect_cli
 from model.contributions import attention_sublayers, decompose
 from model.extras import KINDS
@@ -96,8 +96,9 @@ def test_values_of_one_norm_give_norms_proportional_to_the_weights():
 
 
 def literal_block(sub: dict, attn, ln, cross: bool) -> np.ndarray:
-    """ALTI's contributions of one attention block, written out: a loop over queries i, keys j and heads h."""
-    x, kv, w = numpy(sub["x"][0]), numpy(sub["kv"][0]), numpy(sub["weights"][0])  # (Tq, D), (Tk, D), (H, Tq, Tk)
+    """ALTI's contributions of one attention block, written out: a loop over queries i, keys j and heads h. A
+    pre-LN block's output is the residual sum itself; a post-LN block's is LN(sum), with the LayerNorm's variant."""
+    x, kv, w = numpy(sub["stream"][0]), numpy(sub["kv"][0]), numpy(sub["weights"][0])  # (Tq, D), (Tk, D), (H, Tq, Tk)
     W_V, b_V, W_O, b_O = numpy(attn.w_v.weight), numpy(attn.w_v.bias), numpy(attn.w_o.weight), numpy(attn.w_o.bias)
     gamma, beta, eps = numpy(ln.weight), numpy(ln.bias), ln.eps
     H, Tq, Tk = w.shape
@@ -117,11 +118,11 @@ def literal_block(sub: dict, attn, ln, cross: bool) -> np.ndarray:
             z.append(zj)
         if cross:
             z.append(x[i].copy())
-        r = sum(z) + b_O  # the residual sum the LayerNorm reads
-        sigma = np.sqrt(r.var() + eps)
-        y = (r - r.mean()) / sigma * gamma + beta  # LN(r): the block's output
+        r = sum(z) + b_O  # the residual sum (post-LN: what the LayerNorm reads)
+        sigma = np.sqrt(r.var() + eps) if ln.variant == "standard" else r.std(ddof=1) + eps
+        y = r if ln.pre else (r - r.mean()) / sigma * gamma + beta  # the block's output
         for j, zj in enumerate(z):
-            t = (zj - zj.mean()) / sigma * gamma
+            t = zj if ln.pre else (zj - zj.mean()) / sigma * gamma
             out[i, j] = max(0.0, np.abs(y).sum() - np.abs(y - t).sum())
         out[i] /= out[i].sum()
     return out
@@ -161,17 +162,30 @@ def test_contributions_equal_the_literal_formulas(seed):
     check_against_literal(seeded_translator(seed), SENTENCE, OUTPUT)
 
 
-def test_the_decomposition_adds_up_to_each_blocks_output():
-    tr = seeded_translator()
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b != "post-LN"])
+def test_contributions_equal_the_literal_formulas_in_every_familys_block(block):
+    check_against_literal(seeded_translator(5, **BLOCKS[block]), SENTENCE, OUTPUT)
+
+
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_the_decomposition_adds_up_to_each_blocks_output(block):
+    """post-LN: the vectors and the bias terms add up to LN(residual), the block's output; pre-LN: to the residual
+    sum itself, which is the block's output there (what the next block reads)."""
+    tr = seeded_translator(3, **BLOCKS[block])
     capture = tr.capture(tr.force(SENTENCE, OUTPUT))
     for kind, blocks in attention_sublayers(capture, tr.model).items():
         for sub, attn, ln in blocks:
             T, y = decompose(sub, attn, ln, kind == "cross")
-            np.testing.assert_allclose(numpy(y), numpy(sub["normed"][0]), rtol=0, atol=1e-5)
+            output = numpy(sub["residual" if ln.pre else "normed"][0])
+            np.testing.assert_allclose(numpy(y), output, rtol=0, atol=1e-5)
             b_o = numpy(attn.w_o.bias)
-            sigma = np.sqrt(numpy(sub["residual"][0]).var(-1) + ln.eps)[:, None]
-            bias = (b_o - b_o.mean()) / sigma * numpy(ln.weight) + numpy(ln.bias)
-            np.testing.assert_allclose(numpy(T.sum(1)) + bias, numpy(sub["normed"][0]), rtol=0, atol=1e-5)
+            if ln.pre:
+                bias = b_o
+            else:
+                r = numpy(sub["residual"][0])
+                sigma = (np.sqrt(r.var(-1) + ln.eps) if ln.variant == "standard" else r.std(-1, ddof=1) + ln.eps)
+                bias = (b_o - b_o.mean()) / sigma[:, None] * numpy(ln.weight) + numpy(ln.bias)
+            np.testing.assert_allclose(numpy(T.sum(1)) + bias, output, rtol=0, atol=1e-5)
 
 
 # ALTI+: invariants and known answers -------------------------------------------------------------

@@ -164,14 +164,12 @@ def test_vocabulary_files_are_checked_against_the_family_and_the_sizes(tmp_path)
         lambda: read_vocab(good, "annotated", 6, "English"))
 
 
-def test_a_pre_ln_model_runs_every_analysis_or_says_in_one_line_why_not():
-    """The Annotated Transformer's model: the maps, the lenses, norms, attributions and faithfulness run; ALTI+ and
-    value zeroing, written for post-LN blocks, refuse in plain words (and faithfulness leaves them out)."""
+def test_a_pre_ln_model_runs_every_analysis():
+    """The Annotated Transformer's model: the maps, the lenses, norms, ALTI+, value zeroing, attributions and
+    faithfulness all run, and faithfulness ranks every method (ALTI+ and value zeroing included)."""
     from conftest import ENGLISH, GERMAN, tiny_config
     from model import faithfulness as F
-    from model.contributions import contributions
     from model.translator import Translator
-    from model.value_zeroing import value_zeroing
     from model.vocab import Vocab
 
     torch.manual_seed(0)
@@ -180,12 +178,11 @@ def test_a_pre_ln_model_runs_every_analysis_or_says_in_one_line_why_not():
     sentence = "ein hund läuft im park ."
     out = [s.token for s in t.translate(sentence).steps]
     t.inside(sentence, out), t.logit_lens(sentence, out), t.decoder_lens(sentence), t.weighted_norms(sentence, out)
-    capture = t.capture(t.force(sentence, out))
-    for call, name in ((contributions, "ALTI+"), (value_zeroing, "value zeroing")):
-        assert f"this model is pre-LN, so it has no {name} here" in error(lambda: call(capture, t.model))
+    c = t.contributions(sentence, out)
+    np.testing.assert_allclose(c.source.sum(-1) + c.prefix.sum(-1), 1.0, rtol=0, atol=1e-9)
     scores = F.explanations(t, sentence, out, ig_steps=[0])
-    assert "ALTI+" not in scores["source"] and "value_zeroing" not in scores["source"]
-    assert {"attention", "rollout", "leave_one_out", "integrated_gradients"} <= set(scores["source"])
+    assert {"attention", "rollout", "ALTI+", "value_zeroing", "leave_one_out", "integrated_gradients"} <= \
+        set(scores["source"])
 
 
 def test_the_walk_writes_each_stops_equation_as_the_model_computes_it():

@@ -5,11 +5,13 @@ hand-written hook zeroing that one value, the cosine by hand in numpy); a model 
 is one-hot, where only the attended key may score; invariants on the tiny models and the shipped one.
 """
 
+import threading
+
 import numpy as np
 import pytest
 import torch
 
-from conftest import ENGLISH, GERMAN, seeded_translator, tiny_config
+from conftest import BLOCKS, ENGLISH, GERMAN, seeded_translator, tiny_config
 from model.contributions import rollout
 from model.extras import Extras
 from model.transformer import Transformer
@@ -88,9 +90,11 @@ def literal_layers(tr: Translator, sentence: str, output: list) -> dict:
     return {kind: np.stack(blocks) for kind, blocks in out.items()}
 
 
-@pytest.mark.parametrize("seed", [3, 5])
-def test_value_zeroing_equals_one_forward_per_zeroed_value(seed):
-    tr = seeded_translator(seed)
+@pytest.mark.parametrize("seed,block", [(3, "post-LN"), (5, "post-LN"), *((5, b) for b in BLOCKS if b != "post-LN")])
+def test_value_zeroing_equals_one_forward_per_zeroed_value(seed, block):
+    """Every family's block (tests/conftest.py BLOCKS): pre-LN, the value zeroed is that of LayerNorm(x_j) and
+    the output compared the stream after the layer, as the literal route's whole-model forwards read them."""
+    tr = seeded_translator(seed, **BLOCKS[block])
     r = value_zeroing(tr.capture(tr.force(SENTENCE, OUTPUT)), tr.model)
     literal = literal_layers(tr, SENTENCE, OUTPUT)
     for kind in ("enc", "dec", "cross"):
@@ -171,16 +175,39 @@ def test_value_zeroing_keeps_its_invariants(sentence):
     tr = seeded_translator()
     check_invariants(tr, sentence, OUTPUT)
     check_invariants(tr, sentence)  # the greedy translation
+    check_invariants(seeded_translator(3, **BLOCKS["pre-LN, std LayerNorm"]), sentence)
 
 
-def test_the_zeroing_hook_leaves_other_callers_alone():
-    """While one call zeroes values, the same layer run on any other tensor gives its usual output."""
+def test_the_zeroing_hook_leaves_other_threads_alone():
+    """While one thread zeroes values, the same layer run in another thread (another session on the shared model)
+    gives its usual output, and the zeroing thread's own run is zeroed: row b at key b."""
     tr = seeded_translator()
     layer = tr.model.encoder[0]
-    x, other = torch.randn(3, 3, 16), torch.randn(3, 3, 16)
+    x = torch.randn(3, 3, 16)
     with torch.no_grad():
-        before = layer(other, None)[0]
-        with values_zeroed(layer.self_attn, x):
-            during, zeroed = layer(other, None)[0], layer(x, None)[0]
-        assert torch.equal(during, before)
-        assert not torch.allclose(zeroed, layer(x, None)[0])  # ... and its own tensor was zeroed
+        before = layer(x, None)[0]
+        inside, outside = threading.Event(), threading.Event()
+        seen = {}
+
+        def other():
+            inside.wait()
+            seen["other"] = layer(x, None)[0]
+            outside.set()
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        with values_zeroed(layer.self_attn):
+            inside.set()
+            outside.wait()
+            zeroed = layer(x, None)[0]
+        thread.join()
+        assert torch.equal(seen["other"], before)
+        v = layer.self_attn.w_v(x).clone()
+        v[[0, 1, 2], [0, 1, 2]] = 0.0  # what the hook should leave: key b's value gone in row b
+        assert not torch.allclose(zeroed, before)
+        assert torch.equal(layer(x, None)[0], before)  # and no hook stays behind
+        hooked = layer.self_attn.w_v.register_forward_hook(lambda m, a, o: v)
+        try:
+            assert torch.allclose(zeroed, layer(x, None)[0], rtol=0, atol=1e-6)
+        finally:
+            hooked.remove()
