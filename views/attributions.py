@@ -10,6 +10,7 @@ Contributions view makes too (views.calls.contributions).
 
 import json
 import shlex
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,13 +23,15 @@ from model.errors import InputError
 from viz.labels import subtitle, token_labels
 
 from . import Context
-from .calls import HEAVY, contributions, load_translator, models, outside_cache, waiting_notice
+from .calls import HEAVY, contributions, faithfulness_table, load_translator, models, outside_cache, waiting_notice
 from .export import downloads
 from .state import choice_param, page_view
 from .widgets import chart, literal, map_table, table_labels, trust_line
 
 METHOD_KEY, FOIL_KEY = "attr_method", "attr_foil"
-DEFAULT_METHOD = "input_x_gradient"  # cheap (one backward for every step); integrated gradients takes seconds
+# The first method where no faithfulness table ships (first_method): not heavy (one batched pass per token replaced),
+# and its scores are what removing a token does, the removal the Faithfulness view measures by.
+DEFAULT_METHOD = "leave_one_out"
 RUNNER_UP = "each step's runner-up"  # the foil picker's default: each step against its own second choice
 FOIL_WORDS = 2000  # the foil picker offers the English vocabulary's first (most frequent) words
 
@@ -56,6 +59,42 @@ def english_words(checkpoint: str | None) -> list[str]:
     return [w for w in vocab.itos[:FOIL_WORDS] if w not in vocab.never_written]
 
 
+def trusted(table) -> list[str]:
+    """The view's methods that a faithfulness table (model/faithfulness.py Table) finds faithful and plausible on the
+    source side, best first: the tests and the order of model/faithfulness.py's verdict."""
+    rows, rand = table.source.rows, table.source.random
+    diagonal = (table.baselines or {}).get("diagonal", {}).get("aer")
+
+    def faithful_and_plausible(e) -> bool:
+        c, s = e.comprehensiveness, e.sufficiency
+        return (c.low is not None and c.low > rand.comprehensiveness.high and s.high < rand.sufficiency.low
+                and e.aer is not None and diagonal is not None and e.aer < diagonal)
+
+    found = [m for m in METHODS if m in rows and faithful_and_plausible(rows[m])]
+    return sorted(found, key=lambda m: rows[m].sufficiency.mean - rows[m].comprehensiveness.mean)
+
+
+def first_method(checkpoint: str | None) -> tuple[str, str]:
+    """The method the view opens on, and a sentence saying why: the best of trusted(the shipped table), else
+    DEFAULT_METHOD."""
+    table = faithfulness_table(checkpoint)
+    fallback = TABLE[DEFAULT_METHOD].label
+    if table is None:
+        return DEFAULT_METHOD, (f"No faithfulness table ships with this model, so the view opens on {fallback}: its "
+                                "scores are what removing each token does, and it is quick.")
+    src = (table.data or {}).get("src")
+    where = f"{table.n_sentences} sentences of " + (Path(src).name.split(".")[0] if src else "the test set")
+    found = trusted(table)
+    if not found:
+        return DEFAULT_METHOD, (f"The shipped faithfulness table finds none of these methods both faithful and "
+                                f"plausible on {where}, so the view opens on {fallback}, whose scores are what "
+                                "removing each token does.")
+    return found[0], (f"Opened on {TABLE[found[0]].label}: the shipped faithfulness table finds it faithful and "
+                      f"plausible on {where}. Removing the German tokens it ranks first lowers the probability of the "
+                      "word written more than random orders do, keeping only them lowers it less, and its alignments "
+                      "are closer to people's than a diagonal alignment's (its numbers: the next line).")
+
+
 def read_link(params, cfg, notes: list):
     """method: one of METHODS; foil: with method=contrastive, a word of english_words (none: each runner-up)."""
     method = choice_param(params, "method", METHODS, notes)
@@ -64,7 +103,7 @@ def read_link(params, cfg, notes: list):
     foil = params.get("foil")
     if foil is None:
         return
-    if (method or st.session_state.get(METHOD_KEY, DEFAULT_METHOD)) != "contrastive":
+    if (method or st.session_state.get(METHOD_KEY)) != "contrastive":  # contrastive is never the first method
         notes.append(f"foil={foil[:40]!r} is read only with method=contrastive")
     elif foil not in english_words(models().get(st.session_state.get("model"))):
         notes.append(f"foil={foil[:40]!r} is not one of the first {FOIL_WORDS} words of the model's English "
@@ -98,8 +137,11 @@ def attributions_view(ctx: Context):
     result = ctx.result
     st.caption("Attention says where the model looked; these methods ask what the prediction rested on: for each "
                "English word, a score for every German token and every English token written before it.")
-    st.session_state.setdefault(METHOD_KEY, DEFAULT_METHOD)
+    first, why = first_method(ctx.checkpoint)
+    st.session_state.setdefault(METHOD_KEY, first)
     method = st.segmented_control("Method", METHODS, key=METHOD_KEY, required=True, format_func=lambda m: TABLE[m].label)
+    if method == first:
+        st.caption(literal(why))
     st.caption(literal(EXPLAINED[method]))
     trust_line(ctx.checkpoint, {"": method})  # the contrastive target is not p(word): it has no line
     foil = None
