@@ -20,9 +20,9 @@ import torch
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
 from views import Context
-from views.calls import load_translator, model_name, models, translate
+from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
-from views.registry import DEFAULT_VIEW, VIEWS
+from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
 from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
 from views.widgets import CSS, PRESENT_CSS, literal, text_box, token_chips
 
@@ -63,6 +63,12 @@ def sentence_typed():
 
 def view_picked():
     st.session_state.view_picked = True  # the run this pick starts moves the keyboard focus into the view
+
+
+def family_picked():
+    """A family picked opens its first view."""
+    st.session_state.view = next(f for f in FAMILIES if f.name == st.session_state.family).views[0]
+    view_picked()
 
 
 # The view switch is a radio group: its arrow keys move the focus to the next view, and Enter picks that one. Right
@@ -139,8 +145,9 @@ except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
 cfg = translator.cfg
 details = st.expander("The translation's details, the model and the colours") if present else st
 details.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
-                f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k. Type a sentence and press "
-                "Enter, then look at every head of every layer and step through the decoding.")
+                f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k: {origin(checkpoint)}. Type a "
+                "sentence and press Enter; the walk through the model opens first (**Start here**), and every other "
+                "view is one row below it.")
 
 with details.expander("About this model and the colours"):  # on the page, not in a sidebar: narrow screens keep room
     st.markdown(f"**Model**: {cfg.n_enc_layers} encoder + {cfg.n_dec_layers} decoder layers, {cfg.n_heads} heads, "
@@ -206,10 +213,15 @@ with details if present else nullcontext():  # folded in the presenter layout
 st.session_state.setdefault("view", DEFAULT_VIEW)
 if present:  # a list, not a wall of buttons: the stop and its picture keep the screen
     view = frame[2].selectbox("View", list(VIEWS), key="view", on_change=view_picked,
-                              format_func=lambda slug: VIEWS[slug].label)
-else:
-    view = st.segmented_control("View", list(VIEWS), key="view", required=True, on_change=view_picked,
-                                format_func=lambda slug: VIEWS[slug].label)  # slugs, as the link names them
+                              format_func=lambda slug: f"{FAMILY_OF[slug].name}: {VIEWS[slug].label}")
+else:  # two rows: the families, then the views of the one picked (slugs, as the link names them)
+    family = FAMILY_OF[st.session_state.view]
+    st.session_state.family = family.name  # the view decides the family: a link or the walk may have moved it
+    st.segmented_control("Views", [f.name for f in FAMILIES], key="family", required=True, on_change=family_picked,
+                         help="New here? Start here: the walk takes you through the model one stop at a time.")
+    st.caption(family.line)
+    view = st.segmented_control("View", family.views, key="view", required=True, on_change=view_picked,
+                                format_func=lambda slug: VIEWS[slug].label, label_visibility="collapsed")
 switches = details.container(horizontal=True) if present else st.container(horizontal=True)
 switches.toggle("Guess first", key="guess", help="Before a picture is shown, one question about it, answered with a "
                 "click; then the picture with your answer marked. On the walk, the three attention views, Inside a "

@@ -104,6 +104,19 @@ def translate_in_page(page, sentence: str, timeout_ms=30_000):
                            arg=browser_views(), timeout=timeout_ms)
 
 
+def pick_view(page, label: str, timeout_ms=30_000):
+    """Pick a view by its label on the page's switch as a visitor does: its family's button (where another family is
+    open), then the view's button (views/registry.py FAMILIES)."""
+    from views.registry import FAMILY_OF, VIEWS
+
+    slug = next(s for s, v in VIEWS.items() if v.label == label)
+    family = page.get_by_role("radiogroup", name="Views").get_by_role("radio", name=FAMILY_OF[slug].name, exact=True)
+    if family.get_attribute("aria-checked") != "true":
+        family.click()
+        wait_idle(page, timeout_ms)
+    page.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+
+
 def wait_idle(page, timeout_ms=30_000):
     """Until Streamlit has finished the run: no status widget, no stale (faded) elements."""
     page.wait_for_timeout(50)

@@ -352,11 +352,13 @@ def browser(chromium):
 
 @pytest.fixture
 def page(browser, server):
+    """A page opened by a link to Cross-attention, where the attention views' tests start (a first visit opens the
+    walk: tests/browser/test_first_visit.py)."""
     ctx = browser.new_context(viewport={"width": 1500, "height": 2200})
     pg = ctx.new_page()
     errors = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(server)
+    pg.goto(server + "/?view=cross")
     pg.get_by_label(INPUT_LABEL).wait_for(timeout=30_000)
     yield pg
     ctx.close()
@@ -364,7 +366,7 @@ def page(browser, server):
 
 
 def fresh_page(browser, url: str, **ctx_args):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 2200}, **ctx_args)
+    ctx = browser.new_context(**{"viewport": {"width": 1400, "height": 2200}, **ctx_args})
     pg = ctx.new_page()
     errors = []
     pg.on("pageerror", lambda e: errors.append(str(e)))

@@ -68,6 +68,18 @@ def family(checkpoint: str | None) -> str:
     return found if isinstance(found, str) else "tutorial"
 
 
+def origin(checkpoint: str | None) -> str:
+    """Where the model comes from, in a few words: a converted one names its tutorial (model/convert.py FAMILIES);
+    the others (the shipped ones, or one trained by model/train.py) are the model of the Transformer tutorials."""
+    from model.convert import FAMILIES
+
+    converted = (checkpoint_json(checkpoint, "config.json") or {}).get("training", {}).get("family")
+    if isinstance(converted, str) and converted in FAMILIES:
+        return f"converted from a model of {FAMILIES[converted].title}"
+    return ("the model Ben Trevett's tutorial (pytorch-seq2seq, “Attention is All You Need”) and its Korean edition "
+            "build: the same architecture, vocabulary and data")
+
+
 def model_name(slug: str) -> str:
     """A model's name in the switch: the shipped two by their positions; a converted one by its folder and family
     (config.json's "training", written by model/convert.py)."""

@@ -5,10 +5,12 @@ view with it, and the tests walk it. Adding a view is adding its entry here; thi
 views (they never import one another).
 """
 
+from dataclasses import dataclass
+
 from . import (View, alignment, attention, attributions, contributions, evidence, exercises, faithful, flow, importance,
                inside, interventions, patch, positions, stats, trace, training, walk)
 
-# The view switch, in the order a newcomer meets them: the guided walk, then where the translation reads the source.
+# The views, in the order of their families on the switch (FAMILIES, below): the guided walk first.
 # Each entry: its slug in the link (?view=), its label on the switch, how it draws, what it reads from the link
 # and writes into it (only what decides its picture), what of the link only the translation can judge, and its
 # flags (asks a question first, drawn in the browser, heavy): every other list of views is read off these.
@@ -22,24 +24,53 @@ VIEWS = {v.slug: v for v in (
          browser=True),
     View("trace", "Decoding trace", trace.trace_view, trace.read_link, trace.link_params, trace.judge_link,
          asks=True, browser=True),
+    View("stats", "Head statistics", stats.stats_view, stats.read_link, stats.link_params),
     View("flow", "Source flow", flow.flow_view, heavy=True),
     View("contributions", "Contributions", contributions.contributions_view, heavy=True),
     View("attribute", "Attributions", attributions.attributions_view, attributions.read_link,
          attributions.link_params, heavy=True),
-    View("faithful", "Faithfulness", faithful.faithful_view, faithful.read_link, faithful.link_params, heavy=True),
-    View("patch", "Causes", patch.patch_view, patch.read_link, patch.link_params, heavy=True),
     View("align", "Alignment", alignment.alignment_view, alignment.read_link, alignment.link_params, heavy=True),
+    View("ablate", "Ablate heads", interventions.ablation_view, interventions.read_ablation_link,
+         interventions.ablation_link),
+    View("importance", "Head importance", importance.importance_view, heavy=True),
+    View("patch", "Causes", patch.patch_view, patch.read_link, patch.link_params, heavy=True),
+    View("faithful", "Faithfulness", faithful.faithful_view, faithful.read_link, faithful.link_params, heavy=True),
     View("training", "Training", training.training_view, training.read_link, training.link_params),
     View("evidence", "Training evidence", evidence.evidence_view, evidence.read_link, evidence.link_params),
     View("positions", "Positional encodings", positions.positions_view),
-    View("ablate", "Ablate heads", interventions.ablation_view, interventions.read_ablation_link,
-         interventions.ablation_link),
-    View("stats", "Head statistics", stats.stats_view, stats.read_link, stats.link_params),
-    View("importance", "Head importance", importance.importance_view, heavy=True),
     View("reference", "Reference", interventions.reference_view, interventions.read_reference_link,
          interventions.reference_link),
     View("beam", "Beam search", interventions.beam_view, interventions.read_beam_link, interventions.beam_link,
          heavy=True),
 )}
 
-DEFAULT_VIEW = "cross"  # what a new page shows (Cross-attention): the walk is one click away, first on the switch
+
+@dataclass(frozen=True)
+class Family:
+    """One row of the view switch: a few views of one kind, under a name and one line that says what they are for."""
+
+    name: str  # its button on the switch
+    line: str  # what its views show, said under the switch when it is picked
+    views: tuple  # the slugs of its views, in VIEWS's order
+
+
+# The view switch has two rows: these families, then the views of the one picked. Every view is in exactly one, in
+# VIEWS's order (tests/unit/test_layout.py).
+FAMILIES = (
+    Family("Start here", "A guided walk through the model, one stop at a time, each with a question before its "
+           "picture; then exercises that check what you saw.", ("walk", "exercises")),
+    Family("Attention", "Where every head of every layer looks: the three kinds of attention, one head from the "
+           "inside, the decoding step by step, and each head's habits over the test set.",
+           ("cross", "enc", "dec", "inside", "trace", "stats")),
+    Family("Where words come from", "How much each written word drew on each source word, by several methods, and "
+           "how well each matches the word links people drew.", ("flow", "contributions", "attribute", "align")),
+    Family("Testing explanations", "What switching heads off changes, which heads matter, the causes found by "
+           "patching, and which explanations hold up.", ("ablate", "importance", "patch", "faithful")),
+    Family("How it learned", "How the model learned, and the training sentences behind a word it writes.",
+           ("training", "evidence")),
+    Family("More", "Positional encodings, a translation of your own scored by the model, and beam search.",
+           ("positions", "reference", "beam")),
+)
+FAMILY_OF = {slug: f for f in FAMILIES for slug in f.views}
+
+DEFAULT_VIEW = "walk"  # what a new page shows: the guided walk, where a newcomer starts (a link names any other)

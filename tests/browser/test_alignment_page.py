@@ -8,7 +8,7 @@ from page.test_alignment_page import LINE0
 
 
 def test_alignment_and_training_views_in_the_browser(page, server):
-    from appserver import wait_idle
+    from appserver import pick_view, wait_idle
 
     page.goto(f"{server}/?s={LINE0.de}&view=align")
     page.get_by_text("Annotated test sentence (line 0)").wait_for(timeout=60_000)
@@ -22,7 +22,7 @@ def test_alignment_and_training_views_in_the_browser(page, server):
     if not (CHECKPOINT / "replay/replay.json").is_file():
         return
     m = json.loads((CHECKPOINT / "replay/replay.json").read_text())
-    page.get_by_role("radio", name="Training", exact=True).click()
+    pick_view(page, "Training")
     page.wait_for_function("new URLSearchParams(location.search).get('view') === 'training'", timeout=60_000)
     wait_idle(page)
     slider = page.get_by_role("slider")

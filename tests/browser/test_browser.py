@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from appserver import CHROMIUM_ARGS, draw_every_chart, free_port, start_app, stop_app, translate_in_page, wait_idle
+from appserver import CHROMIUM_ARGS, draw_every_chart, free_port, pick_view, start_app, stop_app, translate_in_page, wait_idle
 from conftest import CHECKPOINT, ROOT, download, fresh_page
 
 ARTIFACTS = ROOT / "tests/artifacts"
@@ -24,12 +24,12 @@ def test_translate_view_heads_and_step_through_decoding(page):
     assert grid.locator(".hm image").count() == 1
     page.screenshot(path=str(ARTIFACTS / "encoder.png"), full_page=True)
 
-    page.get_by_role("radio", name="Cross-attention").click()
+    pick_view(page, "Cross-attention")
     page.get_by_text("reads from the German source").wait_for(timeout=20_000)
     head(page, 3).click()
     page.get_by_text("Cross-attention, layer 3, head 3").first.wait_for(timeout=20_000)
 
-    page.get_by_role("radio", name="Decoding trace").click()
+    pick_view(page, "Decoding trace")
     page.get_by_text("Step 1 of").wait_for(timeout=20_000)
     page.get_by_role("button", name="Next ▶").click()
     page.get_by_text("Step 2 of").wait_for(timeout=20_000)
@@ -61,7 +61,7 @@ def test_a_whole_layer_ablated_and_the_beam_view(page):
     renders with no exception and no "could not be drawn" is the sweep's: tests/browser/test_screens.py,
     test_every_view_fits_renders_and_reads.)"""
     translate_in_page(page, "Ein Mann fährt Fahrrad.")
-    page.get_by_role("radio", name="Ablate heads").click()
+    pick_view(page, "Ablate heads")
     wait_idle(page)
     pills = page.get_by_role("toolbar", name="Cross-attention, layer 3: heads to switch off")
     for h in range(1, 9):  # every head of the layer: the whole layer
@@ -73,7 +73,7 @@ def test_a_whole_layer_ablated_and_the_beam_view(page):
     assert page.get_by_text("Switched off: Cross-attention layer 3 (all heads)").count() == 1
     wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "ablation.png"), full_page=True)
-    page.get_by_role("radio", name="Beam search").click()
+    pick_view(page, "Beam search")
     page.get_by_text("n-best list").wait_for(timeout=30_000)
     wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "beam.png"), full_page=True)
@@ -103,7 +103,7 @@ def test_tick_labels_never_overlap(browser, server, sentence, width):
     pg.goto(server)
     translate_in_page(pg, sentence, 60_000)
     for view in ("Cross-attention", "Encoder self-attention"):
-        pg.get_by_role("radio", name=view).click()
+        pick_view(pg, view)
         wait_idle(pg)
         for axis in ("xtick", "ytick"):
             boxes = tick_boxes(pg, axis)
@@ -137,7 +137,7 @@ def test_clicking_a_model_view_tile_opens_that_head(page):
 
 def test_open_in_its_view_from_head_importance(page):
     translate_in_page(page, "Ein Hund rennt durch den Schnee.")
-    page.get_by_role("radio", name="Head importance").click()
+    pick_view(page, "Head importance")
     wait_idle(page)
     box = page.locator(".st-key-importance_pick")
     picked = box.locator("input").input_value() or box.inner_text()  # "Cross-attention, layer 2, head 8: ..."
@@ -152,7 +152,7 @@ def test_a_heavy_computation_says_at_once_that_it_runs(page):
     """A heavy computation that is not in the cache says so as it starts ("computing now", views/calls.waiting_notice:
     Streamlit's own spinner waits 0.5 s), and the notice is gone once the view is drawn."""
     translate_in_page(page, "Ein Hund rennt durch den Schnee.")
-    page.get_by_role("radio", name="Encoder self-attention").click()  # a light view: the new sentence computes no more
+    pick_view(page, "Encoder self-attention")  # a light view: the new sentence computes no more
     wait_idle(page)
     translate_in_page(page, "Drei Kinder, zwei Hunde und eine Katze spielen im Garten hinter dem alten Haus.")
     page.evaluate("""() => {  // seen by the page itself: the notice may stand for less than a poll's interval
@@ -160,7 +160,7 @@ def test_a_heavy_computation_says_at_once_that_it_runs(page):
         new MutationObserver(() => { window.computingSeen ||= [...document.querySelectorAll('[data-testid=stProgress]')]
             .some(p => p.innerText.includes('Head importance: computing now')); })
             .observe(document.body, {subtree: true, childList: true, characterData: true}); }""")
-    page.get_by_role("radio", name="Head importance").click()
+    pick_view(page, "Head importance")
     page.get_by_text("This sentence").first.wait_for(timeout=60_000)
     wait_idle(page)
     assert page.evaluate("window.computingSeen")
@@ -205,7 +205,7 @@ def test_chips_and_labels_are_legible_in_both_themes(browser, server, scheme):
     for i in range(chips.count()):
         ratio = chips.nth(i).evaluate(CONTRAST)
         assert ratio >= 4.5, (scheme, chips.nth(i).inner_text(), ratio)  # WCAG AA for text
-    pg.get_by_role("radio", name="Decoding trace").click()
+    pick_view(pg, "Decoding trace")
     pg.get_by_text("Step 1 of").wait_for(timeout=20_000)
     wait_idle(pg)
     assert pg.locator(".chip.now").first.evaluate(CONTRAST) >= 4.5
@@ -224,7 +224,7 @@ def test_chips_and_labels_are_legible_in_both_themes(browser, server, scheme):
 def test_800px_wide_every_control_is_usable(browser, server):
     ctx = browser.new_context(viewport={"width": 800, "height": 2400})
     pg = ctx.new_page()
-    pg.goto(server)
+    pg.goto(server + "/?view=cross")
     translate_in_page(pg, "Zwei Männer spielen Fußball auf einer Wiese.")
     group = pg.get_by_role("radiogroup", name="Head")
     assert group.evaluate("g => g.scrollWidth <= g.clientWidth + 1")  # no hidden scroller
@@ -233,12 +233,12 @@ def test_800px_wide_every_control_is_usable(browser, server):
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= 800, (n, box)
     plot = pg.locator(".js-plotly-plot").first.evaluate("g => g._fullLayout.xaxis._length")
     assert plot >= 250  # the map keeps a sensible size
-    pg.get_by_role("radio", name="Decoding trace").click()
+    pick_view(pg, "Decoding trace")
     pg.get_by_text("Step 1 of").wait_for(timeout=20_000)
     for name in ("◀ Previous", "Next ▶"):
         button = pg.get_by_role("button", name=name)
         assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && b.innerText.trim().length > 4"), name
-    pg.get_by_role("radio", name="Ablate heads").click()
+    pick_view(pg, "Ablate heads")
     wait_idle(pg)
     for kind in ("Encoder self-attention", "Decoder self-attention", "Cross-attention"):  # 3 columns of 8 pills
         for layer in (1, 2, 3):
@@ -275,7 +275,7 @@ def test_head_grids_stack_where_three_across_would_crowd_the_numbers(browser, se
 
 def test_a_copied_link_opens_the_same_picture(page, browser):
     translate_in_page(page, "Zwei Männer spielen Fußball auf einer Wiese.")
-    page.get_by_role("radio", name="Decoder self-attention").click()
+    pick_view(page, "Decoder self-attention")
     wait_idle(page)
     page.get_by_role("radiogroup", name="Layer").get_by_role("radio", name="2", exact=True).click()
     wait_idle(page)
@@ -291,7 +291,7 @@ def test_a_copied_link_opens_the_same_picture(page, browser):
     ctx.close()
     assert not errors
 
-    page.get_by_role("radio", name="Decoding trace").click()
+    pick_view(page, "Decoding trace")
     page.get_by_text("Step 1 of").wait_for(timeout=20_000)
     page.get_by_role("button", name="Next ▶").click()
     page.get_by_text("Step 2 of").wait_for(timeout=20_000)
@@ -301,7 +301,7 @@ def test_a_copied_link_opens_the_same_picture(page, browser):
     ctx.close()
     assert not errors
 
-    page.get_by_role("radio", name="Ablate heads").click()
+    pick_view(page, "Ablate heads")
     wait_idle(page)
     pill = page.get_by_role("toolbar", name="Encoder self-attention, layer 1: heads to switch off").get_by_role(
         "button", name="5", exact=True)
@@ -377,7 +377,7 @@ def test_downloads_match_the_cli_and_round_trip(page, tmp_path):
 
 def test_inside_a_head_follows_head_and_query_clicks(page):
     translate_in_page(page, "Zwei Männer spielen Fußball auf einer Wiese.")
-    page.get_by_role("radio", name="Inside a head").click()
+    pick_view(page, "Inside a head")
     page.get_by_text("1. The query's input vector x").wait_for(timeout=30_000)
     page.get_by_role("radiogroup", name="Attention").get_by_role("radio", name="Decoder self-attention").click()
     page.get_by_role("radiogroup", name="Head").get_by_role("radio", name="4", exact=True).click()
@@ -398,7 +398,7 @@ def test_inside_a_head_follows_head_and_query_clicks(page):
 
 def test_source_flow_view_shows_coverage_and_rollout(page):
     translate_in_page(page, "Ein Mann in einem pinken Hemd sitzt auf dem Gras und ein Ball ist in der Luft.")
-    page.get_by_role("radio", name="Source flow").click()
+    pick_view(page, "Source flow")
     page.get_by_text("Coverage, layer 3, mean of the 8 heads").first.wait_for(timeout=30_000)
     page.get_by_text("Rollout through the encoder").first.wait_for(timeout=30_000)
     bars = page.locator(".js-plotly-plot").first.evaluate("g => g._fullData[0]._length")

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from appserver import INPUT_LABEL, translate_in_page, wait_idle
+from appserver import INPUT_LABEL, pick_view, translate_in_page, wait_idle
 from conftest import fresh_page
 from browser.test_browser import CONTRAST
 
@@ -135,7 +135,7 @@ def test_where_it_learned_this_step_opens_the_training_evidence_at_that_step(bro
             table.locator("th", has_text="training sentence").wait_for(state="attached", timeout=30_000)  # for readers
             assert table.locator("td").count() >= 5  # the five nearest training steps
             if step == 3:
-                pg.get_by_role("radio", name="Decoding trace").click()
+                pick_view(pg, "Decoding trace")
                 pg.get_by_text("Step 3 of").wait_for(timeout=60_000)
                 wait_idle(pg, 60_000)
                 pg.get_by_role("button", name="◀ Previous").click()

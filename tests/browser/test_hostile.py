@@ -21,7 +21,7 @@ def test_a_hostile_link_renders_as_text_on_every_view_in_chromium(browser, serve
     another site (phishing inside the app's own warning), and the chips linked the address and ran KaTeX."""
     from urllib.parse import urlencode
 
-    from appserver import wait_idle
+    from appserver import pick_view, wait_idle
     from browser.test_browser import ARTIFACTS
     from conftest import fresh_page
     from views.registry import VIEWS
@@ -36,7 +36,7 @@ def test_a_hostile_link_renders_as_text_on_every_view_in_chromium(browser, serve
         assert f"model={SHORTCODES!r}" in note.inner_text().replace("\u2060", "")  # no emoji, icon or colour
         assert note.locator("[data-testid='stIconMaterial'], span[style*='color']").count() == 0
         for view in VIEWS.values():  # the switch names each view by its label
-            pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=view.label, exact=True).click()
+            pick_view(pg, view.label)
             wait_idle(pg)
             found = pg.evaluate("""() => ({
                 links: [...document.querySelectorAll('a[href]')].map(a => new URL(a.href))

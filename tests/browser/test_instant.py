@@ -10,7 +10,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from appserver import draw_every_chart, translate_in_page, wait_idle
+from appserver import draw_every_chart, pick_view, translate_in_page, wait_idle
 from views.instant import plotly_source, serve_plotly
 
 
@@ -23,7 +23,7 @@ SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
 def page(browser, server):
     ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
     pg = ctx.new_page()
-    pg.goto(server)
+    pg.goto(server + "/?view=cross")  # the attention views' instant picks start on Cross-attention
     translate_in_page(pg, SENTENCE)
     yield pg
     ctx.close()
@@ -196,7 +196,7 @@ def test_a_view_visited_again_takes_its_drawn_charts_back_and_a_new_sentence_dra
     pg.wait_for_selector(".explorer-maps[data-ready]", timeout=60_000)
 
     def visit(label: str, box: str):
-        pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+        pick_view(pg, label)
         wait_idle(pg)
         pg.wait_for_selector(f"{box}[data-ready]", timeout=30_000)
 
@@ -254,7 +254,7 @@ def test_the_maps_csv_is_the_picked_map(page, translator, tmp_path):
 def test_the_trace_steps_here_and_asks_the_server_only_for_a_what_if(page, translator):
     r = translator.translate(SENTENCE)
     L, H = r.cross_attentions.shape[:2]
-    page.get_by_role("radio", name="Decoding trace").click()
+    pick_view(page, "Decoding trace")
     page.get_by_text("Step 1 of").wait_for(timeout=20_000)
     wait_idle(page)
     before = runs(page)
@@ -296,7 +296,7 @@ def test_the_trace_steps_here_and_asks_the_server_only_for_a_what_if(page, trans
 
 def test_inside_a_head_follows_layer_head_and_query_here(page, translator):
     inside = translator.inside(SENTENCE)
-    page.get_by_role("radio", name="Inside a head").click()
+    pick_view(page, "Inside a head")
     page.get_by_text("1. The query's input vector x").wait_for(timeout=30_000)
     wait_idle(page)
     before = runs(page)

@@ -5,7 +5,7 @@ fits, what renders, and at 1400 px axe-core's reading of it with every table sho
 
 import pytest
 
-from appserver import INPUT_LABEL, draw_every_chart, wait_idle
+from appserver import INPUT_LABEL, draw_every_chart, pick_view, wait_idle
 from conftest import fresh_page
 
 LINK = "/?s=Zwei+Männer+spielen+Fußball+auf+einer+Wiese.&view=cross"
@@ -20,7 +20,7 @@ def test_the_arrow_keys_step_the_view_just_picked(browser, server, label, slug, 
     """A click on the view switch, then →: the view steps (the page says the arrow keys step), instead of the focus
     moving to the next view on the switch, which Enter would then open."""
     ctx, pg, errors = fresh_page(browser, server + LINK)
-    pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+    pick_view(pg, label)
     pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
     # The view is drawn, and the run that drew it has moved the focus into it (app.py focus_view). Waiting only for
     # an idle page and a focus off the switch let → go out in the gap before the run had drawn the view (once in a
@@ -235,7 +235,7 @@ def test_every_view_fits_renders_and_reads(browser, server, width, scheme):
             found.setdefault(slug, []).extend(bad[:5])
 
     for slug, view in VIEWS.items():
-        pg.get_by_role("radiogroup", name="View").get_by_role("radio", name=view.label, exact=True).click()
+        pick_view(pg, view.label)
         pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
         wait_idle(pg, 180_000)
         drawn_and_fits(slug)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import viz
-from conftest import decoded, from_url, maps_data
+from conftest import decoded, from_url, maps_data, show_view
 from views.widgets import table_labels
 
 
@@ -26,7 +26,7 @@ def test_the_map_table_holds_the_map_and_names_hostile_tokens_as_typed(monkeypat
     assert panel["causal"]  # the browser writes "masked" above the diagonal, as the chart greys it
     steps = table_labels(viz.predicting(r.tgt_tokens, [s.token for s in r.steps]))
     assert panel["table"]["rows"] == panel["table"]["cols"] == steps
-    at.segmented_control(key="view").set_value("enc").run()  # the source's names as typed: the browser sets them as text, never markup
+    show_view(at, "enc")  # the source's names as typed: the browser sets them as text, never markup
     assert maps_data(at)[0]["panels"][0]["table"]["cols"] == table_labels(r.src_tokens, r.src_unknown)
     assert any("<" in name or "*" in name for name in table_labels(r.src_tokens))
     assert panel["titles"][1][2] + panel["table"]["axes"] == (

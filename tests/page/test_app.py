@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import (APP, CHECKPOINT, ENGLISH, GERMAN, ROOT, charts, component_data, decoded, figure_data, from_url,
-                      headers, maps_data, markdown, shown)
+                      headers, maps_data, markdown, show_view, shown)
 from model.checkpoint import save_checkpoint
 from model.heads import KIND_NAMES
 from model.vocab import Vocab
@@ -20,6 +20,12 @@ from unit.test_hostile import ODD_INPUTS  # what a pasted text brings
 from viz import plain
 
 pytestmark = pytest.mark.slow
+
+@pytest.fixture
+def cross(monkeypatch):
+    """The page opened by a link to Cross-attention (a first visit opens the walk: tests/page/test_first_visit.py)."""
+    return from_url(monkeypatch, view="cross")
+
 
 def typed(app, sentence):
     app.text_input(key="sentence").input(sentence).run()
@@ -45,18 +51,18 @@ def test_empty_page_gives_a_hint(app):
     assert not charts(app)
 
 
-def test_sentence_gives_translation_and_views(app):
-    typed(app, "Ein Mann fährt Fahrrad.")
-    md = markdown(app)
+def test_sentence_gives_translation_and_views(cross):
+    typed(cross, "Ein Mann fährt Fahrrad.")
+    md = markdown(cross)
     assert "class='translation'>a man" in md
-    specs = charts(app)
+    specs = charts(cross)
     assert len(specs) == 2  # the chosen head and the model view of the default (cross-attention) view
     assert specs[0]["layout"]["xaxis"]["ticktext"][:3] == ["&lt;sos&gt;", "ein", "mann"]
     assert specs[0]["layout"]["yaxis"]["ticktext"][:2] == ["&lt;sos&gt; → a", "a → man"]  # rows say what they predict
     for view in ["dec", "enc", "trace", "positions"]:
-        app.segmented_control(key="view").set_value(view).run()
-        assert not app.exception, view
-        assert charts(app), view
+        show_view(cross, view)
+        assert not cross.exception, view
+        assert charts(cross), view
 
 
 def test_the_server_settles_after_its_first_model_load(app):
@@ -144,28 +150,28 @@ def test_whitespace_input_is_a_hint_not_an_error(app):
     assert "Type a German sentence" in app.info[0].value and not app.error
 
 
-def test_too_long_input_warns_and_translates(app):
-    typed(app, " ".join(["Ein Hund läuft."] * 40))
-    assert "too long" in app.warning[0].value and "cut" in app.warning[0].value
-    assert charts(app)
+def test_too_long_input_warns_and_translates(cross):
+    typed(cross, " ".join(["Ein Hund läuft."] * 40))
+    assert "too long" in cross.warning[0].value and "cut" in cross.warning[0].value
+    assert charts(cross)
 
 
-def test_unknown_words_other_scripts_and_emoji(app):
-    typed(app, "Qwxzy 日本語 😀 Ελληνικά")
-    assert "unknown to the model" in "\n".join(c.value for c in app.caption)
-    assert 'class="chip unk"' in markdown(app)
-    assert charts(app)
+def test_unknown_words_other_scripts_and_emoji(cross):
+    typed(cross, "Qwxzy 日本語 😀 Ελληνικά")
+    assert "unknown to the model" in "\n".join(c.value for c in cross.caption)
+    assert 'class="chip unk"' in markdown(cross)
+    assert charts(cross)
 
 
-def test_html_input_is_shown_as_text(app):
-    typed(app, "<script>alert('x')</script> <img src=x onerror=alert(1)> Ein Hund")
-    md = markdown(app)
+def test_html_input_is_shown_as_text(cross):
+    typed(cross, "<script>alert('x')</script> <img src=x onerror=alert(1)> Ein Hund")
+    md = markdown(cross)
     assert "<script" not in md and "</script" not in md and "<img" not in md
     assert "&lt;/script" in md  # spaCy splits the tag; every piece is escaped
-    for spec in charts(app):
+    for spec in charts(cross):
         assert "</script" not in json.dumps(spec)
     # The names the browser hands Plotly for hover text are escaped too (tables and CSV set raw text as text).
-    names = json.dumps([p["labels"] for data in maps_data(app) for p in data["panels"]])
+    names = json.dumps([p["labels"] for data in maps_data(cross) for p in data["panels"]])
     assert "</script" not in names and "&lt;/script" in names
 
 
@@ -193,7 +199,7 @@ def test_example_picker_fills_the_sentence(app):
 
 
 def view(app, slug):
-    app.segmented_control(key="view").set_value(slug).run()  # the view switch's options are the links' slugs
+    show_view(app, slug)  # the view switch's options are the links' slugs
     assert not app.exception, app.exception
     return app
 
@@ -302,8 +308,9 @@ def test_the_page_counts_layers_and_heads_from_the_config(monkeypatch, tmp_path,
     in every view (the position curves used to ask for dimension 128)."""
     save_checkpoint(tiny_model, Vocab(GERMAN), Vocab(ENGLISH), tmp_path / "tiny")
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path / "tiny"))
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    typed(at, "ein hund läuft .")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["view"] = "cross"
+    typed(at.run(), "ein hund läuft .")
     assert "2+2 layers, 4 heads" in "\n".join(c.value for c in at.caption)
     data = maps_data(at)[0]
     assert (data["layers"], data["heads"]) == (2, 4)  # the browser's layer and head switches
@@ -449,27 +456,27 @@ def test_a_failing_view_is_the_pages_own_message(app, monkeypatch):
     assert "boom" not in app.error[0].value  # details go to the server log, not the page
 
 
-def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(app):
-    typed(app, "Zwei Hunde spielen im Schnee.")
-    data = maps_data(app)[0]  # the browser names the camera's file after the pick (views/maps.js)
+def test_saved_pictures_are_2x_png_or_svg_and_say_what_they_show(cross):
+    typed(cross, "Zwei Hunde spielen im Schnee.")
+    data = maps_data(cross)[0]  # the browser names the camera's file after the pick (views/maps.js)
     assert data["image_format"] == "png" and data["names"][2][8] == "cross-layer3-mean"
     assert data["names"][2][2] == "cross-layer3-head3"
-    title = charts(app)[0]["layout"]["title"]
+    title = charts(cross)[0]["layout"]["title"]
     assert title["text"] == "Cross-attention, layer 3, mean of the 8 heads"
     assert title["subtitle"]["text"] == "Zwei Hunde spielen im Schnee."  # a saved picture names its sentence
-    assert not app.get("download_button")  # the export section makes its buttons only while open
-    app.session_state["downloads_open"] = True  # opened (the browser's click on it reruns the view)
-    app.run()
-    assert {"Result (JSON)", "All maps (.npz)", "Step trace (CSV)"} <= {b.label for b in app.get("download_button")}
-    app.segmented_control(key="image_format_pick").set_value("SVG").run()
-    assert maps_data(app)[0]["image_format"] == "svg"
-    app.session_state["downloads_open"] = False  # closed again: the choice stays
-    app.run()
-    assert maps_data(app)[0]["image_format"] == "svg" and not app.get("download_button")
-    view(app, "trace")
-    assert trace_data(app)["image_format"] == "svg"
-    view(app, "positions")  # a chart (views/figure.js): the same choice
-    assert [f["image_format"] for f in figure_data(app)] == ["svg"] * len(figure_data(app)) and figure_data(app)
+    assert not cross.get("download_button")  # the export section makes its buttons only while open
+    cross.session_state["downloads_open"] = True  # opened (the browser's click on it reruns the view)
+    cross.run()
+    assert {"Result (JSON)", "All maps (.npz)", "Step trace (CSV)"} <= {b.label for b in cross.get("download_button")}
+    cross.segmented_control(key="image_format_pick").set_value("SVG").run()
+    assert maps_data(cross)[0]["image_format"] == "svg"
+    cross.session_state["downloads_open"] = False  # closed again: the choice stays
+    cross.run()
+    assert maps_data(cross)[0]["image_format"] == "svg" and not cross.get("download_button")
+    view(cross, "trace")
+    assert trace_data(cross)["image_format"] == "svg"
+    view(cross, "positions")  # a chart (views/figure.js): the same choice
+    assert [f["image_format"] for f in figure_data(cross)] == ["svg"] * len(figure_data(cross)) and figure_data(cross)
 
 
 HOSTILE_TEXT = "**x** [a](http://x) $$x$$ <b>y</b> javascript:alert(1) `c` Hund\u200b\u0007"
@@ -492,7 +499,7 @@ def test_odd_and_hostile_input_gets_through_every_view_as_text(app, name):
 
     typed(app, ODD_SENTENCES[name])
     for view in VIEWS:
-        app.segmented_control(key="view").set_value(view).run()
+        show_view(app, view)
         assert not app.exception and not app.error, (view, app.exception, [e.value for e in app.error])
         if "attention" in VIEWS[view].label:  # something unknown is still a token: the maps are drawn
             assert charts(app), view

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import viz
-from conftest import CHECKPOINT, array, charts, from_url, headers, maps_data, markdown, picked_maps
+from conftest import CHECKPOINT, array, charts, from_url, headers, maps_data, markdown, picked_maps, show_view
 from model.head_importance import head_importance_for_sentence
 
 SIN = CHECKPOINT / "sinusoidal"
@@ -133,7 +133,7 @@ def test_every_view_works_with_the_sinusoidal_model(monkeypatch):
 
     at = from_url(monkeypatch, s=PAIR[0], model="sinusoidal")
     for view in VIEWS:
-        at.segmented_control(key="view").set_value(view).run()
+        show_view(at, view)
         assert not at.exception and not at.error, (view, at.exception, [e.value for e in at.error])
         assert at.session_state.model == "sinusoidal"
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import component_data, figure_data, from_url, markdown, shown
+from conftest import component_data, figure_data, from_url, markdown, shown, show_view
 
 
 SENTENCE = "Ein Mann fährt Fahrrad."
@@ -56,7 +56,7 @@ def test_another_word_opens_the_whole_vocabulary(app, translator):
     """The browser's what-if box ends with "(another word…)": picking it opens a box with every word of the
     vocabulary, the step's candidates first; a word picked there is forced as a candidate is."""
     app.text_input(key="sentence").input(SENTENCE).run()
-    app.segmented_control(key="view").set_value("trace").run()
+    show_view(app, "trace")
     app.session_state.trace_step, app.session_state.what_if = 2, ANY_WORD  # what the browser's pick asks
     app.run()
     assert not app.exception

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP, CHECKPOINT
+from conftest import APP, CHECKPOINT, show_view
 from model.tables import command_line
 from views.registry import VIEWS
 
@@ -38,7 +38,7 @@ def test_every_view_of_a_checkpoint_without_tables_opens_and_names_the_command(m
     notes = [c.value for c in at.caption if "No training index" in c.value]
     assert len(notes) == 1 and command in notes[0]  # the familiarity note's place under the translation
     for slug in VIEWS:
-        at.segmented_control(key="view").set_value(slug).run()
+        show_view(at, slug)
         assert not at.exception, (slug, at.exception)
         assert not at.error, (slug, [e.value for e in at.error])
         if slug in MISSING:

@@ -93,3 +93,20 @@ def test_a_view_is_flagged_heavy_where_its_module_takes_heavy_turns():
     for module, views in by_module.items():
         takes_turns = "HEAVY.turn(" in inspect.getsource(module) or any(f in vars(module).values() for f in heavy_calls)
         assert takes_turns == any(v.heavy for v in views), (module.__name__, [v.slug for v in views])
+
+
+def test_every_view_is_in_exactly_one_family_in_the_registrys_order():
+    """The view switch's two rows (views/registry.py FAMILIES): every registered view in one family, the families
+    in VIEWS's order, the default view first of the first family (the walk: where a newcomer starts)."""
+    from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF
+
+    flat = [slug for f in FAMILIES for slug in f.views]
+    assert flat == list(VIEWS) and len(set(flat)) == len(flat)
+    assert DEFAULT_VIEW == FAMILIES[0].views[0] == "walk" and set(FAMILY_OF) == set(VIEWS)
+    assert all(f.name and f.line.endswith(".") for f in FAMILIES) and len({f.name for f in FAMILIES}) == len(FAMILIES)
+    readme = (ROOT / "README.md").read_text()
+    places = [readme.index(f"**{f.name}**: {f.line}") for f in FAMILIES]  # each family with its line, in order
+    assert places == sorted(places)
+    for f, at in zip(FAMILIES, places):
+        for slug in f.views:
+            assert readme.index(f"(`{slug}`) |") > at, (f.name, slug)

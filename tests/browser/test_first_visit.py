@@ -1,0 +1,48 @@
+"""A first visit in the browser: the bare address opens the walk under "Start here"; a family's button opens its
+first view, the link follows and the keyboard focus moves into the view; on a phone the walk's first stop starts
+within the first two screens (it was below 21 buttons)."""
+
+from appserver import pick_view, translate_in_page, wait_idle
+from conftest import fresh_page
+
+SENTENCE = "Ein Hund rennt durch den Schnee."
+
+
+def checked(pg, group: str, name: str) -> bool:
+    radio = pg.get_by_role("radiogroup", name=group).get_by_role("radio", name=name, exact=True)
+    return radio.get_attribute("aria-checked") == "true"
+
+
+def test_the_bare_address_opens_the_walk_and_a_family_opens_its_first_view(browser, server):
+    ctx, pg, errors = fresh_page(browser, server)
+    try:
+        translate_in_page(pg, SENTENCE)
+        assert checked(pg, "Views", "Start here") and checked(pg, "View", "Walk through the model")
+        pg.get_by_text("Stop 1 of 11").wait_for(timeout=30_000)
+        assert "view=walk" in pg.url
+        pg.get_by_role("radiogroup", name="Views").get_by_role("radio", name="Attention", exact=True).click()
+        pg.wait_for_function("new URLSearchParams(location.search).get('view') === 'cross'", timeout=30_000)
+        wait_idle(pg)
+        assert checked(pg, "View", "Cross-attention")
+        pg.locator(".explorer-maps .chart").first.wait_for(timeout=30_000)  # the map is drawn
+        pg.wait_for_function("() => !!document.activeElement.closest('.st-key-view_box')", timeout=30_000)
+        pick_view(pg, "Beam search")  # a view of another family, as a visitor reaches it
+        pg.wait_for_function("new URLSearchParams(location.search).get('view') === 'beam'", timeout=60_000)
+        assert checked(pg, "Views", "More")
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+def test_on_a_phone_the_walk_starts_within_two_screens(browser, server):
+    ctx, pg, errors = fresh_page(browser, server, viewport={"width": 390, "height": 844}, is_mobile=True,
+                                 has_touch=True)
+    try:
+        translate_in_page(pg, SENTENCE)
+        stop = pg.get_by_text("Stop 1 of 11")
+        stop.wait_for(timeout=30_000)
+        top = stop.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        assert top < 2 * 844, top
+        assert not errors, errors
+    finally:
+        ctx.close()
