@@ -73,6 +73,26 @@ NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "m
          "max_weight": "max weight", "monotonicity": "monotonicity", "alignment_spearman": "alignment Spearman"}
 
 
+def head_divergence(maps: np.ndarray, first_row: int = 0) -> np.ndarray:
+    """How much a layer's heads differ on one sentence: (L,) the mean over pairs of heads (h < h') and over query
+    rows (from `first_row`: 1 for dec, whose <sos> row is 1 on itself in every head) of the Jensen-Shannon
+    divergence between the two heads' rows, in bits (0: the heads look alike; 1: they share no key).
+    JS(p, q) = (KL(p || m) + KL(q || m)) / 2 with m = (p + q) / 2, 0 log 0 = 0. maps: (L, H, Tq, Tk) weights.
+    The walk's multi-head stop and the attention views open on the layer where it is largest."""
+    w = np.asarray(maps, dtype=np.float64)[:, :, first_row:]  # (L, H, Q, K)
+    L, H = w.shape[:2]
+    if H < 2 or w.shape[2] == 0:
+        return np.zeros(L)
+    a, b = np.triu_indices(H, 1)
+    p, q = w[:, a], w[:, b]  # (L, pairs, Q, K)
+    m = (p + q) / 2
+
+    def kl(x):  # sum_k x log2(x / m), 0 where x = 0 (m > 0 wherever x > 0)
+        return np.where(x > 0, x * np.log2(np.where(x > 0, x, 1) / np.where(m > 0, m, 1)), 0).sum(-1)
+
+    return ((kl(p) + kl(q)) / 2).mean(axis=(1, 2))
+
+
 def is_punctuation(token: str) -> bool:
     """True for a token made only of Unicode punctuation characters ("." "," "--" "\u201e"), not "<eos>" or "+"."""
     return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)

@@ -225,6 +225,27 @@ def app(monkeypatch):
     return from_url(monkeypatch)
 
 
+def literal_head_divergence(maps, first_row: int = 0) -> list:
+    """model/head_stats.py head_divergence's second route: per layer, loops over head pairs, rows and keys with
+    math.log2 (0 log 0 = 0), the Jensen-Shannon divergence (KL(p||m) + KL(q||m)) / 2 averaged."""
+    import math
+
+    out = []
+    for layer in maps:
+        total, count = 0.0, 0
+        for a in range(len(layer)):
+            for b in range(a + 1, len(layer)):
+                for p, q in zip(layer[a][first_row:], layer[b][first_row:]):
+                    js = 0.0
+                    for x, y in zip(p, q):
+                        m = (float(x) + float(y)) / 2
+                        js += (float(x) * math.log2(float(x) / m) if x > 0 else 0.0) / 2
+                        js += (float(y) * math.log2(float(y) / m) if y > 0 else 0.0) / 2
+                    total, count = total + js, count + 1
+        out.append(total / count if count else 0.0)
+    return out
+
+
 def show_view(at, slug: str):
     """Pick a view on the page's switch as a visitor does: its family (where another is open), then the view."""
     from views.registry import FAMILY_OF

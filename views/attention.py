@@ -20,8 +20,8 @@ from . import Context, View, compare, guess
 from .calls import weighted_norms
 from .export import downloads
 from .instant import WEIGHT_STEP, figure_json, packed, show, skeleton, with_means
-from .state import (MEAN, choice_param, head_key, head_link, head_param, int_param, layer_key, page_view,
-                    pick_seq_key)
+from .state import (MEAN, choice_param, head_key, head_link, head_param, int_param, layer_key, opening_layer,
+                    page_view, pick_seq_key)
 from .widgets import literal, table_labels, trust_line
 
 VALUES = {"weights": "weights α", "norms": "weighted norms ‖α·f(x)‖"}  # what the maps draw: ?values=norms
@@ -77,7 +77,7 @@ def attention_view(ctx: Context, kind: str):
     steps = [s.token for s in ctx.result.steps]
     st.caption(viz.map_caption(kind, steps, literal) +
                " Hover a cell for the exact weight.")
-    found = guess.map_question(ctx.result, kind, first_pick(kind, L)[0]) if guess.on() else None
+    found = guess.map_question(ctx.result, kind, first_pick(kind, ctx.result)[0]) if guess.on() else None
     if found and guess.hidden(found[0]):  # guess first: the maps wait for the answer
         return
     if found:
@@ -108,7 +108,7 @@ def attention_view(ctx: Context, kind: str):
         name = "norms" if norms else "attention"
         trust_line(ctx.checkpoint, {f"layer {i + 1}": f"{name} L{i + 1}" for i in range(L)},
                    "source" if kind == "cross" else "prefix")
-    layer, head, style = first_pick(kind, L)
+    layer, head, style = first_pick(kind, ctx.result)
     shown = Shown(kind, layer, head, style, norms)
     if second is None:
         panels, diff = [panel(ctx.result, shown, maps if norm_maps is None else norm_maps)], None
@@ -151,11 +151,12 @@ def grid(maps, q_tokens: list, k_tokens: list, kind: str, q_unk: list, k_unk: li
                                       key_unknown=k_unk, norms=norms, cells=False))
 
 
-def first_pick(kind: str, L: int) -> tuple:
-    """The layer, head (None: the mean) and drawing the server knows of: the link's, or the defaults. The browser
-    starts from these and keeps its own picks after."""
+def first_pick(kind: str, result) -> tuple:
+    """The layer, head (None: the mean) and drawing the server knows of: the link's, or the defaults (the layer
+    state.opening_layer picks for this sentence). The browser starts from these and keeps its own picks after."""
     s = st.session_state
-    layer = s.get(layer_key(kind), L - 1 if kind == "cross" else 0)
+    L = len(result.maps(kind))
+    layer = s.get(layer_key(kind), opening_layer(result, kind))
     head = s.get(head_key(kind), MEAN)
     return min(layer, L - 1), None if head == MEAN else head, s.get("draw_as", "map")
 

@@ -34,11 +34,13 @@ import os
 import re
 from collections.abc import Mapping
 
+import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.common import user_key_from_element_id
 
 from model.errors import InputError
+from model.head_stats import head_divergence
 from model.heads import Head, HeadSet
 from model.result import Translation
 
@@ -69,6 +71,17 @@ def pick_seq_key(kind: str) -> str:
     """How many times the server has picked the layer and head of this kind's attention view (a head opened from
     another view): the browser, which keeps its own picks (views/maps.js), takes the server's when it changes."""
     return f"{kind}_pick_seq"
+
+
+def opening_layer(result: Translation, kind: str) -> int:
+    """The layer (from 0) an attention view of this kind opens on where no pick says otherwise, and the one the
+    walk's multi-head stop shows: for self-attention the layer whose heads differ most on this sentence
+    (model/head_stats.py head_divergence: the first layer's heads are near-uniform and alike), for cross-attention
+    the last layer, where the walk's cross-attention stop looks."""
+    maps = result.maps(kind)  # (L, H, Q, K)
+    if kind == "cross":
+        return len(maps) - 1
+    return int(np.argmax(head_divergence(maps, first_row=1 if kind == "dec" else 0)))
 
 
 def set_pick(kind: str, layer: int, head):

@@ -15,12 +15,13 @@ import numpy as np
 import streamlit as st
 
 import viz
+from model.head_stats import head_divergence
 from model.heads import KIND_NAMES
 from viz.labels import token_labels
 
 from . import Context, guess
 from .calls import inside
-from .state import MEAN, int_param, page_view, set_pick
+from .state import MEAN, int_param, opening_layer, page_view, set_pick
 from .widgets import chart, literal, token_chips, tutorial_names
 
 STOP_KEY = "walk_stop"  # the stop shown, from 0 (the link counts from 1)
@@ -116,7 +117,7 @@ def walk_view(ctx: Context):
         return
     DRAW[n](ctx, ins, word, q)
     if stop.opens:
-        layer = {"enc": 0 if n == 3 else ctx.cfg.n_enc_layers - 1, "dec": 0,
+        layer = {"enc": opening_layer(r, "enc") if n == 3 else ctx.cfg.n_enc_layers - 1, "dec": 0,
                  "cross": ctx.cfg.n_dec_layers - 1}.get(stop.opens)
         st.button(f"Open “{OPENS[stop.opens]}” for every detail", on_click=open_view, args=(stop.opens, layer),
                   key="walk_open")
@@ -179,15 +180,21 @@ def one_head(ctx: Context, ins, word: int, q=None):
 
 
 def all_heads(ctx: Context, ins, word: int, q=None):
-    maps = ctx.result.encoder_attentions[:1]
+    layer = opening_layer(ctx.result, "enc")
+    divergence = head_divergence(ctx.result.encoder_attentions)
+    maps = ctx.result.encoder_attentions[layer:layer + 1]
     H = maps.shape[1]
-    text(f"The layer runs {H} such heads side by side, each with its own W_Q, W_K, W_V on a "
-         f"{ctx.cfg.d_model // H}-dimensional slice; they look at different things.",
+    text(f"Each layer runs {H} such heads side by side, each with its own W_Q, W_K, W_V on a "
+         f"{ctx.cfg.d_model // H}-dimensional slice, so each can look at different things.",
          "W_O mixes their outputs back into one vector per token.")
-    st.caption(tutorial_names(ctx.checkpoint))
+    st.caption(f"Here encoder layer {layer + 1}, the layer whose heads differ most on this sentence: their rows "
+               f"differ by {divergence[layer]:.2f} bits on average (the mean Jensen–Shannon divergence between two "
+               "heads' rows; 0 = alike, 1 = no key in common), against "
+               + ", ".join(f"{d:.2f} in layer {i + 1}" for i, d in enumerate(divergence) if i != layer) + ". "
+               + tutorial_names(ctx.checkpoint))
     (q, q_unk), (k, k_unk) = token_labels(ctx.result, "src"), token_labels(ctx.result, "src")
     chart(viz.model_view(maps, q, k, query_unknown=q_unk, key_unknown=k_unk,
-                         title=f"Encoder layer 1: all {H} heads"), key="walk_heads", name="walk-heads",
+                         title=f"Encoder layer {layer + 1}: all {H} heads"), key="walk_heads", name="walk-heads",
           width="content")
 
 

@@ -4,7 +4,7 @@ into the detailed views (AppTest on the shipped model: slow tier)."""
 import numpy as np
 import pytest
 
-from conftest import array, charts, from_url, markdown, shown
+from conftest import array, charts, from_url, literal_head_divergence, maps_data, markdown, shown
 from views.walk import STOPS
 
 pytestmark = pytest.mark.slow
@@ -60,11 +60,33 @@ def test_the_pictures_are_the_models_own_numbers(monkeypatch, translator):
     assert table["token"].tolist() == r.src_tokens and table["id"].tolist() == translator.source_ids(SENTENCE)[1]
 
 
-@pytest.mark.parametrize("stop, view, layer", [(3, "inside", None), (4, "enc", 0), (9, "cross", 2),
+@pytest.mark.parametrize("stop, view, layer", [(3, "inside", None), (4, "enc", "varied"), (9, "cross", 2),
                                                (10, "trace", None)])
-def test_a_stop_opens_its_detailed_view(monkeypatch, stop, view, layer):
+def test_a_stop_opens_its_detailed_view(monkeypatch, translator, stop, view, layer):
+    if layer == "varied":  # the multi-head stop's layer: where the heads differ most on this sentence
+        layer = int(np.argmax(literal_head_divergence(translator.translate(SENTENCE).encoder_attentions)))
     at = walk(monkeypatch, stop)
     at.button(key="walk_open").click().run()
     assert at.session_state.view == view and not at.exception
     if layer is not None:
         assert at.query_params["layer"] == str(layer + 1) and at.query_params["view"] == view
+
+
+def test_the_multi_head_stop_and_the_self_attention_views_open_where_the_heads_differ(monkeypatch, translator):
+    """Stop 4 shows the encoder layer whose heads differ most on this sentence (the mean Jensen-Shannon divergence
+    between heads' rows, by the literal loops), names it and the measure, and the encoder and decoder views open on
+    their own such layer; on the shipped model that is never the first layer, whose heads are near-uniform."""
+    r = translator.translate(SENTENCE)
+    enc, dec = literal_head_divergence(r.encoder_attentions), literal_head_divergence(r.decoder_attentions, 1)
+    layer = int(np.argmax(enc))
+    assert layer != 0 and enc[0] < 0.1 < enc[layer]  # the measured reason for the choice
+    at = walk(monkeypatch, 4)
+    said = " ".join(c.value for c in at.caption)
+    assert f"Here encoder layer {layer + 1}, the layer whose heads differ most" in said
+    assert f"{enc[layer]:.2f} bits" in said and f"{enc[0]:.2f} in layer 1" in said
+    assert charts(at)[0]["layout"]["title"]["text"].startswith(f"Encoder layer {layer + 1}: all 8 heads")
+    for kind, measured in (("enc", enc), ("dec", dec)):
+        at = from_url(monkeypatch, s=SENTENCE, view=kind)
+        assert not at.exception
+        data = maps_data(at)[0]
+        assert data["pick"]["layer"] == int(np.argmax(measured)), kind

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from conftest import seeded_translator
-from model.head_stats import DEFINITIONS, corpus_mean, is_punctuation, main, sentence_stats, translation_stats
+from conftest import literal_head_divergence, seeded_translator
+from model.head_stats import DEFINITIONS, head_divergence, corpus_mean, is_punctuation, main, sentence_stats, translation_stats
 
 # What each kind has, written out here rather than read from the module under test.
 APPLICABLE = {
@@ -159,3 +159,24 @@ def test_usage_errors_are_one_line_and_exit_2(case, says, tiny_checkpoint, tmp_p
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_head_divergence_has_its_known_answers_and_equals_the_literal_loops():
+    """Heads alike: 0 bits; heads with no key in common: 1 bit; one-hot (1, 0) against uniform (1/2, 1/2):
+    (log2(4/3) + (log2(2/3) + 1) / 2) / 2 = 0.3113 bits. Random maps: the literal loops (tests/conftest.py)."""
+    same = np.full((1, 3, 2, 4), 0.25)
+    np.testing.assert_allclose(head_divergence(same), [0.0], atol=1e-12)
+    apart = np.zeros((1, 2, 2, 2))
+    apart[0, 0, :, 0] = apart[0, 1, :, 1] = 1.0
+    np.testing.assert_allclose(head_divergence(apart), [1.0], atol=1e-12)
+    half = np.array([[[[1.0, 0.0]], [[0.5, 0.5]]]])
+    np.testing.assert_allclose(head_divergence(half), [(math.log2(4 / 3) + (math.log2(2 / 3) + 1) / 2) / 2],
+                               atol=1e-12)
+    rng = np.random.default_rng(0)
+    maps = rng.dirichlet(np.ones(5), size=(3, 4, 6))  # (L, H, Q, K), rows on the simplex
+    maps[..., 0, 1:] = 0.0  # a row with zeros, as a decoder's first row has
+    maps[..., 0, 0] = 1.0
+    for first_row in (0, 1):
+        np.testing.assert_allclose(head_divergence(maps, first_row), literal_head_divergence(maps, first_row),
+                                   atol=1e-12)
+    assert head_divergence(maps[:, :1]).tolist() == [0.0, 0.0, 0.0]  # one head: nothing to differ from
