@@ -20,6 +20,7 @@ import viz
 from model.attribute import METHODS, SIGNED
 from model.methods import METHODS as TABLE
 from model.errors import InputError
+from viz.attributions import largest_score
 from viz.labels import subtitle, token_labels
 
 from . import Context
@@ -172,18 +173,23 @@ def attributions_view(ctx: Context):
     signed = method in SIGNED
     target = "log p(its word) − log p(the foil)" if method == "contrastive" else "log p(its word)"
     st.markdown(f"**Step × token: {literal(name)} scores**")
+    one_range = st.toggle("One colour range for both maps", value=True, key="attr_one_range",
+                          help="Off: each map runs to its own largest score, so a map of small scores looks as strong "
+                               "as one of large scores.")
+    ranges = ("Both maps share one range, so their colours compare" if one_range else "Each map has its own range")
     st.caption(f"The first map holds each step's score for each source token; the second, for each token of its "
                f"prefix (grey: later tokens it cannot see). A step's target is {target}. " +
-               ("Red: the token raised it; blue: lowered it; white: no effect. Each map has its own range, "
-                "centred on 0." if signed else "From dark (none) to yellow (the most); each map has its own range."))
+               (f"Red: the token raised it; blue: lowered it; white: no effect. {ranges}, centred on 0." if signed
+                else f"From dark (none) to yellow (the most). {ranges}."))
+    top = max(largest_score(a.source), largest_score(a.prefix, causal=True)) if one_range else None
     steps = [f"step {t + 1}: {r}" for t, r in enumerate(rows)]  # counted from 1, as the hover and the CSV count
     maps = (
         (viz.attribution_map(a.source, rows, a.src_tokens, signed=signed, key_unknown=result.src_unknown,
-                             title=f"{viz.plain(name.capitalize())}: source tokens", key_axis="source token"),
+                             title=f"{viz.plain(name.capitalize())}: source tokens", key_axis="source token", top=top),
          a.source, table_labels(a.src_tokens, result.src_unknown), None, "source"),
         (viz.attribution_map(a.prefix, rows, a.tgt_tokens, signed=signed, causal=True,
                              title=f"{viz.plain(name.capitalize())}: prefix tokens",
-                             key_axis="prefix token (decoder input)"),
+                             key_axis="prefix token (decoder input)", top=top),
          a.prefix, table_labels(a.tgt_tokens), viz.causal_mask(len(rows), len(a.tgt_tokens)), "prefix"))
     for col, (fig, values, columns, masked, side) in zip(st.columns(2), maps):
         with col:

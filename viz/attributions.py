@@ -18,12 +18,14 @@ OTHER_COLOR = "#5b7db1"  # the line it is read against (ALTI+): contribution_map
 
 
 def attribution_map(values, step_tokens, key_tokens, *, signed: bool, causal=False, title="", subtitle="",
-                    key_unknown=None, key_axis="key token", value_name="score"):
+                    key_unknown=None, key_axis="key token", value_name="score", top: float | None = None):
     """A step x token map of attribution scores (T, K), each cell the score itself.
 
     signed: the scores have a direction (input x gradient, integrated gradients, leave one out, contrastive):
-    a diverging scale centred on 0, red for more, blue for less, white 0, running to +-the largest |score| shown;
-    otherwise (gradient norms, value zeroing) a sequential scale from 0 to the largest score.
+    a diverging scale centred on 0, red for more, blue for less, white 0, running to +-top;
+    otherwise (gradient norms, value zeroing) a sequential scale from 0 to top.
+    top: where the colours end, e.g. largest_score over every map of a method, so that their colours compare;
+    None: this map's largest |score| shown.
     causal: the keys are the decoder inputs, and a step cannot draw on a later one (drawn grey).
     """
     v = np.asarray(values, dtype=float)
@@ -38,8 +40,7 @@ def attribution_map(values, step_tokens, key_tokens, *, signed: bool, causal=Fal
                             key_unknown=key_unknown, norms=True, key_axis=key_axis,
                             query_axis="step: the token read → the token chosen")
     masked = causal_mask(*v.shape) if causal else np.zeros(v.shape, dtype=bool)
-    shown = np.abs(v[~masked])
-    top = max(float(shown.max()) if shown.size else 0.0, 1e-6)
+    top = max(largest_score(v, causal) if top is None else top, 1e-6)
     steps = np.array(numbered(step_tokens), dtype=object)
     for trace in fig.data:  # hover: steps counted from 1 (the page's steps), and the score with its sign
         custom = np.array(trace.customdata, dtype=object)
@@ -56,6 +57,13 @@ def attribution_map(values, step_tokens, key_tokens, *, signed: bool, causal=Fal
                                      colorscale=DIVERGING if signed else COLORSCALE,
                                      colorbar=dict(title=dict(text=value_name), thickness=10, len=0.9, xpad=6)))
     return fig
+
+
+def largest_score(values, causal=False) -> float:
+    """The largest |score| a map shows (a causal map's later decoder inputs are not shown); 0 for no cell."""
+    v = np.abs(np.asarray(values, dtype=float))
+    shown = v[~causal_mask(*v.shape)] if causal else v.ravel()
+    return float(shown.max()) if shown.size else 0.0
 
 
 def share_comparison(step_tokens, shares: dict, *, title="", subtitle=""):
