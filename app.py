@@ -19,7 +19,7 @@ import torch
 
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
-from views import Context
+from views import Context, guess
 from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
@@ -191,8 +191,7 @@ if first_run:
 if result.truncated:
     st.warning(f"The sentence is too long for the model's {cfg.max_positions} positions: the last "
                f"{result.truncated} tokens were cut, and the rest was translated.")
-st.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '(empty)'}</div>",
-            unsafe_allow_html=True)
+translation = st.empty()  # filled after the view: guess first hides it while the view's question is open
 if len(result.steps) == len(result.output_tokens) and result.steps:  # the last step wrote a word, not <eos>
     st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
                "ended it: what is shown is cut.")
@@ -202,7 +201,7 @@ with details if present else nullcontext():  # folded in the presenter layout
     if reference:
         st.caption(f"Multi30k reference: {literal(reference)}")
     st.markdown("Source tokens: " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
-    st.markdown("Output tokens: " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)
+    output_tokens = st.empty()  # as the translation
     if any(result.src_unknown):
         st.caption(f"{sum(result.src_unknown)} source word(s) are unknown to the model (dashed): it reads each as "
                    "`<unk>` and still translates the sentence.")
@@ -231,7 +230,15 @@ switches.toggle("Presenter layout", key="present", help="For a projector: the fr
 if not present:
     st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to "
                "share exactly what you see.")
+st.session_state.pop(guess.OPEN, None)
 with st.container(key="view_box"):
     VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
     if st.session_state.pop("view_picked", False):
         focus_view(data=view)  # last in the box, where its empty element moves nothing
+if guess.open_now():  # what the question asks would be read off the translation: it waits for the answer too
+    translation.markdown("**Translation**: hidden until you answer the question below (Guess first).")
+    output_tokens.markdown("Output tokens: hidden until you answer.")
+else:
+    translation.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '(empty)'}</div>",
+                         unsafe_allow_html=True)
+    output_tokens.markdown("Output tokens: " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)

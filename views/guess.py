@@ -23,6 +23,7 @@ from .widgets import chart, literal
 GUESS = "guess"  # the switch's key; the link's guess=1
 ANSWERS = "guess_answers"  # question id -> the option the learner clicked
 SURE = ("under 0.5", "0.5 to 0.9", "over 0.9")  # how sure the model is: the trace's second question
+OPEN = "guess_open"  # set by a run of a view that leaves a question open (app.py clears it before the view runs)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,12 @@ class Question:
 
 def on() -> bool:
     return bool(st.session_state.get(GUESS))
+
+
+def open_now() -> bool:
+    """Did this run's view leave a question open? The frame then hides the translation and the output tokens,
+    which would give its answer away (app.py draws them after the view)."""
+    return bool(st.session_state.get(OPEN))
 
 
 def given(q: Question | None) -> str | None:
@@ -60,6 +67,7 @@ def hidden(q: Question | None) -> bool:
         return False
     choice = given(q)
     if choice is None:
+        st.session_state[OPEN] = True  # this run leaves a question open: the frame hides what would answer it
         box = st.container(border=True, key=f"guess_box_{abs(hash(q.id))}")
         box.markdown(f"**Guess first.** {literal(q.text)}")
         row = box.container(horizontal=True)
@@ -67,6 +75,8 @@ def hidden(q: Question | None) -> bool:
             row.button(literal(option), key=f"guess_{abs(hash(q.id))}_{i}", on_click=answer, args=(q.id, option))
         box.caption("The picture shows once you have answered.")
         return True
+    if st.session_state.pop(OPEN, False):  # answered in a fragment's run: the whole page redraws, translation shown
+        st.rerun()
     verdicts = st.session_state.setdefault("guess_verdicts", {})
     verdicts.setdefault(q.id, choice == q.answer)
     right, asked = tally()

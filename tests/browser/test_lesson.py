@@ -35,6 +35,25 @@ def test_a_guess_in_the_walk_shows_no_picture_then_marks_the_answer(browser, ser
 
 @pytest.mark.slow
 @pytest.mark.browser
+@pytest.mark.parametrize("view, stop", [("cross", None), ("walk", "10")])
+def test_guess_first_hides_the_translation_until_the_answer(browser, server, view, stop):
+    """While a question is open, the translation and the output tokens, which would answer it, are hidden (stop 10
+    asks the next word; an attention view runs as a fragment, whose answer must redraw the whole page)."""
+    link = "/?" + urlencode({"s": SENTENCE, "view": view, "guess": "1"} | ({"stop": stop} if stop else {}))
+    ctx, pg, errors = fresh_page(browser, server + link)
+    pg.get_by_text("Guess first.").wait_for(timeout=60_000)
+    assert pg.locator(".translation").count() == 0 and pg.locator(".chip").count() > 0  # the source chips stay
+    assert pg.get_by_text("hidden until you answer the question below").count() == 1
+    pg.locator(".st-key-view_box").locator("[class*='st-key-guess_'] button").first.click()
+    pg.locator(".translation").wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)
+    assert pg.get_by_text("hidden until you answer").count() == 0
+    ctx.close()
+    assert not errors, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
 def test_the_exercises_page_judges_a_right_and_a_wrong_answer(browser, server, translator):
     exs = [ex for ex in exercises(translator, DEFAULT_CHECKPOINT) if ex.options]
     first, second = exs[0], exs[1]

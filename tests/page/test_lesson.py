@@ -43,8 +43,16 @@ def test_guess_first_asks_before_the_picture_and_answers_after(monkeypatch, view
     assert len(options) >= 2
     pictures = {"explorer_maps", "explorer_trace", "explorer_inside", "explorer_figure"}  # drawn by views/*.js
     assert not [c for c in at.get("bidi_component") if c.proto.component_name in pictures]
+    translation = at.session_state["sentence"] and next(m for m in at.markdown if "Translation" in m.value)
+    assert "hidden until you answer" in translation.value and "class='translation'" not in translation.value
+    assert not [m for m in at.markdown if "class=\"chip" in m.value and "Output tokens" in m.value]
     options[0].click().run()
     assert not at.exception
+    answered = next(m for m in at.markdown if "Translation" in m.value)
+    still_open = [m for m in at.markdown if "Guess first." in shown(m.value)]  # the trace asks a second question
+    # once nothing is asked, the translation and the output tokens show (also after a fragment's own run)
+    assert ("class='translation'" in answered.value) == (not still_open), (view, answered.value)
+    assert bool([m for m in at.markdown if "Output tokens" in m.value and "chip" in m.value]) == (not still_open)
     verdict = [shown(i.value) for i in at.info if "Your guess" in shown(i.value)]
     assert verdict and ("Right." in verdict[0] or "Not quite" in verdict[0]), verdict
     assert at.query_params["guess"] in ("1", ["1"])  # the link keeps the switch
