@@ -197,3 +197,84 @@ def head_question(result, tr, kind: str, layer: int, head: int, query: int) -> Q
                     f"“{tr.query_token}” weigh most?", tuple(options), options[best],
                     f"Its scaled score q·k/√d_k is the highest, {tr.scaled[best]:.2f}, so the softmax gives it "
                     f"{w[best]:.2f} of the weight.")
+
+
+# --- the walk's other stops: one question each, from the numbers its picture draws -------------------------------
+
+
+def share_bucket(share: float) -> str:
+    return QUARTERS[min(int(share * 4), 3)]
+
+
+QUARTERS = ("under a quarter", "a quarter to a half", "a half to three quarters", "three quarters or more")
+
+
+def token_count_question(result) -> Question:
+    """Stop 1: how many tokens the model reads (spaCy's tokens, then <sos> and <eos> around them)."""
+    n = len(result.src_tokens)
+    options = tuple(str(k) for k in sorted({max(n - 2, 1), n - 1, n, n + 1}))
+    return Question(qid(result, "tokens"), "How many tokens does the model read for this sentence?", options,
+                    str(n), f"spaCy cuts it into {n - 2} tokens (punctuation is a token of its own), and <sos> and "
+                            f"<eos> frame them: {n}.")
+
+
+def longer_question(result, token_vector, position_vector, token: str, position: int) -> Question:
+    """Stop 2: which of the two vectors that are added is the longer (Euclidean norm)."""
+    a, b = float(np.linalg.norm(token_vector)), float(np.linalg.norm(position_vector))
+    options = ("the embedding × √d", f"the vector of position {position}")
+    return Question(qid(result, "longer", position), f"“{token}”: which of the two vectors added together is "
+                                                     "longer?", options, options[0] if a >= b else options[1],
+                    f"‖embedding × √d‖ = {a:.1f}, ‖position {position}‖ = {b:.1f}.")
+
+
+def diagonal_head_question(result, maps, layer: int) -> Question:
+    """Stop 4: which head of the layer puts the most weight on each token itself (the mean of its diagonal)."""
+    diagonal = np.asarray([np.diagonal(m).mean() for m in maps])  # (H,)
+    order = np.argsort(-diagonal)
+    options = tuple(f"head {h + 1}" for h in range(len(diagonal)))
+    return Question(qid(result, "diagonal", layer), f"Encoder layer {layer + 1}: which head puts the most weight on "
+                                                    "each token itself (the diagonal of its tile)?", options,
+                    options[order[0]], f"Head {order[0] + 1}: {diagonal[order[0]]:.2f} of each row on average; next, "
+                                       f"head {order[1] + 1}: {diagonal[order[1]]:.2f}.")
+
+
+def cosine(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def residual_question(result, x, attn_out, total, token: str) -> Question:
+    """Stop 5: is x + attention closer in direction to x or to the attention output (cosine)?"""
+    to_x, to_attn = cosine(total, x), cosine(total, attn_out)
+    options = ("to x, what came in", "to the attention output")
+    return Question(qid(result, "residual", token), f"“{token}”: after the residual connection, is x + attention "
+                                                    "closer in direction to x or to the attention output?", options,
+                    options[0] if to_x >= to_attn else options[1],
+                    f"cos(x + attention, x) = {to_x:.2f}, cos(x + attention, attention output) = {to_attn:.2f}.")
+
+
+def relu_question(result, hidden, token: str) -> Question:
+    """Stop 6: what share of the feed-forward network's hidden units the ReLU leaves above 0."""
+    k, n = int((np.asarray(hidden) > 0).sum()), int(np.asarray(hidden).size)
+    return Question(qid(result, "relu", token), f"“{token}”: what share of the {n} hidden units does the ReLU leave "
+                                                "above 0?", QUARTERS, share_bucket(k / n),
+                    f"{k} of {n}: {k / n:.0%}.")
+
+
+def stack_question(result, rows, token: str) -> Question:
+    """Stop 7: which encoder layer changes the token's vector the most (Euclidean distance before and after)."""
+    moved = np.linalg.norm(np.diff(np.asarray(rows, np.float64), axis=0), axis=-1)  # (layers,)
+    options = tuple(f"layer {i + 1}" for i in range(len(moved)))
+    return Question(qid(result, "stack", token), f"“{token}”: which encoder layer changes its vector the most?",
+                    options, options[int(np.argmax(moved))],
+                    "How far each layer moves it: " + ", ".join(f"layer {i + 1} {d:.1f}" for i, d in
+                                                                 enumerate(moved)) + ".")
+
+
+def steps_question(result) -> Question:
+    """Stop 11: how many steps the greedy loop takes (each writes one token; <eos> is the last)."""
+    n = len(result.steps)
+    options = tuple(str(k) for k in sorted({max(n - 2, 1), n - 1, n, n + 1} - {0}))
+    return Question(qid(result, "steps"), "How many steps does the loop take for this sentence (each step writes "
+                                          "one token, <eos> included)?", options, str(n),
+                    f"{n} steps: the last wrote “{result.steps[-1].token}”.")

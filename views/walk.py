@@ -124,8 +124,28 @@ def walk_view(ctx: Context):
 
 
 def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
-    """The stop's guess-first question (four stops ask one), computed from what its picture draws."""
+    """The stop's guess-first question, computed from what its picture draws. Every stop asks one; the mask's (stop
+    8) needs 3 steps, so a translation of one or two tokens skips it."""
     r = ctx.result
+    tok = ins.src_tokens[word]
+    a = ins.sublayers["enc"]
+    if n == 0:
+        return guess.token_count_question(r)
+    if n == 1:
+        e = ins.embedding["src"]
+        return guess.longer_question(r, e["tokens"][word], e["positions"][word], tok, word)
+    if n == 3:
+        layer = opening_layer(r, "enc")
+        return guess.diagonal_head_question(r, r.encoder_attentions[layer], layer)
+    if n == 4:
+        stream = a["x"] if ctx.cfg.norm_position == "post" else a["residual"] - a["attn_out"]
+        return guess.residual_question(r, stream[0, word], a["attn_out"][0, word], a["residual"][0, word], tok)
+    if n == 5:
+        return guess.relu_question(r, ins.ffn["encoder"]["hidden"][0, word], tok)
+    if n == 6:
+        return guess.stack_question(r, np.stack([a["x"][0, word], *a["layer_output"][:, word]]), tok)
+    if n == 10:
+        return guess.steps_question(r)
     if n == 2:
         return guess.head_question(r, ins.head("enc", 0, 0, word), "enc", 0, 0, word)
     if n == 7:

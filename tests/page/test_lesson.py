@@ -90,3 +90,29 @@ def test_the_presenter_layout_still_says_when_the_model_is_out_of_its_depth(monk
     assert not at.exception
     assert not at.expander[0].warning  # the fold holds no note
     assert any("unlike anything the model learned from" in shown(w.value) for w in at.warning)
+
+
+@pytest.mark.slow
+def test_every_walk_stop_asks_before_its_picture(monkeypatch, translator):
+    """Guess first asks at each of the walk's 11 stops before its picture, and grades from the model's numbers:
+    stop 1 (tokens read), 6 (hidden units the ReLU leaves above 0, counted by a loop over the inside pass) and 11
+    (steps of the loop) against second routes; every other stop's answer marks a verdict and draws its picture."""
+    r = translator.translate(SENTENCE)
+    ins = translator.inside(SENTENCE, [s.token for s in r.steps])
+    hidden = ins.ffn["encoder"]["hidden"][0, 1]
+    active = sum(1 for v in hidden if v > 0)
+    known = {1: str(len(r.src_tokens)), 11: str(len(r.steps)),
+             6: ["under a quarter", "a quarter to a half", "a half to three quarters",
+                 "three quarters or more"][min(4 * active // len(hidden), 3)]}
+    for stop in range(1, 12):
+        at = from_url(monkeypatch, s=SENTENCE, view="walk", stop=str(stop), guess="1")
+        assert not at.exception, stop
+        assert [m for m in at.markdown if "Guess first." in shown(m.value)], stop
+        assert not figure_data(at) and not at.dataframe, stop  # the picture waits
+        options = [b for b in at.button if (b.key or "").startswith("guess_")]
+        pick = next((b for b in options if b.label == known[stop]), None) if stop in known else options[0]
+        assert pick is not None, (stop, [b.label for b in options])
+        pick.click().run()
+        verdict = [shown(i.value) for i in at.info if "Your guess" in shown(i.value)]
+        assert verdict and (stop not in known or "Right." in verdict[0]), (stop, verdict)
+        assert figure_data(at) or at.dataframe or stop == 11, stop  # the picture is drawn (stop 11: chips)
