@@ -34,6 +34,7 @@ from .widgets import FAITHFULNESS, chart, literal
 STEP_KEY, SIDE_KEY = "faith_step", "faith_side"
 SIDES = {"source": "German source tokens", "prefix": "English words written before"}
 WHAT = {"source": "German tokens", "prefix": "English prefix words"}
+NOT_MEASURED = "—"  # every table's empty cell, as the captions say: Streamlit would draw None (its `placeholder`)
 
 
 def read_link(params, cfg, notes: list):
@@ -167,7 +168,7 @@ def step_table(ctx: Context, methods: dict, rand: dict, m: dict, side: str):
                  "comprehensiveness": rand["comprehensiveness"], "sufficiency": rand["sufficiency"],
                  "τ with leave-one-out": None, "removed first": "", "drawn in": None})
     st.markdown("**This step, every method**")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_step_table",
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_step_table", placeholder=NOT_MEASURED,
                  column_config=number_columns() | {"drawn in": st.column_config.LinkColumn(
                      "drawn in", display_text="open the view", help="the view that draws this method's scores")})
     st.caption("Comprehensiveness: how far p falls, on average over k = 0..n, with the top k removed (higher: "
@@ -181,7 +182,7 @@ def number_columns() -> dict:
 
 
 def interval(e: F.Interval) -> str:
-    return "—" if e.mean is None else f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
+    return NOT_MEASURED if e.mean is None else f"{e.mean:.3f} [{e.low:.3f}, {e.high:.3f}]"
 
 
 def test_set_table(ctx: Context, shipped: F.Table | None, side: str):
@@ -197,8 +198,9 @@ def test_set_table(ctx: Context, shipped: F.Table | None, side: str):
              "drawn in": link_to(ctx, k, side)} for k, e in table.rows.items()]
     r = table.random
     rows.append({"method": f"random orders ({r.orders})", "comprehensiveness": interval(r.comprehensiveness),
-                 "sufficiency": interval(r.sufficiency), "τ with leave-one-out": "—", **aer(None), "drawn in": None})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_test_table",
+                 "sufficiency": interval(r.sufficiency), "τ with leave-one-out": NOT_MEASURED, **aer(None),
+                 "drawn in": None})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_test_table", placeholder=NOT_MEASURED,
                  column_config={"alignment error (AER)": st.column_config.NumberColumn(format="%.3f"),
                                 "drawn in": st.column_config.LinkColumn("drawn in", display_text="open the view")})
     data = shipped.data
@@ -206,12 +208,13 @@ def test_set_table(ctx: Context, shipped: F.Table | None, side: str):
     st.caption(f"{shipped.n_sentences} sentences of {data['src']}, {shipped.steps_per_sentence} steps each "
                f"drawn at random, the model's own translation; mean and 95% bootstrap interval over sentences. "
                + (f"AER: the alignment error against hand-checked links (lower: more plausible; a diagonal "
-                  f"alignment scores {diagonal:.3f}; — where not measured). " if side == "source" and diagonal else "")
+                  f"alignment scores {diagonal:.3f}; {NOT_MEASURED} where not measured). "
+                  if side == "source" and diagonal else "")
                + f"Computed offline in {data['seconds'] / 60:.0f} minutes: `{data['command']}`.")
     if side == "source":
         with st.expander("How the methods agree with one another (mean Kendall τ over every measured step)"):
             a = shipped.agreement
             labels = [F.display_name(k) for k in a["methods"]]
             st.dataframe(pd.DataFrame(np.array(a["tau"], dtype=float), index=labels, columns=labels),
-                         width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                                         for c in labels})
+                         width="stretch", placeholder=NOT_MEASURED,
+                         column_config={c: st.column_config.NumberColumn(format="%.2f") for c in labels})
