@@ -12,6 +12,7 @@ word]) and models ({checkpoint name: {"step": t from 0, "clean": word, "corrupt"
 Sentences come from test2016, then val, then train, until each category has --per-category pairs.
 """
 
+import difflib
 import re
 import time
 from pathlib import Path
@@ -65,6 +66,14 @@ def swapped(sentence: str) -> list[tuple]:
             if len(pattern.findall(sentence)) == 1:
                 found.append((category, pattern.sub(that, sentence), this, that, en_this, en_that))
     return found
+
+
+def changed_words(clean: str, corrupt: str) -> int:
+    """How many words a pair changes, in the words of the longer side at each place where they differ (difflib's
+    alignment of the two sentences' words): "ein Mann" -> "eine Frau" changes 2, "Zwei" -> "Drei" 1."""
+    a, b = clean.split(), corrupt.split()
+    places = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in places if tag != "equal")
 
 
 def first_difference(a: list, b: list) -> int | None:

@@ -25,6 +25,10 @@ import numpy as np
 from .translator import MAX_OUTPUT
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+# What a JSON or .npz download says of its numbers (the page's downloads, views/export.py): they are the library's.
+NUMBERING = ("Layers, heads, steps and positions in this file count from 0, as its arrays index them and as the "
+             "command-line tools do (--mask-heads, --force); the page and the file names count layers, heads and steps "
+             "from 1: layer 0 here is the page's layer 1, step 0 its step 1.")
 MAP_KEYS = ("encoder_attentions", "decoder_attentions", "cross_attentions")  # (L, H, Q, K) each
 TOKEN_KEYS = ("src_tokens", "tgt_tokens", "output_tokens")
 
@@ -69,6 +73,11 @@ def provenance(translator, heads_off: str | None = "", force: dict | None = None
         "package": {**package(), "torch": str(torch.__version__)},  # a str subclass: plain for JSON
         "device": translator.device_name,
     }
+
+
+def numbered(doc: dict) -> dict:
+    """A JSON document with the numbering of its numbers stated first (NUMBERING)."""
+    return {"numbering": NUMBERING, **doc}
 
 
 def result_json(result, provenance: dict) -> dict:
@@ -222,7 +231,8 @@ def bertviz_inputs(result) -> dict:
 
 def bertviz_npz(result) -> bytes:
     """bertviz_inputs(result) as a compressed .npz: each map with its layers stacked, (L, H, Q, K)
-    float32, under model_view's argument names, and the tokens as unicode arrays. In a notebook:
+    float32, under model_view's argument names, the tokens as unicode arrays, and `numbering` (NUMBERING, a 0-d
+    unicode array: the layers count from 0, as BertViz shows them). In a notebook:
 
         from bertviz import model_view
         from model.export import load_bertviz_npz
@@ -234,7 +244,7 @@ def bertviz_npz(result) -> bytes:
     _check_maps(result)
     arrays = {arg: np.asarray(getattr(result, field), dtype=np.float32) for arg, field in BERTVIZ_MAPS.items()}
     return _npz_bytes({**arrays, "encoder_tokens": np.array(result.src_tokens, dtype=str),
-                       "decoder_tokens": np.array(result.tgt_tokens, dtype=str)})
+                       "decoder_tokens": np.array(result.tgt_tokens, dtype=str), "numbering": np.array(NUMBERING)})
 
 
 def load_bertviz_npz(path: bytes | str | Path) -> dict:

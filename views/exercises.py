@@ -20,6 +20,7 @@ from .calls import DEFAULT_CHECKPOINT, HEAVY, load_translator
 from .state import page_view
 from .widgets import literal
 
+MAX_ANSWER = 40  # characters of a typed answer (a number needs far fewer): a longer one is said, not checked
 DEFAULT_SERVER = "http://localhost:8501"  # where `streamlit run app.py` answers, when the page cannot tell its own
 # The tables lesson/exercises.py reads its answers from (model/tables.py builds them)
 TABLES = ("head_stats.json", "alignment.json", "head_importance.json", "patching.json", "source_share.json",
@@ -88,10 +89,16 @@ def exercise(ex):
     if ex.options:
         box.radio("Your answer", ex.options, index=None, key=key, horizontal=True, format_func=literal)
     else:
-        box.text_input("Your answer (a number; press Enter)", key=key, max_chars=40)
+        # No `max_chars` (views/widgets.py text_box says why): it shows a "1/40" counter, and drops a longer paste
+        # with no word; a longer answer is said below instead.
+        box.text_input("Your answer (a number; press Enter)", key=key)
     choice = st.session_state.get(key)
     if choice in (None, ""):
         box.expander("Hint").markdown(literal(ex.hint))
+        return
+    if len(str(choice)) > MAX_ANSWER:
+        box.warning(f"Your answer has {len(str(choice)):,} characters, more than the {MAX_ANSWER} an answer takes "
+                    "(a number): it was not checked. Type a shorter one.")
         return
     if check(ex, str(choice)):
         box.success(literal(f"Right. {ex.why}"))

@@ -7,13 +7,15 @@ The files are made only when a button is clicked (deferred), so drawing a view c
   as the page names it, "<sos> → a": the token read → the token chosen);
 - the whole result as one self-contained HTML page (viz/report.py: every map with layer and head switches, the
   trace; plotly.js inside, so it opens offline), byte for byte what `python -m viz.report` writes.
+Every JSON and .npz file says how it numbers layers, heads and steps (model/export.py NUMBERING: from 0, where the
+page counts from 1); the step trace's CSV and the HTML page count as the page does, from 1.
 """
 
 import json
 
 import streamlit as st
 
-from model.export import bertviz_npz, map_csv, maps_npz, provenance, result_json, steps_csv
+from model.export import bertviz_npz, map_csv, maps_npz, numbered, provenance, result_json, steps_csv
 from viz.labels import token_labels
 from viz.report import report_html
 
@@ -45,10 +47,14 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
     def prov():  # made on click with the file, not on every redraw of the view (it reads pyproject.toml)
         return provenance(ctx.translator, heads_off=heads_off, force=force, beam=beam)
 
+    def stated(make):  # a JSON file of the views: its numbering said in it, as the result's provenance says it
+        return lambda: json.dumps(numbered(json.loads(make())), ensure_ascii=False)
+
     stem = "translation" + ("-ablated" if heads_off else "-whatif" if force else f"-beam{beam}" if beam > 1 else "")
     files = [("Result (JSON)", f"{stem}.json", "application/json",
-              lambda: json.dumps(result_json(result, prov()), ensure_ascii=False)),
-             ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream", lambda: maps_npz(result, prov())),
+              lambda: json.dumps(result_json(result, numbered(prov())), ensure_ascii=False)),
+             ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream",
+              lambda: maps_npz(result, numbered(prov()))),
              ("For BertViz (.npz)", f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
              ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result)),
              ("Download as an HTML page", f"{stem}.html", "text/html", lambda: report_html(result, prov()))]
@@ -56,7 +62,8 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
         name, weights, q_tokens, k_tokens = shown_map
         files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv",
                          lambda: map_csv(weights, map_rows(result, q_tokens), k_tokens)))
-    files += extra or []
+    files += [(label, name, mime, stated(make) if mime == "application/json" else make)
+              for label, name, mime, make in extra or []]
     # Made only while open (state tracked: opening it reruns the view): its buttons, its choice and its caption were
     # about a quarter of the script thread's samples per Enter (py-spy), on every pick and every Enter.
     section = st.expander("Download the data behind this view", key="downloads_open", on_change="rerun")
@@ -73,9 +80,13 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
                              on_change=keep_image_format)
         st.caption("The JSON is exactly what `python -m model.translate --json` prints for this sentence and these "
                    "settings, with a `provenance` record (checkpoint and its hash, heads off, forced steps, beam, "
-                   "versions). Load the BertViz file with `model.export.load_bertviz_npz(path)` and pass the result "
+                   "versions, and the `numbering` below). Load the BertViz file with `model.export.load_bertviz_npz(path)` and pass the result "
                    "to `bertviz.model_view(**...)`. The HTML page holds every map (a layer and head switch for each "
-                   "kind) and the trace, and opens from disk with no network: for a slide or a course page.")
+                   "kind) and the trace, and opens from disk with no network: for a slide or a course page. "
+                   "Numbering: the JSON and .npz files count layers, heads, steps and positions from 0, as their "
+                   "arrays index them and the command-line tools do, and say so in a `numbering` field; the file "
+                   "names, the step trace's steps and the HTML page count as this page does, from 1 (a map CSV's positions "
+                   "from 0).")
 
 
 def keep_image_format():

@@ -12,7 +12,7 @@ import shlex
 import numpy as np
 import streamlit as st
 
-from model.contrast import read_pairs, swapped
+from model.contrast import changed_words, read_pairs, swapped
 from model.errors import InputError
 from model.patch import DIRECTIONS, patch
 from model.tables import command_line
@@ -65,6 +65,14 @@ def patching(checkpoint: str | None, clean: str, corrupt: str, _waiting=None) ->
         return patch(load_translator(checkpoint), clean, corrupt).to_json()
 
 
+def changes(clean: str, corrupt: str) -> str:
+    """What the second sentence changes, counted from the pair (the label of its box): "2 words changed"."""
+    if not corrupt.strip():
+        return "the same with a word changed"
+    n = changed_words(clean, corrupt)
+    return "no word changed" if n == 0 else "1 word changed" if n == 1 else f"{n} words changed"
+
+
 def use_pair():
     """A contrast pair picked: its clean sentence becomes the page's, its corrupted one the second."""
     picked = st.session_state.get(PAIR_KEY)
@@ -86,8 +94,8 @@ def patch_view(ctx: Context):
         st.session_state.s2 = suggestions[0][1]  # a swap the contrast set uses, on this sentence
     left, right = st.columns([3, 2])
     with left:
-        corrupt = text_box(st, "Second sentence: the same, one word changed (press Enter)", "s2",
-                           "The second sentence")
+        corrupt = text_box(st, f"Second sentence: {changes(result.source, st.session_state.get('s2', ''))} "
+                               "(press Enter)", "s2", "The second sentence")
     if pairs:
         right.selectbox(f"Or a contrast pair from Multi30k ({len(pairs)})", range(len(pairs)), key=PAIR_KEY,
                         index=None, placeholder="pick a pair…", on_change=use_pair,
