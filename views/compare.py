@@ -111,8 +111,9 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         # The maps of the ablated model reading the *same* output (teacher forcing), so the two always
         # have one shape and the difference shows what switching the heads off changes in the others.
         alone = translate(ctx.checkpoint, r.source, spec)
-        st.caption(f"Without those {len(heads)} heads, greedy decoding says “{literal(alone.text) or '(empty)'}”. The second "
-                   "run's maps are the ablated model reading the original output, so that cell compares with cell.")
+        st.caption(f"Without those {len(heads)} heads, greedy decoding says “{literal(alone.text) or '(empty)'}”. "
+                   "The second run's maps are the ablated model reading the original output, so that cell compares "
+                   "with cell.")
         tokens = tuple(s.token for s in r.steps)
         return "all heads", f"without {heads.label()}", analyze(ctx.checkpoint, r.source, tokens, spec)
     if vs == "force":
