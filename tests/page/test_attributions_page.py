@@ -44,11 +44,13 @@ def test_every_method_draws_the_translators_scores(monkeypatch, translator, meth
     assert np.isnan(z[np.triu_indices(len(z), 1)]).all()
     np.testing.assert_allclose(np.nan_to_num(z), a.prefix, rtol=1e-5, atol=1e-6)
     axis = source["layout"]["coloraxis"]
+    assert prefix["layout"]["coloraxis"]["cmax"] == axis["cmax"]  # one colour range for both maps (the default)
     if method in SIGNED:  # diverging, centred on 0
-        assert axis["cmin"] == pytest.approx(-axis["cmax"]) and axis["cmax"] == pytest.approx(np.abs(a.source).max())
+        top = max(np.abs(a.source).max(), np.abs(a.prefix).max())
+        assert axis["cmin"] == pytest.approx(-axis["cmax"]) and axis["cmax"] == pytest.approx(top)
         assert axis["colorscale"][0][1] != axis["colorscale"][-1][1]
     else:
-        assert axis["cmin"] == 0 and axis["cmax"] == pytest.approx(a.source.max())
+        assert axis["cmin"] == 0 and axis["cmax"] == pytest.approx(max(a.source.max(), a.prefix.max()))
     shares = chart(at, "Source share of every step")
     assert [t["name"] for t in shares["data"]] == [TABLE[method].label, "ALTI+"]
     np.testing.assert_allclose(array(shares["data"][0]["y"]), a.source_share, atol=1e-6)

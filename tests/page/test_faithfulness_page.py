@@ -83,7 +83,7 @@ def test_step_one_has_no_prefix_to_remove_and_a_step_past_the_end_is_clamped(mon
                                                 ("attribute", "input_x_gradient", "source")])
 def test_views_that_draw_an_explanation_say_how_far_to_trust_it(monkeypatch, view, method, side):
     table = shipped()
-    at = from_url(monkeypatch, s=S, view=view)
+    at = from_url(monkeypatch, s=S, view=view, **({"method": method} if view == "attribute" else {}))
     line = [c.value for c in at.caption if c.value.startswith("How far to trust it")]
     assert len(line) == 1, [c.value for c in at.caption]
     assert f"{table[side][method]['comprehensiveness']['mean']:.2f}" in line[0]
