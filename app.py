@@ -24,7 +24,7 @@ from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
 from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
-from views.widgets import CSS, PRESENT_CSS, literal, text_box, token_chips
+from views.widgets import CSS, PRESENT_CSS, focus, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
 # Streamlit serialises each figure with plotly.io.to_json. Its orjson engine first walks every list in
@@ -73,13 +73,8 @@ def family_picked():
 
 # The view switch is a radio group: its arrow keys move the focus to the next view, and Enter picks that one. Right
 # after a pick, a view whose ← → keys step (the walk, the decoding trace) was left instead of stepped. So a pick
-# moves the focus into the view just picked; Tab back to the switch and its keys are the radio group's again. A
-# component, not an inline <script>: the deployed page's policy runs no inline script (deploy/security-headers.conf).
-focus_view = st.components.v2.component("explorer_focus", js="""export default function () {
-  const box = document.querySelector(".st-key-view_box");
-  box.tabIndex = -1;
-  box.focus({preventScroll: true});
-}""")
+# moves the focus into the view just picked (views/widgets.py focus); Tab back to the switch and its keys are the
+# radio group's again.
 
 
 def safely(read, *args) -> list[str]:
@@ -234,7 +229,7 @@ st.session_state.pop(guess.OPEN, None)
 with st.container(key="view_box"):
     VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
     if st.session_state.pop("view_picked", False):
-        focus_view(data=view)  # last in the box, where its empty element moves nothing
+        focus(data={"key": "view_box", "for": view})  # last in the box, where its empty element moves nothing
 if guess.open_now():  # what the question asks would be read off the translation: it waits for the answer too
     translation.markdown("**Translation**: hidden until you answer the question below (Guess first).")
     output_tokens.markdown("Output tokens: hidden until you answer.")

@@ -9,6 +9,8 @@ Every answer is computed from the very result the picture draws (the maps, the c
 never written in: another sentence or model asks again, with its own answer.
 """
 
+import hashlib
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,12 +20,15 @@ import viz
 from model.heads import KIND_NAMES
 from viz.labels import token_labels
 
-from .widgets import chart, literal
+from .widgets import chart, focus, literal
 
 GUESS = "guess"  # the switch's key; the link's guess=1
 ANSWERS = "guess_answers"  # question id -> the option the learner clicked
 SURE = ("under 0.5", "0.5 to 0.9", "over 0.9")  # how sure the model is: the trace's second question
 OPEN = "guess_open"  # set by a run of a view that leaves a question open (app.py clears it before the view runs)
+JUST = "guess_just_answered"  # the key of the question answered by the click that started this run
+MAX_ANSWERS = 64  # answers the link keeps (11 walk stops, a few per attention view and the trace)
+ANSWER_ITEM = re.compile(r"[0-9a-f]{8}\.[0-9]{1,2}")
 
 
 @dataclass(frozen=True)
@@ -45,13 +50,45 @@ def open_now() -> bool:
     return bool(st.session_state.get(OPEN))
 
 
+def key_of(q: Question) -> str:
+    """A question's short name in the link (answered=KEY.INDEX,...): 8 hex digits of its id's SHA-256."""
+    return hashlib.sha256(q.id.encode()).hexdigest()[:8]
+
+
 def given(q: Question | None) -> str | None:
-    """The learner's answer to q, or None (not asked, or guessing is off)."""
-    return st.session_state.get(ANSWERS, {}).get(q.id) if q and on() else None
+    """The learner's answer to q, or None (not asked, or guessing is off). Answers are kept by the question's key and
+    the option's index, as the link keeps them, so a reload (or the link sent on) finds them again."""
+    if not (q and on()):
+        return None
+    index = st.session_state.get(ANSWERS, {}).get(key_of(q))
+    return q.options[index] if index is not None and index < len(q.options) else None
 
 
-def answer(qid: str, option: str):
-    st.session_state.setdefault(ANSWERS, {})[qid] = option
+def answer(key: str, index: int):
+    st.session_state.setdefault(ANSWERS, {})[key] = index
+    st.session_state[JUST] = key  # the next run moves the keyboard focus to this question's verdict
+
+
+def read_answers(raw: str | None, notes: list):
+    """answered= from the link: KEY.INDEX items, comma-separated (at most MAX_ANSWERS); a note for a bad item."""
+    if raw is None:
+        return
+    found = {}
+    for item in raw.split(",")[:MAX_ANSWERS]:
+        if ANSWER_ITEM.fullmatch(item):
+            key, index = item.split(".")
+            found[key] = int(index)
+        elif item:
+            notes.append(f"answered item {item[:40]!r} is not a question's key and an option's number")
+    st.session_state[ANSWERS] = found
+
+
+def answers_param() -> dict:
+    """The answers given, for the link (only while guessing is on and something was answered)."""
+    answers = st.session_state.get(ANSWERS, {})
+    if not (on() and answers):
+        return {}
+    return {"answered": ",".join(f"{k}.{i}" for k, i in sorted(answers.items())[:MAX_ANSWERS])}
 
 
 def tally() -> tuple[int, int]:
@@ -66,22 +103,33 @@ def hidden(q: Question | None) -> bool:
     if q is None or not on():
         return False
     choice = given(q)
+    key = key_of(q)
     if choice is None:
         st.session_state[OPEN] = True  # this run leaves a question open: the frame hides what would answer it
-        box = st.container(border=True, key=f"guess_box_{abs(hash(q.id))}")
+        box = st.container(border=True, key=f"guess_box_{key}")
         box.markdown(f"**Guess first.** {literal(q.text)}")
         row = box.container(horizontal=True)
         for i, option in enumerate(q.options):
-            row.button(literal(option), key=f"guess_{abs(hash(q.id))}_{i}", on_click=answer, args=(q.id, option))
+            row.button(literal(option), key=f"guess_{key}_{i}", on_click=answer, args=(key, i))
         box.caption("The picture shows once you have answered.")
         return True
     if st.session_state.pop(OPEN, False):  # answered in a fragment's run: the whole page redraws, translation shown
         st.rerun()
     verdicts = st.session_state.setdefault("guess_verdicts", {})
-    verdicts.setdefault(q.id, choice == q.answer)
+    verdicts.setdefault(key, choice == q.answer)
     right, asked = tally()
-    verdict = "Right." if choice == q.answer else f"Not quite: the answer is “{q.answer}”."
-    st.info(literal(f"Your guess: “{choice}”. {verdict} {q.why} (This session: {right} of {asked} right.)"))
+    def said(verdict: str) -> str:
+        return literal(f"Your guess: “{choice}”. {verdict} {q.why} (This session: {right} of {asked} right.)")
+
+    box = st.container(key=f"guess_verdict_{key}")
+    if choice == q.answer:  # right and wrong differ in word and icon, not in colour alone
+        box.success(said("Right."), icon=":material/check_circle:")
+    else:
+        box.warning(said(f"Not quite: the answer is “{q.answer}”."), icon=":material/cancel:")
+    if st.session_state.get(JUST) == key:  # the click's question is gone: the focus goes to its verdict, not the top
+        del st.session_state[JUST]
+        with box:
+            focus(data={"key": f"guess_verdict_{key}", "for": key})
     return False
 
 

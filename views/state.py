@@ -15,6 +15,8 @@
     ?s=...&view=contributions                              how much each word drew on the source (ALTI+)
     ?s=...&view=walk&stop=5                                the walk through the model, at its 5th stop
     ?s=...&view=walk&stop=1&guess=1&present=1             a lesson: guess first, in the presenter layout
+    ?s=...&view=walk&stop=3&guess=1&answered=1f0c2a9b.2    guess first with the answers given so far (a
+                                                           question's key, the option's number from 0)
 
 Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
 parameters that decide the current view are written, so links stay short. This module reads
@@ -226,6 +228,9 @@ def read_flags() -> list[str]:
             st.session_state[flag] = raw == "1"
         elif raw is not None:
             notes.append(f"{flag}={raw[:40]!r} is not 0 or 1")
+    from . import guess  # here, not at the top: guess's widgets read this module
+
+    guess.read_answers(st.query_params.get("answered"), notes)  # guess first's answers, kept across a reload
     return notes
 
 
@@ -276,6 +281,9 @@ def state_params(cfg, view: View | None) -> dict:
     if s.get("model", "learned") != next(iter(models())):  # the default model is not written: links stay short
         params["model"] = s.model
     params.update({flag: "1" for flag in FLAGS if s.get(flag)})  # off is not written either
+    from . import guess
+
+    params.update(guess.answers_param())
     if view:
         params["view"] = view.slug
         params.update(view.write(cfg))

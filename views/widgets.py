@@ -193,6 +193,18 @@ def cli_hint(sentence: str, *args: str) -> None:
     st.code(cli_command(sentence, *args), language="bash")
 
 
+# Moves the keyboard focus to the element whose key is data["key"] (its .st-key-KEY box): after a pick, into the view
+# picked; after a guess, to its verdict (the clicked question is gone, and the focus would fall to the page's top).
+# data["for"] tells one occasion from the next (the component runs again when its data change). A component, not an
+# inline <script>: the deployed page's policy runs no inline script (deploy/security-headers.conf).
+focus = st.components.v2.component("explorer_focus", js="""export default function ({data}) {
+  const box = document.querySelector(".st-key-" + CSS.escape(data.key));
+  if (!box) return;
+  box.tabIndex = -1;
+  box.focus({preventScroll: true});
+}""")
+
+
 def tutorial_names(checkpoint: str | None) -> str:
     """One line: what the tutorial the model comes from calls the parts the page names (model/convert.py FAMILIES),
     so a student finds them in the code they trained."""

@@ -54,6 +54,31 @@ def test_guess_first_hides_the_translation_until_the_answer(browser, server, vie
 
 @pytest.mark.slow
 @pytest.mark.browser
+def test_an_answer_by_keyboard_keeps_the_focus_and_survives_a_reload(browser, server):
+    """Enter on an option: the focus moves to the verdict (not to the page's top), which carries an icon; a reload
+    of the page (the link keeps answered=) shows the verdict again instead of the question."""
+    link = "/?" + urlencode({"s": SENTENCE, "view": "walk", "stop": "1", "guess": "1"})
+    ctx, pg, errors = fresh_page(browser, server + link)
+    pg.get_by_text("Guess first.").wait_for(timeout=60_000)
+    option = pg.locator(".st-key-view_box").locator("[class*='st-key-guess_'] button").first
+    option.focus()
+    pg.keyboard.press("Enter")
+    pg.get_by_text("Your guess").wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)
+    pg.wait_for_function("() => !!document.activeElement.closest('[class*=\"st-key-guess_verdict_\"]')",
+                         timeout=30_000)
+    verdict = pg.locator("[class*='st-key-guess_verdict_']")
+    assert verdict.locator("[data-testid='stAlertDynamicIcon']").count() == 1  # the tick or the cross
+    pg.wait_for_function("new URLSearchParams(location.search).has('answered')", timeout=30_000)
+    pg.reload()
+    pg.get_by_text("Your guess").wait_for(timeout=60_000)
+    assert pg.get_by_text("Guess first.").count() == 0
+    ctx.close()
+    assert not errors, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
 def test_the_exercises_page_judges_a_right_and_a_wrong_answer(browser, server, translator):
     exs = [ex for ex in exercises(translator, DEFAULT_CHECKPOINT) if ex.options]
     first, second = exs[0], exs[1]

@@ -53,7 +53,7 @@ def test_guess_first_asks_before_the_picture_and_answers_after(monkeypatch, view
     # once nothing is asked, the translation and the output tokens show (also after a fragment's own run)
     assert ("class='translation'" in answered.value) == (not still_open), (view, answered.value)
     assert bool([m for m in at.markdown if "Output tokens" in m.value and "chip" in m.value]) == (not still_open)
-    verdict = [shown(i.value) for i in at.info if "Your guess" in shown(i.value)]
+    verdict = [shown(i.value) for i in [*at.success, *at.warning] if "Your guess" in shown(i.value)]
     assert verdict and ("Right." in verdict[0] or "Not quite" in verdict[0]), verdict
     assert at.query_params["guess"] in ("1", ["1"])  # the link keeps the switch
 
@@ -71,12 +71,12 @@ def test_the_tally_counts_the_sessions_guesses(monkeypatch, translator):
     tokens, best = cross_answer(translator)
     right = next(b for b in at.button if (b.key or "").startswith("guess_") and shown(b.label) == best)
     right.click().run()
-    assert any("Right." in shown(i.value) and "1 of 1 right" in shown(i.value) for i in at.info)
+    assert any("Right." in shown(i.value) and "1 of 1 right" in shown(i.value) for i in at.success)
     at.button(key="walk_next").click().run()  # stop 10: the next word
     wrong = [b for b in at.button if (b.key or "").startswith("guess_")]
     answer = translator.translate(SENTENCE).steps[0].token
     next(b for b in wrong if shown(b.label) != answer).click().run()
-    assert any("Not quite" in shown(i.value) and "1 of 2 right" in shown(i.value) for i in at.info)
+    assert any("Not quite" in shown(i.value) and "1 of 2 right" in shown(i.value) for i in at.warning)
 
 
 # --- Chromium: the picture, the marks, the exercises, the projector -------------------------------------------------
@@ -113,6 +113,30 @@ def test_every_walk_stop_asks_before_its_picture(monkeypatch, translator):
         pick = next((b for b in options if b.label == known[stop]), None) if stop in known else options[0]
         assert pick is not None, (stop, [b.label for b in options])
         pick.click().run()
-        verdict = [shown(i.value) for i in at.info if "Your guess" in shown(i.value)]
+        verdict = [shown(i.value) for i in [*at.success, *at.warning] if "Your guess" in shown(i.value)]
         assert verdict and (stop not in known or "Right." in verdict[0]), (stop, verdict)
         assert figure_data(at) or at.dataframe or stop == 11, stop  # the picture is drawn (stop 11: chips)
+
+
+@pytest.mark.slow
+def test_answers_live_in_the_link_and_right_and_wrong_differ_by_word_and_icon(monkeypatch, translator):
+    """A guess is kept in the link (answered=KEY.N): the same link opened again shows the verdict, not the question.
+    Right is a success box with a tick and "Right."; wrong a warning with a cross and "Not quite" (not colour
+    alone). A bad item of the link is named in the link's note."""
+    right = str(len(translator.translate(SENTENCE).src_tokens))  # stop 1: the tokens the model reads
+    for pick_right in (True, False):
+        at = from_url(monkeypatch, s=SENTENCE, view="walk", stop="1", guess="1")
+        options = [b for b in at.button if (b.key or "").startswith("guess_")]
+        next(b for b in options if (b.label == right) == pick_right).click().run()
+        link = dict(at.query_params)
+        key, index = link["answered"].split(".")
+        assert len(key) == 8 and options[int(index)].label == right if pick_right else options[int(index)].label != right
+        boxes = at.success if pick_right else at.warning
+        assert [b for b in boxes if "Your guess" in shown(b.value)], pick_right
+        assert boxes[-1].icon == (":material/check_circle:" if pick_right else ":material/cancel:")
+        assert ("Right." in shown(boxes[-1].value)) == pick_right and ("Not quite" in shown(boxes[-1].value)) != pick_right
+        again = from_url(monkeypatch, **link)  # a reload, or the link sent on
+        assert not [m for m in again.markdown if "Guess first." in shown(m.value)]
+        assert [b for b in (again.success if pick_right else again.warning) if "Your guess" in shown(b.value)]
+    bad = from_url(monkeypatch, s=SENTENCE, view="walk", stop="1", guess="1", answered="zz.1,1f0c2a9b.3")
+    assert any("answered item 'zz.1'" in shown(w.value) for w in bad.warning)
