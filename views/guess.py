@@ -74,7 +74,7 @@ def read_answers(raw: str | None, notes: list):
     if raw is None:
         return
     found = {}
-    for item in raw.split(",")[:MAX_ANSWERS]:
+    for item in raw[:MAX_ANSWERS * 12].split(",")[:MAX_ANSWERS]:  # 12: an item and its comma, so a long link is cut
         if ANSWER_ITEM.fullmatch(item):
             key, index = item.split(".")
             found[key] = int(index)
