@@ -4,7 +4,7 @@
 
 The model learned German from Multi30k's captions of photos (a man rides a bike, two dogs play in the snow).
 A sentence like none of them ("Ich habe heute keine Zeit.") comes back as nonsense, and its maps show a model out
-of its depth. Four measures say how far a sentence is from what the model saw (docs/contract.md, "Familiarity"):
+of its depth. Five measures say how far a sentence is from what the model saw (docs/contract.md, "Familiarity"):
 
 - unknown_share: the share of the source's words (tokens with a letter or digit) that are `<unk>` to the model;
 - mean_logprob: the translation's mean log-probability per step (`<eos>` included), and its percentile among
@@ -14,18 +14,25 @@ of its depth. Four measures say how far a sentence is from what the model saw (d
 - nearest_distance: 1 - cosine between the sentence's encoder state (the last encoder layer's output, mean over
   its positions) and the nearest training source's, from an index of every training source shipped beside the
   checkpoint (`training_index.npz`: unit rows on their 64 principal components, int8: 1.9 MB for 29,000, 1.5 MB
-  compressed).
+  compressed);
+- length: the positions the source takes (<sos> and <eos> included) against the training sources' lengths. The
+  three measures above say little about a sentence far longer than the photo descriptions: the model can be sure of
+  each word and still invent an ending.
 
-Each measure is compared with its own distribution on the validation set (`familiarity.json` beside the
-checkpoint, made by this command): beyond the value that only 2% of validation sentences reach, the sentence is
-unusual on that measure; beyond the 0.2% value, unfamiliar. The verdict is the worst of them; a sentence that
-looks English, or not German at all, is unfamiliar. The training sentences are read from assets/multi30k/ (a copy
-of the data set's training split, so that the app needs no data folder).
+unknown_share, mean_logprob and nearest_distance are combined into one score (each measure's tail among the
+validation sentences), compared with its distribution over the validation and test2016 sentences (`familiarity.json`
+beside the checkpoint, made by this command): above the least score that keeps 95% of each set at or below it, the
+sentence is unusual; above the one for 99.5%, unfamiliar. A sentence longer than 99.9% of the training sources
+(their lengths are in familiarity.json too) is unusual whatever its score; one that looks English, or not German at
+all, is unfamiliar. The training sentences are read from assets/multi30k/ (a copy of the data set's training split,
+so that the app needs no data folder).
 """
 
 import itertools
 import json
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +49,8 @@ from .vocab import SPECIALS
 ROOT = Path(__file__).resolve().parents[1]
 INDEX_FILE = "training_index.npz"
 THRESHOLDS_FILE = "familiarity.json"
-UNUSUAL, UNFAMILIAR = 0.95, 0.995  # quantiles of the validation scores: beyond them, unusual and unfamiliar
+UNUSUAL, UNFAMILIAR = 0.95, 0.995  # shares of each calibration set (validation, test2016) a score threshold keeps
+LONGER = 0.999  # quantile of the training sources' lengths: a sentence longer than it is unusual (docs/contract.md)
 VERDICTS = ("familiar", "unusual", "unfamiliar")
 FREQUENT = 100  # most frequent words of each vocabulary that count as its language's marks
 # The direction in which each measure moves away from the training data: +1 larger is stranger, -1 smaller is.
@@ -119,6 +127,8 @@ class Familiarity:
     language_counts: dict
     nearest_distance: float
     distance_percentile: float  # % of validation sentences nearer to their nearest training sentence
+    length: int  # positions the source takes, <sos> and <eos> included
+    length_percentile: float  # % of training sources shorter
     score: float  # Fisher's combination of the three measures' tails (the verdict's thresholds are on it)
     neighbours: list = field(default_factory=list)  # Neighbours, nearest first
 
@@ -137,6 +147,10 @@ class Index:
             self.mean, self.basis = f["mean"], f["basis"]  # the principal components the rows are stored in
             self.vectors = unit(f["vectors"])  # (N, DIMS)
         self.thresholds = json.loads((folder / THRESHOLDS_FILE).read_text())
+        if "length" not in self.thresholds:
+            raise InputError(f"{folder / THRESHOLDS_FILE} has no training lengths (made before the length measure): "
+                             f"python -m model.familiarity --checkpoint {folder}")
+        self.lengths = {int(n): c for n, c in self.thresholds["length"]["counts"].items()}  # JSON keys are text
 
     @staticmethod
     def exists(folder) -> bool:
@@ -163,12 +177,22 @@ class Index:
         cos = self.vectors @ torch.from_numpy(projected(vector[None], self.mean, self.basis)[0].astype(np.float32))
         top = torch.topk(cos, k)
         texts = self.texts()
-        return [Neighbour(int(i), texts["de"][i], texts["en"][i], round(max(0.0, 1 - float(c)), 4))
+        return [Neighbour(int(i), texts["de"][i], texts["en"][i], distance(c))
                 for c, i in zip(top.values, top.indices)]
 
 
 def mean_logprob(result) -> float:
     return float(np.mean([np.log(max(s.prob, 1e-12)) for s in result.steps]))
+
+
+def unknown_words(result) -> list:
+    """The source's word tokens that are `<unk>` to the model."""
+    return [tok for tok, u in zip(result.src_tokens, result.src_unknown) if u and is_word(tok)]
+
+
+def distance(cosine: float) -> float:
+    """1 - cosine, at least 0, to 4 decimals: the nearest distance as the verdict reads it and the tool stores it."""
+    return round(max(0.0, 1 - float(cosine)), 4)
 
 
 def tail(measure: str, value: float, reference) -> float:
@@ -184,28 +208,53 @@ def score(tails: dict) -> float:
     return float(-2 * sum(np.log(p) for p in tails.values()))
 
 
-def thresholds_from(values: dict) -> dict:
-    """The validation values of each measure (for the tails) and the score's two thresholds: its UNUSUAL and
-    UNFAMILIAR quantiles over the validation sentences themselves."""
-    scores = [score({m: tail(m, values[m][i], values[m]) for m in MEASURES}) for i in range(len(values["mean_logprob"]))]
-    return {"score": {"unusual": float(np.quantile(scores, UNUSUAL)),
-                      "unfamiliar": float(np.quantile(scores, UNFAMILIAR))},
-            "values": {m: [round(float(v), 5) for v in values[m]] for m in MEASURES}}
+def thresholds_from(values: dict, calibration: list | None = None) -> dict:
+    """The validation values of each measure (for the tails, as stored: 5 decimals) and the score's two thresholds:
+    the least scores that keep at least UNUSUAL and UNFAMILIAR of each calibration set (a list of such value dicts;
+    default: the validation sentences themselves) at or below them."""
+    stored = {m: [round(float(v), 5) for v in values[m]] for m in MEASURES}
+    scores = [[score({m: tail(m, one[m][i], stored[m]) for m in MEASURES}) for i in range(len(one["mean_logprob"]))]
+              for one in calibration or [values]]
+    return {"score": {name: max(float(np.quantile(s, q, method="higher")) for s in scores)
+                      for name, q in (("unusual", UNUSUAL), ("unfamiliar", UNFAMILIAR))},
+            "values": stored}
+
+
+def source_lengths(translator, sentences) -> dict:
+    """{positions: sentences}: the positions each source takes as the model reads it (<sos> and <eos> included)."""
+    return dict(sorted(Counter(len(translator.source_ids(s)[1]) for s in sentences).items()))
+
+
+def length_quantile(counts: dict, q: float) -> int:
+    """The fewest positions that at least a share q of the sentences counted in `counts` do not exceed."""
+    assert counts and 0 < q <= 1, f"a quantile of no lengths, or of a share {q} outside (0, 1]"
+    total, running = sum(counts.values()), 0
+    for n in sorted(counts):
+        running += counts[n]
+        if running >= q * total:
+            return n
+    return max(counts)  # q * total rounded above the total
+
+
+def shorter_share(counts: dict, n: int) -> float:
+    """The share of the sentences counted in `counts` that take fewer than n positions."""
+    return sum(c for length, c in counts.items() if length < n) / sum(counts.values())
 
 
 def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
     """Every measure of a translated sentence, its verdict and the nearest training sentences."""
     t = index.thresholds
-    ws = words(result.src_tokens)
-    unknown = [tok for tok, u in zip(result.src_tokens, result.src_unknown) if u and tok in ws]
+    ws, unknown = words(result.src_tokens), unknown_words(result)
     lang, counts = language(result.src_tokens, translator.src_vocab, translator.tgt_vocab)
     neighbours = index.nearest(sentence_vectors(translator, [result.source])[0], k)
     values = {"unknown_share": len(unknown) / max(1, len(ws)), "mean_logprob": mean_logprob(result),
               "nearest_distance": neighbours[0].distance}
     tails = {m: tail(m, v, t["values"][m]) for m, v in values.items()}
     total = score(tails)
+    length, shorter = len(result.src_tokens), shorter_share(index.lengths, len(result.src_tokens))
+    too_long = length > t["length"]["longest_usual"]
     verdict = ("unfamiliar" if total > t["score"]["unfamiliar"] or lang != "German" else
-               "unusual" if total > t["score"]["unusual"] else "familiar")
+               "unusual" if total > t["score"]["unusual"] or too_long else "familiar")
     reasons = []
     if verdict != "familiar":
         if lang != "German":
@@ -214,6 +263,10 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
         if unknown:
             reasons.append(f"{len(unknown)} of its {len(ws)} words never occurred in training "
                            f"({', '.join(unknown[:6])}{', …' if len(unknown) > 6 else ''})")
+        if too_long:  # the share rounded down, so that "longer than" stays true
+            reasons.append(f"it is longer than {math.floor(1000 * shorter) / 10:g}% of the training sentences: "
+                           f"{length} tokens, <sos> and <eos> included, where half of them have "
+                           f"{length_quantile(index.lengths, 0.5)} or fewer")
         if tails["nearest_distance"] < 0.25:
             reasons.append(f"even the nearest training sentence is further from it than for "
                            f"{100 * (1 - tails['nearest_distance']):.0f}% of held-out photo descriptions")
@@ -223,11 +276,12 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
     return Familiarity(verdict, reasons, len(ws), unknown, round(values["unknown_share"], 4),
                        round(values["mean_logprob"], 4), round(100 * (1 - tails["mean_logprob"]), 1), lang,
                        counts, neighbours[0].distance, round(100 * (1 - tails["nearest_distance"]), 1),
-                       round(total, 3), neighbours)
+                       length, round(100 * shorter, 2), round(total, 3), neighbours)
 
 
 def build(translator, folder, data_dir, log=print) -> dict:
-    """Write training_index.npz and familiarity.json beside a checkpoint; returns the thresholds written."""
+    """Write training_index.npz and familiarity.json beside a checkpoint; returns the thresholds written: the
+    score's (quantiles over the validation sentences) and the length's (a quantile of the training sources')."""
     from . import cli
 
     folder = Path(folder)
@@ -242,19 +296,28 @@ def build(translator, folder, data_dir, log=print) -> dict:
             np.savez_compressed(f, mean=mean, basis=basis, vectors=stored)
     log(f"index: {len(train_de):,} training sources in {time.perf_counter() - start:.0f} s, "
         f"{(folder / INDEX_FILE).stat().st_size / 1e6:.1f} MB")
-    val_de, _ = cli.read_split(data_dir, "val")
-    results = translator.translate_batch(val_de, with_maps=False)
-    cos = torch.from_numpy(projected(sentence_vectors(translator, val_de), mean, basis)) @ unit(stored).T
-    values = {"unknown_share": [sum(r.src_unknown) / max(1, len(words(r.src_tokens))) for r in results],
-              "mean_logprob": [mean_logprob(r) for r in results],
-              "nearest_distance": (1 - cos.max(1).values).clamp(min=0).tolist()}
+    val_de, test_de = cli.read_split(data_dir, "val")[0], cli.read_split(data_dir, "test")[0]
+    in_domain = val_de + test_de  # the calibration sentences: validation, then test2016
+    results = translator.translate_batch(in_domain, with_maps=False)
+    cos = torch.from_numpy(projected(sentence_vectors(translator, in_domain), mean, basis)) @ unit(stored).T
+    measured = {"unknown_share": [len(unknown_words(r)) / max(1, len(words(r.src_tokens))) for r in results],
+                "mean_logprob": [mean_logprob(r) for r in results],
+                "nearest_distance": [distance(c) for c in cos.max(1).values.tolist()]}  # as `measure` reads them
+    val = {m: v[:len(val_de)] for m, v in measured.items()}
+    lengths = source_lengths(translator, train_de)
     report = {"about": "Familiarity (model/familiarity.py, docs/contract.md): each measure's values on the "
-                       "validation sentences, and the Fisher score's quantiles there as thresholds",
-              "validation_sentences": len(val_de), "training_sentences": len(train_de),
-              "quantiles": {"unusual": UNUSUAL, "unfamiliar": UNFAMILIAR}, **thresholds_from(values)}
+                       "validation sentences (the tails' reference); the Fisher score's thresholds, the least that "
+                       "keep each quantile's share of the validation and of the test2016 sentences at or below; "
+                       "the training sources' lengths, and the longest that is not unusual (their LONGER quantile)",
+              "validation_sentences": len(val_de), "calibration_sentences": len(in_domain),
+              "training_sentences": len(train_de),
+              "quantiles": {"unusual": UNUSUAL, "unfamiliar": UNFAMILIAR, "length": LONGER},
+              **thresholds_from(val, [val, {m: v[len(val_de):] for m, v in measured.items()}]),
+              "length": {"counts": lengths, "longest_usual": length_quantile(lengths, LONGER)}}
     report["seconds"] = round(time.perf_counter() - start, 1)
     files.write_text(folder / THRESHOLDS_FILE, files.dumps(report) + "\n")
-    log(f"thresholds from {len(val_de):,} validation sentences: score {report['score']}; {report['seconds']} s")
+    log(f"thresholds from {len(in_domain):,} validation and test2016 sentences: score {report['score']}; a source "
+        f"longer than {report['length']['longest_usual']} positions is unusual; {report['seconds']} s")
     return report
 
 
@@ -278,7 +341,7 @@ def command(argv):
 
     translator = cli.load_translator(args)
     data_dir = args.data_dir or default_data_dir()
-    cli.read_split(data_dir, "val")  # fails now, not after the index
+    cli.read_split(data_dir, "val"), cli.read_split(data_dir, "test")  # fail now, not after the index
     build(translator, checkpoint_folder(args.checkpoint), data_dir)
     build_steps(translator, checkpoint_folder(args.checkpoint), data_dir)  # the training evidence's step index
     return 0

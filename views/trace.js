@@ -56,7 +56,7 @@ function trace({data, parentElement, setTriggerValue}) {
                                     ...names.flatMap((n) => [charts[n], tables[n].tools, tables[n].box]));
     view.box.append(
       el("div", {className: "controls"}, previous, next, slider, evidence),
-      el("p", {className: "note", textContent: "Keyboard: the ← and → keys step back and forward (Tab to the "
+      el("p", {className: "note keys-hint", textContent: "Keyboard: the ← and → keys step back and forward (Tab to the "
                                                 + "slider and they move it instead)."}),
       where, chose,
       el("div", {className: "columns"}, column("bar", "self"), column("cross")),

@@ -107,7 +107,8 @@ def walk_view(ctx: Context):
     nav = st.container(horizontal=True, vertical_alignment="center")
     nav.button("◂ Previous", on_click=move, args=(-1,), disabled=n == 0, shortcut="left", key="walk_prev")
     nav.button("Next ▸", on_click=move, args=(1,), disabled=n == len(STOPS) - 1, shortcut="right", key="walk_next")
-    nav.caption(f"Stop {n + 1} of {len(STOPS)} · the ← and → keys step too")
+    nav.caption(f"Stop {n + 1} of {len(STOPS)}<span class='keys-hint'> · the ← and → keys step too</span>",
+                unsafe_allow_html=True)  # the hint hides on a touch screen (widgets.CSS)
     st.markdown(f"#### {stop.title}")
     st.latex(equation(n, ctx.cfg))
     ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))

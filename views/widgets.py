@@ -54,6 +54,15 @@ div[data-testid="stSliderThumbValue"] {color:inherit !important}
 [data-testid="stButtonGroup"] :is([role="toolbar"], [role="radiogroup"]) {flex-wrap:wrap; overflow-x:visible}
 [class*="st-key-neighbour_"] button :is(div, p) {white-space:normal; text-align:left}
 [data-testid="stCode"] :is(pre, code) {white-space:pre-wrap !important; overflow-wrap:anywhere}
+.katex-display {overflow-x:auto; overflow-y:hidden; padding:2px 0}
+@media (max-width: 640px) {
+  .katex-display {font-size:0.86em}
+  .js-plotly-plot .modebar-container {display:none}
+}
+@media (hover: none) and (pointer: coarse) {
+  .keys-hint {display:none}
+  .js-plotly-plot .modebar-container {display:none}
+}
 @media (max-width: 1100px) {
   [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(3) .explorer-figure) {
     flex-wrap:wrap}

@@ -46,3 +46,33 @@ def test_on_a_phone_the_walk_starts_within_two_screens(browser, server):
         assert not errors, errors
     finally:
         ctx.close()
+
+
+def test_on_a_phone_formulas_stay_on_screen_no_toolbar_covers_a_chart_and_no_keyboard_hint(browser, server):
+    """At 390 px on a touch screen: the walk's formula (stop 9's is the widest) ends within the screen (it scrolls
+    inside its own box), no chart toolbar is shown over a title or past the screen's edge, and the walk's and the
+    trace's keyboard hints are hidden; at 1400 px with a mouse the hint is there."""
+    link = "/?s=Ein+Mann+in+einem+pinken+Hemd+sitzt+auf+dem+Gras.&view=walk&stop=9"
+    ctx, pg, errors = fresh_page(browser, server + link, viewport={"width": 390, "height": 844}, is_mobile=True,
+                                 has_touch=True)
+    try:
+        pg.locator(".katex-display").first.wait_for(timeout=30_000)
+        pg.locator(".st-key-view_box .js-plotly-plot").first.wait_for(timeout=30_000)
+        wait_idle(pg)
+        boxes = pg.evaluate("""() => [...document.querySelectorAll('.katex-display')].map(e => ({
+            right: e.getBoundingClientRect().right, fits: e.scrollWidth <= e.clientWidth + 1,
+            scrolls: ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)}))""")
+        assert boxes and all(b["right"] <= 390 and (b["fits"] or b["scrolls"]) for b in boxes), boxes
+        shown = pg.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .modebar-container')]"
+                            ".filter(e => e.getBoundingClientRect().width > 0).length")
+        assert shown == 0
+        assert not pg.locator(".keys-hint").first.is_visible()
+        assert not errors, errors
+    finally:
+        ctx.close()
+    ctx, pg, errors = fresh_page(browser, server + link)
+    try:
+        pg.locator(".keys-hint").first.wait_for(state="visible", timeout=30_000)
+        assert "← and → keys step too" in pg.locator(".keys-hint").first.inner_text()
+    finally:
+        ctx.close()
