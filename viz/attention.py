@@ -10,9 +10,11 @@ Norm-based attention (Kobayashi et al., EMNLP 2020: ||alpha_ij f(x_j)||, model/c
 the same figures with `norms=True`: the values are lengths, not shares, so they have no upper bound, and the
 colour scale runs from 0 to the largest value shown (its own range, named on the colour bar).
 
-Sizes are in screen pixels and chosen from the number of tokens, so labels stay legible: square
-cells of at least 14 px up to ~45 tokens, a capped size for the longest inputs, and
-tick labels thinned so that none overlaps its neighbour (hover always has every token).
+Sizes are in screen pixels and chosen from the number of tokens, so labels stay legible: up to
+ALL_LABELS tokens every token has its tick label, on square cells large enough for it (a map wider
+than the screen scrolls sideways: views/explorer.js `fitted` keeps a fully labelled map's cells
+legible); past that a capped size, and tick labels thinned so that none overlaps its neighbour
+(hover always has every token).
 """
 
 import functools
@@ -32,7 +34,8 @@ MAP_PX = 680  # the longer side of one map's plot area at most, in pixels
 CELL_PX = (7, 36)  # smallest and largest cell of one map
 UPRIGHT_CELL = 28  # px: from this cell on, key labels at -45 degrees read best; narrower cells need vertical ones
 LABEL_PX = 20  # room one tick label needs across its axis: 15 px for a 12 px font, with room to spare
-#               for a figure drawn at 3/4 of its size on a narrow (800 px) screen
+#               for a figure drawn at 9/10 of its size (views/explorer.js shrinks a fully labelled map to 18 px cells)
+ALL_LABELS = 50  # tokens on an axis up to which every one is labelled: the page's output limit (MAX_OUTPUT)
 TICK_CHARS = 16  # tick labels longer than this are shortened (hover keeps them whole)
 CHAR_PX = 7  # rough width of one tick-label character, for the margins
 GRID_PX = 1000  # the model view's plot area is at most this wide
@@ -78,9 +81,15 @@ def select_head(maps, layer: int, head: int | None) -> np.ndarray:
     return maps[layer, head]
 
 
-def cell_px(n_tokens: int) -> int:
-    """Side of one square cell for a map whose longer side has n_tokens: >= 14 px up to 48 tokens."""
+def shared_px(n_tokens: int) -> int:
+    """MAP_PX shared out among n_tokens, within CELL_PX."""
     return int(min(max(MAP_PX // max(n_tokens, 1), CELL_PX[0]), CELL_PX[1]))
+
+
+def cell_px(n_tokens: int) -> int:
+    """Side of one square cell for a map whose longer side has n_tokens: room for every tick label (LABEL_PX) up to
+    ALL_LABELS tokens, even where that makes the map wider than MAP_PX; past that, MAP_PX shared out."""
+    return max(shared_px(n_tokens), LABEL_PX) if n_tokens <= ALL_LABELS else shared_px(n_tokens)
 
 
 def label_step(cell: int) -> int:
@@ -254,8 +263,9 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
 
 def step_keys_axis(key_tokens, key_unknown=None) -> dict:
     """The key axis of heads_at_step: tick positions and labels (thinned where cells are narrow) and their angle.
-    Apart so that a page redrawing another step (views/trace.js) sets the same axis for that step's keys."""
-    x_vals, x_text = _ticks(key_tokens, key_unknown, max(cell_px(len(key_tokens)), 14))
+    Apart so that a page redrawing another step (views/trace.js) sets the same axis for that step's keys. Its chart
+    takes the width of the page, not of its cells: the labels are thinned as for MAP_PX shared out."""
+    x_vals, x_text = _ticks(key_tokens, key_unknown, max(shared_px(len(key_tokens)), 14))
     return dict(tickmode="array", tickvals=x_vals, ticktext=x_text, tickangle=-90 if len(key_tokens) > 12 else -45)
 
 
