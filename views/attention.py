@@ -175,7 +175,7 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
     causal = shown.kind == "dec"
     masked = viz.causal_mask(*full.shape[2:]) if causal else None
     picks = [[Shown(shown.kind, i, None if h == H else h, norms=shown.norms) for h in range(H + 1)] for i in range(L)]
-    raw = {"src": result.src_tokens, "tgt": result.tgt_tokens}  # the CSV keeps the model's own tokens
+    raw = {"src": result.src_tokens, "tgt": result.tgt_tokens, "inputs": result.tgt_tokens}  # the model's own tokens
     q_side, k_side = SIDES[shown.kind]
     return {
         "header": header,

@@ -10,7 +10,6 @@ never written in: another sentence or model asks again, with its own answer.
 """
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,15 +19,13 @@ import viz
 from model.heads import KIND_NAMES
 from viz.labels import token_labels
 
+from .state import ANSWERS
 from .widgets import chart, focus, literal
 
 GUESS = "guess"  # the switch's key; the link's guess=1
-ANSWERS = "guess_answers"  # question id -> the option the learner clicked
 SURE = ("under 0.5", "0.5 to 0.9", "over 0.9")  # how sure the model is: the trace's second question
 OPEN = "guess_open"  # set by a run of a view that leaves a question open (app.py clears it before the view runs)
 JUST = "guess_just_answered"  # the key of the question answered by the click that started this run
-MAX_ANSWERS = 64  # answers the link keeps (11 walk stops, a few per attention view and the trace)
-ANSWER_ITEM = re.compile(r"[0-9a-f]{8}\.[0-9]{1,2}")
 
 
 @dataclass(frozen=True)
@@ -67,28 +64,6 @@ def given(q: Question | None) -> str | None:
 def answer(key: str, index: int):
     st.session_state.setdefault(ANSWERS, {})[key] = index
     st.session_state[JUST] = key  # the next run moves the keyboard focus to this question's verdict
-
-
-def read_answers(raw: str | None, notes: list):
-    """answered= from the link: KEY.INDEX items, comma-separated (at most MAX_ANSWERS); a note for a bad item."""
-    if raw is None:
-        return
-    found = {}
-    for item in raw[:MAX_ANSWERS * 12].split(",")[:MAX_ANSWERS]:  # 12: an item and its comma, so a long link is cut
-        if ANSWER_ITEM.fullmatch(item):
-            key, index = item.split(".")
-            found[key] = int(index)
-        elif item:
-            notes.append(f"answered item {item[:40]!r} is not a question's key and an option's number")
-    st.session_state[ANSWERS] = found
-
-
-def answers_param() -> dict:
-    """The answers given, for the link (only while guessing is on and something was answered)."""
-    answers = st.session_state.get(ANSWERS, {})
-    if not (on() and answers):
-        return {}
-    return {"answered": ",".join(f"{k}.{i}" for k, i in sorted(answers.items())[:MAX_ANSWERS])}
 
 
 def tally() -> tuple[int, int]:

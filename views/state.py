@@ -228,10 +228,35 @@ def read_flags() -> list[str]:
             st.session_state[flag] = raw == "1"
         elif raw is not None:
             notes.append(f"{flag}={raw[:40]!r} is not 0 or 1")
-    from . import guess  # here, not at the top: guess's widgets read this module
-
-    guess.read_answers(st.query_params.get("answered"), notes)  # guess first's answers, kept across a reload
+    read_answers(st.query_params.get("answered"), notes)  # guess first's answers, kept across a reload
     return notes
+
+
+ANSWERS = "guess_answers"  # guess first's answers (views/guess.py): question key -> the option's index
+MAX_ANSWERS = 64  # answers the link keeps (11 walk stops, a few per attention view and the trace)
+ANSWER_ITEM = re.compile(r"[0-9a-f]{8}\.[0-9]{1,2}")
+
+
+def read_answers(raw: str | None, notes: list):
+    """answered= from the link: KEY.INDEX items, comma-separated (at most MAX_ANSWERS); a note for a bad item."""
+    if raw is None:
+        return
+    found = {}
+    for item in raw[:MAX_ANSWERS * 12].split(",")[:MAX_ANSWERS]:  # 12: an item and its comma, so a long link is cut
+        if ANSWER_ITEM.fullmatch(item):
+            key, index = item.split(".")
+            found[key] = int(index)
+        elif item:
+            notes.append(f"answered item {item[:40]!r} is not a question's key and an option's number")
+    st.session_state[ANSWERS] = found
+
+
+def answers_param() -> dict:
+    """The answers given, for the link (only while guessing is on and something was answered)."""
+    answers = st.session_state.get(ANSWERS, {})
+    if not (st.session_state.get("guess") and answers):
+        return {}
+    return {"answered": ",".join(f"{k}.{i}" for k, i in sorted(answers.items())[:MAX_ANSWERS])}
 
 
 def read_url(cfg, views: dict[str, View]) -> list[str]:
@@ -281,9 +306,7 @@ def state_params(cfg, view: View | None) -> dict:
     if s.get("model", "learned") != next(iter(models())):  # the default model is not written: links stay short
         params["model"] = s.model
     params.update({flag: "1" for flag in FLAGS if s.get(flag)})  # off is not written either
-    from . import guess
-
-    params.update(guess.answers_param())
+    params.update(answers_param())
     if view:
         params["view"] = view.slug
         params.update(view.write(cfg))

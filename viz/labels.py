@@ -75,17 +75,21 @@ def predicting(inputs, predicted) -> list[str]:
     return [f"{a}{ARROW}{b}" for a, b in zip(inputs, predicted)]
 
 
-# The tokens of each kind of map: its rows (queries), then its columns (keys), from the source ("src") or the decoder
-# ("tgt").
-SIDES = {"enc": ("src", "src"), "dec": ("tgt", "tgt"), "cross": ("tgt", "src")}
+# The tokens of each kind of map: its rows (queries), then its columns (keys): the source ("src"), the decoder rows
+# named by what they read and predict ("tgt"), or the decoder's inputs as they are ("inputs"): a decoder self-attention
+# key is a token already read, not a prediction.
+SIDES = {"enc": ("src", "src"), "dec": ("tgt", "inputs"), "cross": ("tgt", "src")}
 
 
 def token_labels(result, side: str) -> tuple[list, list | None]:
     """Tokens and <unk> flags of one side of a Translation (model/result.py), as the page and the HTML report label
-    them: the source, or the decoder rows named by what they read and predict (`predicting`; no flags)."""
-    assert side in ("src", "tgt"), f"a side is src or tgt, got {side!r}"
+    them: the source; the decoder rows named by what they read and predict (`predicting`; no flags); or the decoder's
+    inputs, <sos> then every output token but the last (no flags)."""
+    assert side in ("src", "tgt", "inputs"), f"a side is src, tgt or inputs, got {side!r}"
     if side == "src":
         return result.src_tokens, result.src_unknown
+    if side == "inputs":
+        return result.tgt_tokens, None
     return predicting(result.tgt_tokens, [s.token for s in result.steps]), None
 
 
