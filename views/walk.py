@@ -214,7 +214,7 @@ def all_heads(ctx: Context, ins, word: int, q=None):
                + ", ".join(f"{d:.2f} in layer {i + 1}" for i, d in enumerate(divergence) if i != layer) + ". "
                + tutorial_names(ctx.checkpoint))
     (q, q_unk), (k, k_unk) = token_labels(ctx.result, "src"), token_labels(ctx.result, "src")
-    chart(viz.model_view(maps, q, k, query_unknown=q_unk, key_unknown=k_unk,
+    chart(viz.model_view(maps, q, k, query_unknown=q_unk, key_unknown=k_unk, first_layer=layer,
                          title=f"Encoder layer {layer + 1}: all {H} heads"), key="walk_heads", name="walk-heads",
           width="content")
 

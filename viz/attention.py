@@ -197,7 +197,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
 
 
 def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_unknown=None, key_unknown=None,
-               norms=False, cells=True):
+               norms=False, cells=True, first_layer=0):
     """Every layer (rows) x every head (columns) as tiles of one heatmap, GAP empty cells apart; a click on a cell
     names its tile.
 
@@ -208,7 +208,8 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
     240,000 cells draw as one image, with no WebGL.
     norms: the maps are norm-based attention, one colour range 0..largest for every tile (so tiles compare).
     cells=False: the figure without its cells (no z, no customdata), for a page that places them itself
-    (views/maps.js `grid`).
+    (views/maps.js `grid`). first_layer: the model's layer (from 0) of the first row, where `maps` are some of its
+    layers (the walk draws one), so the rows and the hover name the model's layers.
     """
     m = check_norms(maps, 4, "norms (layers, heads, queries, keys)") if norms else \
         check_weights(maps, 4, "maps (layers, heads, queries, keys)")
@@ -232,7 +233,7 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
                 r, c = layer * (Q + GAP), head * (K + GAP)
                 weights[r:r + Q, c:c + K] = np.where(tile_future, np.nan, m[layer, head])
                 future[r:r + Q, c:c + K] = np.where(tile_future, 1.0, np.nan)
-                custom[r:r + Q, c:c + K, 0] = str(layer + 1)
+                custom[r:r + Q, c:c + K, 0] = str(first_layer + layer + 1)
                 custom[r:r + Q, c:c + K, 1] = str(head + 1)
                 custom[r:r + Q, c:c + K, 2] = np.array(q_lab, dtype=object)[:, None]
                 custom[r:r + Q, c:c + K, 3] = np.array(k_lab, dtype=object)[None, :]
@@ -256,8 +257,8 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
                    ticktext=[f"head {h + 1}" for h in range(H)], showgrid=False, zeroline=False,
                    range=[-0.5, cols - 0.5], constrain="domain", side="top", automargin=True),
         yaxis=dict(tickmode="array", tickvals=[i * (Q + GAP) + (Q - 1) / 2 for i in range(L)],
-                   ticktext=[f"layer {i + 1}" for i in range(L)], range=[rows - 0.5, -0.5], showgrid=False,
-                   zeroline=False, scaleanchor="x", constrain="domain", automargin=True),
+                   ticktext=[f"layer {first_layer + i + 1}" for i in range(L)], range=[rows - 0.5, -0.5],
+                   showgrid=False, zeroline=False, scaleanchor="x", constrain="domain", automargin=True),
     ))
 
 

@@ -84,7 +84,9 @@ def test_the_multi_head_stop_and_the_self_attention_views_open_where_the_heads_d
     said = " ".join(c.value for c in at.caption)
     assert f"Here encoder layer {layer + 1}, the layer whose heads differ most" in said
     assert f"{enc[layer]:.2f} bits" in said and f"{enc[0]:.2f} in layer 1" in said
-    assert charts(at)[0]["layout"]["title"]["text"].startswith(f"Encoder layer {layer + 1}: all 8 heads")
+    figure = charts(at)[0]
+    assert figure["layout"]["title"]["text"].startswith(f"Encoder layer {layer + 1}: all 8 heads")
+    assert figure["layout"]["yaxis"]["ticktext"] == [f"layer {layer + 1}"]  # the tiles' row names the model's layer
     for kind, measured in (("enc", enc), ("dec", dec)):
         at = from_url(monkeypatch, s=SENTENCE, view=kind)
         assert not at.exception
