@@ -186,7 +186,7 @@ if first_run:
 if result.truncated:
     st.warning(f"The sentence is too long for the model's {cfg.max_positions} positions: the last "
                f"{result.truncated} tokens were cut, and the rest was translated.")
-translation = st.empty()  # filled after the view: guess first hides it while the view's question is open
+translation = st.container(key="translation_box").empty()  # filled after the view: guess first may hide it
 if len(result.steps) == len(result.output_tokens) and result.steps:  # the last step wrote a word, not <eos>
     st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
                "ended it: what is shown is cut.")
@@ -230,6 +230,10 @@ with st.container(key="view_box"):
     VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
     if st.session_state.pop("view_picked", False):
         focus(data={"key": "view_box", "for": view})  # last in the box, where its empty element moves nothing
+if st.session_state.get("shown_sentence") != sentence:  # a new translation: on a phone, it comes to the screen's
+    st.session_state.shown_sentence = sentence         # top, the view right under it (the frame fills a screen)
+    with st.container(key="translation_focus"):
+        focus(data={"key": "translation_box", "for": sentence, "phone": True})
 if guess.open_now():  # what the question asks would be read off the translation: it waits for the answer too
     translation.markdown("**Translation**: hidden until you answer the question below (Guess first).")
     output_tokens.markdown("Output tokens: hidden until you answer.")

@@ -206,11 +206,13 @@ def cli_hint(sentence: str, *args: str) -> None:
 # picked; after a guess, to its verdict (the clicked question is gone, and the focus would fall to the page's top).
 # data["for"] tells one occasion from the next (the component runs again when its data change). A component, not an
 # inline <script>: the deployed page's policy runs no inline script (deploy/security-headers.conf).
+# data["phone"]: only on a phone-wide screen (640 px or less), and the element is scrolled to the top of the screen.
 focus = st.components.v2.component("explorer_focus", js="""export default function ({data}) {
   const box = document.querySelector(".st-key-" + CSS.escape(data.key));
-  if (!box) return;
+  if (!box || (data.phone && window.innerWidth > 640)) return;
   box.tabIndex = -1;
   box.focus({preventScroll: true});
+  if (data.phone) box.scrollIntoView({block: "start"});
 }""")
 
 
