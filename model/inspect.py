@@ -33,8 +33,8 @@ comprehensiveness, sufficiency, tau, order, deletion, kept} and random {orders, 
 comprehensiveness_range, deletion, deletion_range}; `--step T` (from 0) measures that step only (the others: null).
 `familiarity` (model/familiarity.py): verdict (familiar, unusual, unfamiliar), reasons, words, unknown_words,
 unknown_share, mean_logprob, logprob_percentile, language, language_counts, nearest_distance,
-distance_percentile, length (positions, <sos> and <eos> included), length_percentile (the share of training
-sentences no longer), score and neighbours (line, de, en, distance), nearest first.
+distance_percentile, length (positions, <sos> and <eos> included), length_percentile (the % of training
+sentences shorter), score and neighbours (line, de, en, distance), nearest first.
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
