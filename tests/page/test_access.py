@@ -25,7 +25,8 @@ def test_the_map_table_holds_the_map_and_names_hostile_tokens_as_typed(monkeypat
     np.testing.assert_allclose(decoded(panel["maps"])[1, 2], weights, atol=5.01e-5)
     assert panel["causal"]  # the browser writes "masked" above the diagonal, as the chart greys it
     steps = table_labels(viz.predicting(r.tgt_tokens, [s.token for s in r.steps]))
-    assert panel["table"]["rows"] == panel["table"]["cols"] == steps
+    assert panel["table"]["rows"] == steps  # a row: what it read and predicts; a column: the input it reads
+    assert panel["table"]["cols"] == table_labels(r.tgt_tokens)
     show_view(at, "enc")  # the source's names as typed: the browser sets them as text, never markup
     assert maps_data(at)[0]["panels"][0]["table"]["cols"] == table_labels(r.src_tokens, r.src_unknown)
     assert any("<" in name or "*" in name for name in table_labels(r.src_tokens))
