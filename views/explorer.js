@@ -209,9 +209,14 @@ const Explorer = (() => {
     // label and scrolls sideways in its panel, so that a phone names every row and column of a 20-token sentence.
     if (!layout.width || !room || layout.width <= room) return layout;
     const cell = layout.meta && layout.meta.cell;
-    const least = rescale && cell && wholeAxes(layout) ? LEGIBLE / cell : 0;
+    // A figure may name its own least width (viz model_view: tiles whose cells stay visible); it scrolls past that.
+    const least = rescale && cell && wholeAxes(layout) ? LEGIBLE / cell
+      : (layout.meta && layout.meta.min_width ? layout.meta.min_width / layout.width : 0);
     const scale = Math.min(1, Math.max(room / layout.width, least));
-    if (scale === 1) return layout;
+    if (scale === 1) {  // kept whole, wider than the room (it scrolls): the title starts where the room shows it
+      return layout.title && layout.title.text
+        ? {...layout, title: {...layout.title, x: 0, xanchor: "left", xref: "container"}} : layout;
+    }
     const width = Math.round(layout.width * scale);
     const out = {...layout, width};
     // Plotly does not wrap titles: a long one ("Decoder self-attention, layer 1, mean of the 8 heads") gets a

@@ -40,6 +40,7 @@ TICK_CHARS = 16  # tick labels longer than this are shortened (hover keeps them 
 CHAR_PX = 7  # rough width of one tick-label character, for the margins
 GRID_PX = 1000  # the model view's plot area is at most this wide
 TILE_CELL_PX = (2, 12)  # smallest and largest cell of one model-view tile
+TILE_LEGIBLE_PX = 4  # a narrow screen shrinks a model view's cells no further (layout.meta.min_width): it scrolls
 
 
 @functools.cache  # once per process, on first use
@@ -249,7 +250,7 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
                                showscale=False, hovertemplate=hover + "masked: a future position<extra></extra>",
                                **common, _validate=False))
     return unchecked(data, dict(
-        title=dict(text=title), width=cell * cols + 180,
+        title=dict(text=title), width=cell * cols + 180, meta=dict(min_width=min(cell, TILE_LEGIBLE_PX) * cols + 180),
         coloraxis=_coloraxis(NORM_LABEL, max(float(m[:, :, ~tile_future].max()) if (~tile_future).any() else 1.0,
                                              1e-6)) if norms else _coloraxis(), height=cell * rows + 110,
         margin=dict(l=10, r=10, t=50 if title else 20, b=10), dragmode=False, hovermode="closest",

@@ -86,3 +86,24 @@ def test_on_a_phone_formulas_stay_on_screen_no_toolbar_covers_a_chart_and_no_key
         assert "← and → keys step too" in pg.locator(".keys-hint").first.inner_text()
     finally:
         ctx.close()
+
+
+def test_on_a_phone_the_multi_head_tiles_stay_readable_and_labelled(browser, server):
+    """At 390 px the walk's eight head tiles keep cells of at least 4 px (viz TILE_LEGIBLE_PX; the figure scrolls
+    sideways past the screen) instead of shrinking to the screen, each tile named by its head, the row by its layer,
+    the title on screen."""
+    link = "/?s=Ein+Mann+in+einem+pinken+Hemd+sitzt+auf+dem+Gras.&view=walk&stop=4"
+    ctx, pg, errors = fresh_page(browser, server + link, viewport={"width": 390, "height": 844}, is_mobile=True,
+                                 has_touch=True)
+    try:
+        plot = pg.locator(".st-key-view_box .js-plotly-plot").first
+        plot.wait_for(timeout=30_000)
+        wait_idle(pg)
+        cells, heads, title_left = plot.evaluate("""g => [g._fullLayout.xaxis._length / g._fullLayout.xaxis.range
+            .reduce((a, b) => b - a), [...g.querySelectorAll('.xtick text')].map(t => t.textContent),
+            g.querySelector('.gtitle').getBoundingClientRect().left]""")
+        assert cells >= 4 - 0.01, cells
+        assert heads == [f"head {h}" for h in range(1, 9)] and 0 <= title_left < 390
+        assert not errors, errors
+    finally:
+        ctx.close()
