@@ -9,10 +9,12 @@ Each exercise carries the link parameters that open the page where its answer ca
 them: layers, heads and steps from 1, Inside a head's query from 0). The page (views/exercises.py) and the worksheet
 (lesson/worksheet.py) show them; `check` judges an answer.
 
-Each exercise is one small function registered with `@question(topic)` in QUESTIONS, in the walk's order: it reads
-what it needs of a Sheet (the sentence's translation, one head's arithmetic, ALTI+, the shipped tables) and returns
-Sheet.ask(question, view, options, answer, tolerance, hint, why, **link parameters). A new exercise is one more such
-function in its topic's place.
+Each exercise is one small function registered with `@question(topic, title, reads)` in QUESTIONS, in the walk's
+order: it reads what it needs of a Sheet (the sentence's translation, one head's arithmetic, ALTI+, the shipped
+tables) and returns Sheet.ask(question, view, options, answer, tolerance, hint, why, **link parameters), or raises
+NotAsked when the sentence cannot carry its question (too few steps, say). `reads` names what an exercise reads
+instead of the sentence (a shipped table, the config): its answer is the same for every sentence. A new exercise is
+one more such function in its topic's place.
 """
 
 import functools
@@ -25,6 +27,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from model.checkpoint import DEFAULT_CHECKPOINT
+from model.errors import InputError
 from model.faithfulness import Table
 from model.heads import Head
 
@@ -51,6 +54,31 @@ class Exercise:
     tolerance: float  # typed numbers: right when |given - answer| <= tolerance; 0.0 for choices
     hint: str  # a nudge, not the answer
     why: str  # the explanation shown after answering, with the numbers that decide it
+    title: str = ""  # a few words that name it in a list ("The least sure step")
+    reads: str = ""  # what it reads instead of the sentence ("the test set's ..."); "" when it asks of the sentence
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An exercise that this sentence cannot carry, and why: the page and the command say so."""
+
+    number: int
+    title: str
+    reason: str  # plain text: what the sentence lacks
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """The exercises asked of one sentence, and those left out for it; numbers are places in QUESTIONS, so that an
+    exercise keeps its number whatever the sentence."""
+
+    sentence: str
+    exercises: list  # Exercise, by number
+    skipped: list  # Skipped, by number
+
+
+class NotAsked(Exception):
+    """Raised by a question function whose question this sentence cannot carry; the message says why."""
 
 
 def check(ex: Exercise, given: str) -> bool:
@@ -165,20 +193,34 @@ class Sheet:
 # --- the exercises, one small function each, in the walk's order ------------------------------------------------------
 
 QUESTIONS: list[tuple[str, Callable[[Sheet], tuple]]] = []  # (topic, question function), in the order asked
+TITLES: dict[Callable, tuple[str, str]] = {}  # question function -> (title, reads)
+
+# What the exercises that do not ask of the sentence read instead (Exercise.reads)
+TRAIN = "the lengths of the training sentences (assets/train_lengths.json)"
+POSTABLE = "the model's table of source positions"
+CONFIG = "the model's configuration"
+HEADSTATS = "the test set's head statistics (head_stats.json)"
+ALIGN = "the hand-checked alignments (alignment.json)"
+IMPORTANCE = "the test set's head importance (head_importance.json)"
+PATCHING = "the contrast set's activation patching (patching.json)"
+SHARE = "the test set's source shares (source_share.json)"
+FAITH = "the test set's faithfulness table (faithfulness.json)"
 
 
-def question(topic: str):
-    """Register a question function of `topic` (one of TOPICS): it takes a Sheet and returns Sheet.ask(...)."""
+def question(topic: str, title: str, reads: str = ""):
+    """Register a question function of `topic` (one of TOPICS), named `title` in lists: it takes a Sheet and
+    returns Sheet.ask(...). `reads`: what it reads instead of the sentence, when its answer is not the sentence's."""
     assert topic in TOPICS, topic
 
     def register(fn):
         QUESTIONS.append((topic, fn))
+        TITLES[fn] = title, reads
         return fn
 
     return register
 
 
-@question("tokens and embeddings")
+@question("tokens and embeddings", "Tokens the encoder reads")
 def token_count(c: Sheet) -> tuple:
     src = c.src
     return c.ask(f"How many tokens does the encoder read for {c.quoted}, <sos> and <eos> included?",
@@ -188,14 +230,16 @@ def token_count(c: Sheet) -> tuple:
                  f"{len(src)}.", stop="1")
 
 
-@question("tokens and embeddings")
+@question("tokens and embeddings", "The first token's id")
 def token_id(c: Sheet) -> tuple:
-    word = c.src[1]
-    word_id = c.translator.src_vocab.stoi.get(word, 0)
+    word, vocab = c.src[1], c.translator.src_vocab
+    word_id = vocab.stoi.get(word, vocab.unk_id)
+    why = (f"“{word}” is entry {word_id} of the German vocabulary of {c.cfg.src_vocab_size:,} entries (0 to 3 are "
+           "the specials; the rest by how often the training data has them)." if word in vocab.stoi else
+           f"“{word}” is not in the German vocabulary of {c.cfg.src_vocab_size:,} entries: the model reads it as "
+           f"{vocab.unk}, entry {word_id}.")
     return c.ask(f"Which id does the model's German vocabulary give the first token of {c.quoted}, “{word}”?",
-                 "walk", (), str(word_id), 0, "Stop 1 puts each token's id under it.",
-                 f"“{word}” is entry {word_id} of the German vocabulary of {c.cfg.src_vocab_size:,} entries (0 to 3 "
-                 f"are the specials; the rest by how often the training data has them).", stop="1")
+                 "walk", (), str(word_id), 0, "Stop 1 puts each token's id under it.", why, stop="1")
 
 
 def longest_training_source() -> tuple[int, dict]:
@@ -204,7 +248,7 @@ def longest_training_source() -> tuple[int, dict]:
     return max(int(n) for n in lengths), lengths
 
 
-@question("positions")
+@question("positions", "The longest training source", TRAIN)
 def longest_position(c: Sheet) -> tuple:
     longest, lengths = longest_training_source()
     return c.ask("How many source positions (with <sos> and <eos>) did the longest German training sentence use?",
@@ -214,7 +258,7 @@ def longest_position(c: Sheet) -> tuple:
                  f"{c.cfg.max_positions} positions; the positions after it were never seen in training.")
 
 
-@question("positions")
+@question("positions", "The last two positions' cosine", POSTABLE)
 def last_positions_cosine(c: Sheet) -> tuple:
     longest, _ = longest_training_source()
     table = c.translator.position_tables()["source"]  # (P, D)
@@ -233,7 +277,7 @@ def d_k(c: Sheet) -> int:
     return c.cfg.d_model // c.cfg.n_heads
 
 
-@question("scaled dot-product")
+@question("scaled dot-product", "The length d_k", CONFIG)
 def key_length(c: Sheet) -> tuple:
     cfg, dk = c.cfg, d_k(c)
     return c.ask("Each head compares a query with a key by their dot product, divided by √d_k. What is d_k, the "
@@ -249,7 +293,7 @@ def first_query(c: Sheet):
     return trace, max(range(len(c.src)), key=lambda k: float(trace.weights[k]))
 
 
-@question("scaled dot-product")
+@question("scaled dot-product", "The key a query weighs most")
 def heaviest_key(c: Sheet) -> tuple:
     src, (trace, best) = c.src, first_query(c)
     return c.ask(f"In encoder layer 1, head 1, the query “{src[1]}” (position 1) of {c.quoted}: which key gets the "
@@ -259,7 +303,7 @@ def heaviest_key(c: Sheet) -> tuple:
                  "more than on any other key.", kind="enc", layer="1", head="1", query="1")
 
 
-@question("scaled dot-product")
+@question("scaled dot-product", "That key's weight")
 def heaviest_weight(c: Sheet) -> tuple:
     src, (trace, best) = c.src, first_query(c)
     return c.ask("Same query, same head: how large is that largest weight? Answer within 0.05.", "inside", (),
@@ -269,11 +313,13 @@ def heaviest_weight(c: Sheet) -> tuple:
                  f"(scaled score {float(trace.scaled[best]):.2f}).", kind="enc", layer="1", head="1", query="1")
 
 
-@question("masks")
+@question("masks", "Inputs a decoder step sees")
 def visible_inputs(c: Sheet) -> tuple:
     r = c.r
     dec = r.decoder_attentions  # (L, H, T, T)
-    step = min(3, len(c.out))
+    step = 3
+    if len(c.out) < step:
+        raise NotAsked(f"the translation has {len(c.out)} steps, and the question asks about step {step}")
     seen = sum(1 for k in range(dec.shape[-1]) if float(dec[0, :, step - 1, k].max()) > 0)
     return c.ask(f"Decoder self-attention, layer 1, translating {c.quoted}: how many decoder inputs can step {step} "
                  "look at (keys with a weight above 0)?", "dec", (), str(seen), 0,
@@ -282,7 +328,7 @@ def visible_inputs(c: Sheet) -> tuple:
                  "before it; the causal mask hides the rest, so their weights are exactly 0.", layer="1", head="mean")
 
 
-@question("masks")
+@question("masks", "Masked cells")
 def masked_cells(c: Sheet) -> tuple:
     dec = c.r.decoder_attentions
     T = dec.shape[-1]
@@ -293,7 +339,7 @@ def masked_cells(c: Sheet) -> tuple:
                  layer="1", head="1")
 
 
-@question("heads")
+@question("heads", "The previous-token head", HEADSTATS)
 def previous_token_head(c: Sheet) -> tuple:
     stats = c.table("head_stats.json")["stats"]
     prev = sorted(heads_of(stats["previous_share"]["dec"], "dec"), key=lambda hv: -hv[1])
@@ -305,7 +351,7 @@ def previous_token_head(c: Sheet) -> tuple:
                  f"{prev[-1][0].label()} {prev[-1][1]:.2f}.", stat="previous_share")
 
 
-@question("heads")
+@question("heads", "The most focused head", HEADSTATS)
 def most_focused_head(c: Sheet) -> tuple:
     focus = sorted(heads_of(c.table("head_stats.json")["stats"]["entropy"]["enc"], "enc"), key=lambda hv: hv[1])
     return c.ask("Over the test set, which encoder self-attention head is the most focused (the lowest entropy)?",
@@ -315,7 +361,7 @@ def most_focused_head(c: Sheet) -> tuple:
                  f"{focus[-1][0].label()}: {focus[-1][1]:.2f}.", stat="entropy")
 
 
-@question("cross-attention and alignment")
+@question("cross-attention and alignment", "The German token read most")
 def token_read_most(c: Sheet) -> tuple:
     src, out = c.src, c.out
     t = next((i for i, tok in enumerate(out) if any(ch.isalpha() for ch in tok)), 0)
@@ -329,7 +375,7 @@ def token_read_most(c: Sheet) -> tuple:
                  layer=str(L), head="mean")
 
 
-@question("cross-attention and alignment")
+@question("cross-attention and alignment", "The best-aligning head", ALIGN)
 def best_aligning_head(c: Sheet) -> tuple:
     aer = sorted(heads_of(c.table("alignment.json")["heads"]["cross"], "cross"), key=lambda hv: hv[1])
     return c.ask("Which cross-attention head aligns best with the hand-checked word links (the lowest alignment "
@@ -338,9 +384,11 @@ def best_aligning_head(c: Sheet) -> tuple:
                  f"{aer[0][0].label()}: AER {aer[0][1]:.2f}; the worst, {aer[-1][0].label()}: {aer[-1][1]:.2f}.")
 
 
-@question("decoding")
+@question("decoding", "The least sure step")
 def least_sure_step(c: Sheet) -> tuple:
     probs, out = [s.prob for s in c.r.steps], c.out
+    if len(probs) < 2:
+        raise NotAsked(f"the translation has {len(probs)} step, and the question compares steps")
     unsure = min(range(len(probs)), key=lambda i: probs[i])
     return c.ask(f"Translating {c.quoted}: at which step (from 1) is the model least sure of the token it picks (the "
                  "lowest probability)?", "trace", (), str(unsure + 1), 0,
@@ -349,7 +397,7 @@ def least_sure_step(c: Sheet) -> tuple:
                  step="1")
 
 
-@question("decoding")
+@question("decoding", "The first token's probability")
 def first_token_probability(c: Sheet) -> tuple:
     first = c.r.steps[0]
     return c.ask(f"Translating {c.quoted}: what probability does the model give its first token, “{c.out[0]}”? "
@@ -359,12 +407,14 @@ def first_token_probability(c: Sheet) -> tuple:
                  f"{first.runner_up[1]:.3f}.", step="1")
 
 
-@question("interventions")
+@question("interventions", "A cross layer switched off")
 def last_cross_layer_off(c: Sheet) -> tuple:
     r, out, L = c.r, c.out, c.cfg.n_dec_layers
     cut = c.translator.translate(c.sentence, heads_off=f"cross.{L - 1}")
     said = [s.token for s in cut.steps]
-    k = next((i for i, (a, b) in enumerate(zip(said, out)) if a != b), 0)  # the first step the switch changes
+    k = next((i for i, (a, b) in enumerate(zip(said, out)) if a != b), min(len(said), len(out)))  # the first change
+    if k >= len(said):
+        raise NotAsked(f"switching off cross-attention layer {L} changes no step of its translation")
     others = [*(tok for tok, _ in cut.steps[k].top), *(tok for tok, _ in r.steps[min(k, len(out) - 1)].top)]
     if k < len(out):
         others.insert(0, out[k])  # the word the full model says there: the likeliest wrong answer
@@ -376,7 +426,7 @@ def last_cross_layer_off(c: Sheet) -> tuple:
                  f"“{r.text}”.", off=f"cross.{L}")
 
 
-@question("interventions")
+@question("interventions", "The costliest head", IMPORTANCE)
 def costliest_head(c: Sheet) -> tuple:
     importance = c.table("head_importance.json")
     drops = sorted((hv for kind, table in importance["kinds"].items() for hv in heads_of(table["bleu"], kind)),
@@ -389,7 +439,7 @@ def costliest_head(c: Sheet) -> tuple:
                  f"{base - drops[0][1]:.2f}), {drops[-1][1]} without {drops[-1][0].label()}.")
 
 
-@question("interventions")
+@question("interventions", "The head a gender change travels through", PATCHING)
 def gender_carrying_head(c: Sheet) -> tuple:
     gender = c.table("patching.json")["categories"]["gender"]["denoising"]["heads"]["cross"]["mean"]
     carried = sorted(heads_of(gender, "cross"), key=lambda hv: -hv[1])
@@ -401,7 +451,7 @@ def gender_carrying_head(c: Sheet) -> tuple:
                  "most of any cross-attention head.", dir="denoising")
 
 
-@question("contributions")
+@question("contributions", "The first step's source share")
 def first_step_source_share(c: Sheet) -> tuple:
     share = float(c.contrib.source_share[0])
     return c.ask(f"ALTI+, translating {c.quoted}: what share of the first token “{c.out[0]}” comes from the German "
@@ -411,7 +461,7 @@ def first_step_source_share(c: Sheet) -> tuple:
                  f"{1 - share:.3f}.")
 
 
-@question("contributions")
+@question("contributions", "The low source-share threshold", SHARE)
 def low_share_threshold(c: Sheet) -> tuple:
     low = c.table("source_share.json")["low_share_threshold"]["per_step"]
     return c.ask("Below which source share does the page flag a step as drawing little on the German (the lowest 5% "
@@ -420,7 +470,7 @@ def low_share_threshold(c: Sheet) -> tuple:
                  f"5% of the test set's steps have a source share below {low:.4f}.")
 
 
-@question("contributions")
+@question("contributions", "The most faithful method", FAITH)
 def most_faithful_method(c: Sheet) -> tuple:
     faith = Table.from_json(c.table("faithfulness.json"))
     names = faith.names
@@ -440,13 +490,40 @@ def lesson_sentence() -> str:
     return json.loads(EXAMPLES.read_text(encoding="utf-8"))["examples"][SENTENCE_INDEX]["de"]
 
 
-def exercises(translator, checkpoint_dir, sentence: str | None = None) -> list[Exercise]:
-    """The exercises of one model, in TOPICS order, numbered from 1: each registered question asked of `sentence`
-    (default: lesson_sentence()). checkpoint_dir: the folder holding the measurements shipped beside the
-    checkpoint (head_stats.json, ...)."""
+def lesson_of(translator, checkpoint_dir, sentence: str | None = None) -> Lesson:
+    """Every registered question asked of `sentence` (default: lesson_sentence()) on one model, in TOPICS order:
+    those this sentence can carry as Exercises, the rest as Skipped with the reason. Exercise n is QUESTIONS[n - 1]
+    for every sentence. checkpoint_dir: the folder holding the measurements shipped beside the checkpoint
+    (head_stats.json, ...)."""
     folder = Path(checkpoint_dir)
     folder = folder.parent if folder.suffix == ".safetensors" else folder
     sheet = Sheet(translator, folder, lesson_sentence() if sentence is None else sentence)
     topics = [topic for topic, _ in QUESTIONS]
     assert [TOPICS.index(t) for t in topics] == sorted(TOPICS.index(t) for t in topics), "out of the walk's order"
-    return [Exercise(n, topic, *ask(sheet)) for n, (topic, ask) in enumerate(QUESTIONS, 1)]
+    asked, skipped = [], []
+    for n, (topic, ask) in enumerate(QUESTIONS, 1):
+        title, reads = TITLES[ask]
+        try:
+            asked.append(Exercise(n, topic, *ask(sheet), title=title, reads=reads))
+        except NotAsked as e:
+            skipped.append(Skipped(n, title, str(e)))
+    return Lesson(sheet.sentence, asked, skipped)
+
+
+def exercises(translator, checkpoint_dir, sentence: str | None = None) -> list[Exercise]:
+    """The exercises `sentence` (default: lesson_sentence()) can carry on one model: lesson_of(...).exercises."""
+    return lesson_of(translator, checkpoint_dir, sentence).exercises
+
+
+def chosen(lesson: Lesson, numbers) -> list[Exercise]:
+    """The lesson's exercises of these numbers (as the page shows them, from 1), in the walk's order; InputError
+    naming a number that is no exercise, or one this sentence cannot carry, and why."""
+    by_number = {ex.number: ex for ex in lesson.exercises}
+    left_out = {sk.number: sk for sk in lesson.skipped}
+    for n in numbers:
+        if n in left_out:
+            raise InputError(f"exercise {n} ({left_out[n].title}) is left out for “{lesson.sentence}”: "
+                             f"{left_out[n].reason}")
+        if n not in by_number:
+            raise InputError(f"there is no exercise {n}: the exercises are 1 to {len(QUESTIONS)}")
+    return [by_number[n] for n in sorted(set(numbers))]

@@ -1,12 +1,14 @@
 """Write the exercises as a printable worksheet for a class, and its answer key (docs/contract.md, "Exercises and the
 worksheet").
 
-    python -m lesson.worksheet --out sheet.html [--server URL] [--checkpoint DIR] [--answers FILE.html]
+    python -m lesson.worksheet --out sheet.html [--sentence TEXT] [--exercises 3,7,12] [--server URL]
+                               [--checkpoint DIR] [--answers FILE.html]
 
 Both are one self-contained HTML file each: inline CSS, no script, nothing fetched, so that they open offline and
-print. The only links in them are the exercises' pages and the lesson link, on --server (default
-http://localhost:8501, where `streamlit run app.py` answers). The answers are computed from the checkpoint, as the
-page's Exercises view computes them: the key of one model is wrong for the other.
+print (A4: three exercises take at most two pages). The only links in them are the exercises' pages and the lesson
+link, on --server (default http://localhost:8501, where `streamlit run app.py` answers), all with --sentence (default:
+the first example sentence). The answers are computed from the checkpoint on that sentence, as the page's Exercises
+view computes them: the key of one model, or one sentence, is wrong for another. The hints are on the key only.
 """
 
 import html
@@ -18,7 +20,7 @@ from urllib.parse import urlencode, urlsplit
 from model import files
 from model.errors import InputError
 
-from .exercises import exercises, lesson_params, link
+from .exercises import QUESTIONS, chosen, lesson_of, lesson_params, lesson_sentence, link
 
 DEFAULT_SERVER = "http://localhost:8501"
 TITLE = "Inside a Transformer translator: exercises"
@@ -30,12 +32,17 @@ URL_PATH = re.compile(r"(/[A-Za-z0-9._~/-]*)?")
 STYLE = """body { font: 16px/1.45 system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em;
 color: #222; }
 h1 { font-size: 1.5em; }
+h2 { display: inline; font-size: 1.15em; margin: 0; }
 .ex { border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; break-inside: avoid; }
-.topic { color: #666; font-size: 0.9em; }
+.ex p { margin: 0.4em 0; }
+.topic, .reads { color: #666; font-size: 0.9em; }
+.options { list-style: none; padding: 0; margin: 0.4em 0; display: flex; flex-wrap: wrap; gap: 0.2em 1.6em; }
 .blank { border-bottom: 1px solid #888; width: 12em; height: 1.6em; }
 .hint, .why { color: #444; }
 a { word-break: break-all; }
-@media print { a { color: #222; } }"""
+@page { size: A4; margin: 14mm 15mm; }
+@media print { body { font-size: 10.5pt; max-width: none; margin: 0; padding: 0; } h1 { font-size: 15pt; }
+a { color: #222; text-decoration: none; font-size: 8.5pt; } .ex { margin: 0.7em 0; padding: 0.4em 0.8em; } }"""
 
 
 def server_fault(url: str) -> str | None:
@@ -76,8 +83,10 @@ def anchor(url: str) -> str:
 
 
 def heading(ex) -> str:
-    return (f"<h2>Exercise {ex.number}</h2><div class=\"topic\">{html.escape(ex.topic)}</div>"
-            f"<p>{html.escape(ex.question)}</p>")
+    reads = (f"<p class=\"reads\">The same for every sentence: it reads {html.escape(ex.reads)}.</p>" if ex.reads
+             else "")
+    return (f"<h2>Exercise {ex.number}</h2> <span class=\"topic\">· {html.escape(ex.title)} · "
+            f"{html.escape(ex.topic)}</span>{reads}<p>{html.escape(ex.question)}</p>")
 
 
 def lesson_link(exs, server: str) -> str:
@@ -86,28 +95,59 @@ def lesson_link(exs, server: str) -> str:
     return server.rstrip("/") + "/?" + urlencode(lesson_params(first.get("s", ""), first.get("model")))
 
 
+def about(exs) -> str:
+    first = exs[0].params if exs else {}
+    return f"the sentence “{first.get('s', '')}”"
+
+
 def worksheet_html(exs, server: str, title: str) -> str:
-    """The students' sheet: each exercise's question, its choices or a blank, the hint, the link to open."""
-    body = [f"<p>Open the lesson first: {anchor(lesson_link(exs, server))}. Then, for each exercise, open its page "
-            "and find the answer there.</p>"]
+    """The students' sheet: each exercise's question, its choices or a blank, the link to open. No hint, no
+    answer: those are the key's."""
+    body = [f"<p>The exercises are about {html.escape(about(exs))}. Open the lesson first: "
+            f"{anchor(lesson_link(exs, server))}. Then, for each exercise, open its page and find the answer "
+            "there.</p>"]
     for ex in exs:
-        answer = ("<ul>" + "".join(f"<li>☐ {html.escape(o)}</li>" for o in ex.options) + "</ul>" if ex.options
-                  else "<p>Your answer: </p><div class=\"blank\"></div>")
-        body.append(f"<div class=\"ex\">{heading(ex)}{answer}<p class=\"hint\">Hint: {html.escape(ex.hint)}</p>"
-                    f"<p>Open: {anchor(link(ex, server))}</p></div>")
+        answer = ("<ul class=\"options\">" + "".join(f"<li>☐ {html.escape(o)}</li>" for o in ex.options) + "</ul>"
+                  if ex.options else "<p>Your answer: </p><div class=\"blank\"></div>")
+        body.append(f"<div class=\"ex\">{heading(ex)}{answer}<p>Open: {anchor(link(ex, server))}</p></div>")
     return page(title, body)
 
 
-def answer_key_html(exs, server: str, title: str) -> str:
-    """The teacher's key: each exercise's question, its answer (and tolerance) and why, the link to open."""
-    body = [f"<p>The answers of the model these exercises were computed from. Lesson link: "
-            f"{anchor(lesson_link(exs, server))}</p>"]
+def answer_key_html(exs, server: str, title: str, skipped=()) -> str:
+    """The teacher's key: each exercise's question, its answer (and tolerance), the hint and why, the link to open;
+    then the exercises this sentence could not carry (Skipped), and why."""
+    body = [f"<p>The answers of the model these exercises were computed from, on {html.escape(about(exs))}. "
+            f"Lesson link: {anchor(lesson_link(exs, server))}</p>"]
     for ex in exs:
         within = f" (right within ±{ex.tolerance:g})" if ex.tolerance else ""
         body.append(f"<div class=\"ex\">{heading(ex)}<p><strong>Answer: {html.escape(ex.answer)}</strong>"
-                    f"{html.escape(within)}</p><p class=\"why\">{html.escape(ex.why)}</p>"
-                    f"<p>Open: {anchor(link(ex, server))}</p></div>")
+                    f"{html.escape(within)}</p><p class=\"hint\">Hint: {html.escape(ex.hint)}</p>"
+                    f"<p class=\"why\">{html.escape(ex.why)}</p><p>Open: {anchor(link(ex, server))}</p></div>")
+    body += [f"<p class=\"reads\">Left out for this sentence: exercise {sk.number} ({html.escape(sk.title)}), "
+             f"{html.escape(sk.reason)}.</p>" for sk in skipped]
     return page(title + ": answer key", body)
+
+
+def exercise_numbers(text: str) -> list[int]:
+    """The numbers of --exercises ("3,7,12": exercises as the page numbers them, from 1), in the walk's order;
+    InputError for anything else: an empty item, a number that is no exercise, one listed twice."""
+    items = [item.strip() for item in text.split(",")]
+    bad = next((item for item in items if not re.fullmatch(r"[0-9]{1,3}", item)), None)
+    if bad is not None:
+        raise bad_list(text, f"{bad[:20]!r} is not an exercise number" if bad else "an item is empty")
+    numbers = [int(item) for item in items]
+    outside = [n for n in numbers if not 1 <= n <= len(QUESTIONS)]
+    if outside:
+        raise bad_list(text, f"there is no exercise {outside[0]}: the exercises are 1 to {len(QUESTIONS)}")
+    twice = [n for n in numbers if numbers.count(n) > 1]
+    if twice:
+        raise bad_list(text, f"exercise {twice[0]} is listed twice")
+    return sorted(numbers)
+
+
+def bad_list(text: str, fault: str) -> InputError:
+    return InputError(f"--exercises {text[:80]!r}: {fault} (give numbers from 1 to {len(QUESTIONS)} between commas, "
+                     "e.g. 3,7,12)")
 
 
 def answers_path(out: Path) -> Path:
@@ -123,7 +163,7 @@ def main(argv=None):
     return cli.entry_point(write_sheets)(argv)
 
 
-def write_sheets(argv):
+def parser():
     from model import cli
 
     p = cli.Parser(description=__doc__.split("\n\n")[0])
@@ -132,25 +172,46 @@ def write_sheets(argv):
                                                    "by -answers.html)")
     p.add_argument("--server", default=DEFAULT_SERVER, help=f"the app's address the links open (default: "
                                                             f"{DEFAULT_SERVER})")
+    p.add_argument("--sentence", default=None, help="the German sentence the exercises ask about (default: the "
+                                                    "first example sentence, the page's first)")
+    p.add_argument("--exercises", default=None, help="the exercises to put on the sheet, by number as the page "
+                                                     "shows them (e.g. 3,7,12; default: every one the sentence "
+                                                     "can carry)")
     cli.add_checkpoint(p)
     cli.add_device(p)
-    args = p.parse_args(argv)
-    fault = server_fault(args.server)
-    if fault:
-        raise InputError(f"--server {args.server[:80]!r}: {fault}")
+    return p
+
+
+def checked_paths(args) -> tuple[Path, Path]:
+    """The sheet's and the key's paths, checked before the model loads, not after."""
     out = Path(args.out)
     key = Path(args.answers) if args.answers else answers_path(out)
     for path in (out, key):
-        files.check_output(path)  # before the model loads, not after
+        files.check_output(path)
     if out.resolve() == key.resolve():
         raise InputError(f"--answers must differ from --out: both are {out}")
+    return out, key
+
+
+def write_sheets(argv):
+    from model import cli
     from model.checkpoint import checkpoint_folder
 
-    translator = cli.load_translator(args)
-    exs = exercises(translator, checkpoint_folder(args.checkpoint))
+    args = parser().parse_args(argv)
+    fault = server_fault(args.server)
+    if fault:
+        raise InputError(f"--server {args.server[:80]!r}: {fault}")
+    numbers = None if args.exercises is None else exercise_numbers(args.exercises)
+    sentence = lesson_sentence() if args.sentence is None else args.sentence
+    if not sentence.strip():
+        raise InputError("--sentence is empty: give a German sentence")
+    out, key = checked_paths(args)
+    lesson = lesson_of(cli.load_translator(args), checkpoint_folder(args.checkpoint), sentence)
+    exs = lesson.exercises if numbers is None else chosen(lesson, numbers)
     files.write_text(out, worksheet_html(exs, args.server, TITLE))
-    files.write_text(key, answer_key_html(exs, args.server, TITLE))
-    print(f"{len(exs)} exercises: {out}, answer key {key}")
+    files.write_text(key, answer_key_html(exs, args.server, TITLE, lesson.skipped))
+    left_out = "".join(f"; left out: exercise {sk.number} ({sk.title}), {sk.reason}" for sk in lesson.skipped)
+    print(f"{len(exs)} exercises: {out}, answer key {key}{left_out}")
     return 0
 
 

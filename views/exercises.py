@@ -1,17 +1,18 @@
-"""Exercises (?view=exercises): questions in the walk's order, each with a link that opens the page where the answer
-can be found, an answer picked or typed and checked against the app's own numbers, a hint, and the explanation once
-answered. For teachers: the lesson link (the walk from stop 1, guess first) and the worksheet with its answer key.
+"""Exercises (?view=exercises): questions in the walk's order about the page's sentence, each with a link that opens
+the page where the answer can be found, an answer picked or typed and checked against the app's own numbers, a hint,
+and the explanation once answered. For teachers: the lesson link (the walk from stop 1, guess first) and the
+worksheet with its answer key, of this sentence and the exercises picked.
 
-Every answer comes from lesson/exercises.py, which computes it from the model and the measurements shipped beside the
-checkpoint: the other model, or a retrained one, gets its own answers.
+Every answer comes from lesson/exercises.py, which computes it from the model on this sentence and the measurements
+shipped beside the checkpoint: another sentence, the other model, or a retrained one, gets its own answers.
 """
 
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from lesson.exercises import check, exercises, lesson_params
-from lesson.worksheet import answer_key_html, worksheet_html
+from lesson.exercises import check, lesson_of, lesson_params
+from lesson.worksheet import TITLE, answer_key_html, worksheet_html
 from model.checkpoint import checkpoint_folder
 from model.tables import command_line
 
@@ -27,11 +28,15 @@ TABLES = ("head_stats.json", "alignment.json", "head_importance.json", "patching
           "faithfulness.json")
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def sheet(checkpoint: str | None) -> list:
-    """The exercises of one model, computed once per server (a few model calls)."""
+PICK = "worksheet_pick"  # the multiselect of the exercises that go on the worksheet and its key
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sheet(checkpoint: str | None, sentence: str):
+    """The exercises of one model on one sentence (lesson.exercises.Lesson), computed once per server (a few model
+    calls)."""
     with HEAVY.turn():
-        return exercises(load_translator(checkpoint), checkpoint or DEFAULT_CHECKPOINT)
+        return lesson_of(load_translator(checkpoint), checkpoint or DEFAULT_CHECKPOINT, sentence)
 
 
 def server() -> str:
@@ -44,6 +49,15 @@ def given_key(number: int) -> str:
     return f"exercise_{number}"
 
 
+def forget_other_answers(about: tuple, exs):
+    """Answers given for another sentence or model are not this one's: cleared when either changes."""
+    if st.session_state.get("exercises_about") != about:
+        for ex in exs:
+            st.session_state.pop(given_key(ex.number), None)
+            st.session_state.pop(f"exercise_reveal_{ex.number}", None)
+        st.session_state.exercises_about = about
+
+
 @page_view
 def exercises_view(ctx: Context):
     missing = [name for name in TABLES if not (checkpoint_folder(ctx.checkpoint) / name).is_file()]
@@ -51,39 +65,66 @@ def exercises_view(ctx: Context):
         st.info(f"The exercises' answers come from the tables beside this checkpoint, and {', '.join(missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} missing: `{command_line(ctx.checkpoint)}` writes them.")
         return
-    with st.spinner("Working out the exercises' answers from the model (once per server)…"):
-        exs = sheet(ctx.checkpoint)
+    with st.spinner("Working out the exercises' answers from the model on this sentence (once per server)…"):
+        lesson = sheet(ctx.checkpoint, ctx.result.source)
+    exs = lesson.exercises
+    forget_other_answers((ctx.checkpoint, lesson.sentence), exs)
     answered = [ex for ex in exs if st.session_state.get(given_key(ex.number)) not in (None, "")]
     right = sum(check(ex, str(st.session_state[given_key(ex.number)])) for ex in answered)
-    st.caption(f"{len(exs)} exercises in the walk's order. Each link opens the page where the answer can be found "
-               f"(in a new tab); every answer is checked against this model's own numbers. So far: {right} of "
-               f"{len(answered)} answered right.")
+    st.caption(f"{len(exs)} exercises in the walk's order, about this sentence. Each link opens the page where the "
+               f"answer can be found (in a new tab); every answer is checked against this model's own numbers. So "
+               f"far: {right} of {len(answered)} answered right.")
+    for sk in lesson.skipped:
+        st.caption(literal(f"Exercise {sk.number} ({sk.title}) is left out for this sentence: {sk.reason}."))
     with st.expander("For teachers: the lesson link, the worksheet and its answer key"):
-        sentence = ctx.result.source
-        model = st.session_state.get("model", "learned")
-        lesson = "?" + urlencode(lesson_params(sentence, None if model == "learned" else model))
-        st.markdown(f"**The lesson link** (the walk from stop 1 with this sentence, a question before each picture): "
-                    f"[open the lesson]({lesson})")
-        st.code(server() + "/" + lesson, language=None)
-        title = "Inside a Transformer translator: exercises"
-        cols = st.columns(2)
-        # made when clicked (as views/export.py's files), not on every run of the view; the address read now, in
-        # the page's run (the click's call has no page to ask)
-        here = server()
-        cols[0].download_button("Worksheet (HTML)", lambda: worksheet_html(exs, here, title), "worksheet.html",
-                                mime="text/html", on_click="ignore", key="worksheet_download")
-        cols[1].download_button("Answer key (HTML)", lambda: answer_key_html(exs, here, title),
-                                "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
-        st.caption(f"The worksheet's links point to {literal(server())}. For another server: "
-                   "`python -m lesson.worksheet --out sheet.html --server URL`.")
+        teachers(ctx, lesson)
     for ex in exs:
         exercise(ex)
+
+
+def teachers(ctx: Context, lesson):
+    """The lesson link, the pick of exercises, and the worksheet and its key of those, all of this sentence."""
+    model = st.session_state.get("model", "learned")
+    lesson_link = "?" + urlencode(lesson_params(lesson.sentence, None if model == "learned" else model))
+    st.markdown(f"**The lesson link** (the walk from stop 1 with this sentence, a question before each picture): "
+                f"[open the lesson]({lesson_link})")
+    st.code(server() + "/" + lesson_link, language=None)
+    exs = picked(lesson.exercises)
+    if not exs:
+        st.info("Pick at least one exercise for the worksheet.")
+        return
+    cols = st.columns(2)
+    # made when clicked (as views/export.py's files), not on every run of the view; the address read now, in the
+    # page's run (the click's call has no page to ask)
+    here = server()
+    cols[0].download_button("Worksheet (HTML)", lambda: worksheet_html(exs, here, TITLE), "worksheet.html",
+                            mime="text/html", on_click="ignore", key="worksheet_download")
+    cols[1].download_button("Answer key (HTML)", lambda: answer_key_html(exs, here, TITLE, lesson.skipped),
+                            "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
+    numbers = ",".join(str(ex.number) for ex in exs)
+    st.caption(f"The worksheet's links point to {literal(here)}. For another server: "
+               f"`python -m lesson.worksheet --out sheet.html --server URL --sentence \"…\" --exercises {numbers}`.")
+
+
+def picked(exs) -> list:
+    """The exercises the teacher picks for the worksheet (all at first): a pick this sentence cannot carry (kept
+    from another sentence) is dropped before the widget is drawn."""
+    numbers = [ex.number for ex in exs]
+    titles = {ex.number: f"{ex.number} · {ex.title}" for ex in exs}
+    if PICK not in st.session_state:
+        st.session_state[PICK] = numbers
+    else:
+        st.session_state[PICK] = [n for n in st.session_state[PICK] if n in titles]
+    pick = st.multiselect("Exercises on the worksheet and its key", numbers, key=PICK, format_func=titles.get)
+    return [ex for ex in exs if ex.number in pick]
 
 
 def exercise(ex):
     key = given_key(ex.number)
     box = st.container(border=True, key=f"exercise_box_{ex.number}")
     box.markdown(f"**Exercise {ex.number}** · {literal(ex.topic)}")
+    if ex.reads:
+        box.caption(literal(f"The same for every sentence: it reads {ex.reads}."))
     box.markdown(literal(ex.question))
     box.markdown(f"[Open it on the page](?{urlencode(ex.params)})")  # this server, the model the exercise is about
     if ex.options:
