@@ -4,25 +4,29 @@ holds no script and links only to the server given (docs/contract.md, "Exercises
 
 import pytest
 
-from lesson.worksheet import answer_key_html, worksheet_html
+from conftest import CHECKPOINT
 from integration.test_exercises import sheets
+from lesson.exercises import exercises
+from lesson.worksheet import TITLE, answer_key_html, worksheet_html
 
 
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_pages_worksheet_buttons_download_the_sheet_and_its_key(browser, server, sheets, tmp_path):
     """The exercises view's two buttons (their files made when clicked) give the worksheet and the answer key of this
-    model's exercises, as lesson.worksheet writes them."""
+    model's exercises for the typed sentence, as lesson.worksheet writes them."""
     from urllib.parse import quote
 
     from appserver import wait_idle
 
     ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
     pg = ctx.new_page()
-    pg.goto(f"{server}/?view=exercises&s={quote('Zwei Männer spielen Fußball auf einer Wiese.')}")
+    typed = "Zwei Männer spielen Fußball auf einer Wiese."
+    pg.goto(f"{server}/?view=exercises&s={quote(typed)}")
     pg.get_by_text("For teachers: the lesson link").click()
     wait_idle(pg, 60_000)
-    exs = sheets["learned"][1]  # the page's default model
+    translator = sheets["learned"][0]  # the page's default model, asked of the typed sentence
+    exs = exercises(translator, CHECKPOINT, typed)
     for label, name, make in (("Worksheet (HTML)", "worksheet.html", worksheet_html),
                               ("Answer key (HTML)", "worksheet-answers.html", answer_key_html)):
         with pg.expect_download(timeout=30_000) as info:
@@ -30,6 +34,6 @@ def test_the_pages_worksheet_buttons_download_the_sheet_and_its_key(browser, ser
         assert info.value.suggested_filename == name
         info.value.save_as(tmp_path / name)
         text = (tmp_path / name).read_text(encoding="utf-8")
-        want = make(exs, server, "Inside a Transformer translator: exercises")
+        want = make(exs, server, TITLE)
         assert text == want, label  # its links name the page's own address
     ctx.close()

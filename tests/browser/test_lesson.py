@@ -80,7 +80,7 @@ def test_an_answer_by_keyboard_keeps_the_focus_and_survives_a_reload(browser, se
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_exercises_page_judges_a_right_and_a_wrong_answer(browser, server, translator):
-    exs = [ex for ex in exercises(translator, DEFAULT_CHECKPOINT) if ex.options]
+    exs = [ex for ex in exercises(translator, DEFAULT_CHECKPOINT, SENTENCE) if ex.options]  # the page's sentence
     first, second = exs[0], exs[1]
     wrong = next(o for o in second.options if not check(second, o))
     ctx, pg, errors = fresh_page(browser, server + "/?" + urlencode({"s": SENTENCE, "view": "exercises"}))

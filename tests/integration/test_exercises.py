@@ -214,7 +214,8 @@ def test_the_worksheet_and_its_key_link_only_to_the_server(sheets):
             assert f"Exercise {ex.number}</h2>" in page and html.escape(link(ex, SERVER)) in page
     for ex in exs:
         assert f"Answer: {html.escape(ex.answer)}</strong>" in key and html.escape(ex.why) in key
-        assert html.escape(ex.hint) in sheet and html.escape(ex.why) not in sheet
+        assert html.escape(ex.hint) in key and html.escape(ex.hint) not in sheet  # hints on the key only
+        assert html.escape(ex.why) not in sheet
         assert all(html.escape(o) in sheet for o in ex.options)
 
 
