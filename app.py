@@ -211,7 +211,7 @@ if present:  # a list, not a wall of buttons: the stop and its picture keep the 
 else:  # two rows: the families, then the views of the one picked (slugs, as the link names them)
     family = FAMILY_OF[st.session_state.view]
     st.session_state.family = family.name  # the view decides the family: a link or the walk may have moved it
-    st.segmented_control("Views", [f.name for f in FAMILIES], key="family", required=True, on_change=family_picked,
+    st.segmented_control("Sections", [f.name for f in FAMILIES], key="family", required=True, on_change=family_picked,
                          help="New here? Start here: the walk takes you through the model one stop at a time.")
     st.caption(family.line)
     view = st.segmented_control("View", family.views, key="view", required=True, on_change=view_picked,

@@ -147,7 +147,7 @@ def main():
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 1400})
-            page.goto(f"http://127.0.0.1:{port}")
+            page.goto(f"http://127.0.0.1:{port}/?view=cross")  # the attention views, where its picks are timed
             page.get_by_label(INPUT_LABEL).wait_for(timeout=60_000)
             translate_in_page(page, "Ein Hund.")  # the first run loads the model: not what a user waits for each time
             # As a person uses the page: picks on each sentence, the next sentence shown after them (a chart that

@@ -110,11 +110,13 @@ def pick_view(page, label: str, timeout_ms=30_000):
     from views.registry import FAMILY_OF, VIEWS
 
     slug = next(s for s, v in VIEWS.items() if v.label == label)
-    family = page.get_by_role("radiogroup", name="Views").get_by_role("radio", name=FAMILY_OF[slug].name, exact=True)
+    family = page.get_by_role("radiogroup", name="Sections").get_by_role("radio", name=FAMILY_OF[slug].name, exact=True)
     if family.get_attribute("aria-checked") != "true":
-        family.click()
+        family.click()  # opens the family's first view: it may be the one wanted
         wait_idle(page, timeout_ms)
-    page.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True).click()
+    view = page.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True)
+    if view.get_attribute("aria-checked") != "true":  # a click on the open view would only take the focus from it
+        view.click()
 
 
 def wait_idle(page, timeout_ms=30_000):

@@ -17,10 +17,10 @@ def test_the_bare_address_opens_the_walk_and_a_family_opens_its_first_view(brows
     ctx, pg, errors = fresh_page(browser, server)
     try:
         translate_in_page(pg, SENTENCE)
-        assert checked(pg, "Views", "Start here") and checked(pg, "View", "Walk through the model")
+        assert checked(pg, "Sections", "Start here") and checked(pg, "View", "Walk through the model")
         pg.get_by_text("Stop 1 of 11").wait_for(timeout=30_000)
         assert "view=walk" in pg.url
-        pg.get_by_role("radiogroup", name="Views").get_by_role("radio", name="Attention", exact=True).click()
+        pg.get_by_role("radiogroup", name="Sections").get_by_role("radio", name="Attention", exact=True).click()
         pg.wait_for_function("new URLSearchParams(location.search).get('view') === 'cross'", timeout=30_000)
         wait_idle(pg)
         assert checked(pg, "View", "Cross-attention")
@@ -28,7 +28,7 @@ def test_the_bare_address_opens_the_walk_and_a_family_opens_its_first_view(brows
         pg.wait_for_function("() => !!document.activeElement.closest('.st-key-view_box')", timeout=30_000)
         pick_view(pg, "Beam search")  # a view of another family, as a visitor reaches it
         pg.wait_for_function("new URLSearchParams(location.search).get('view') === 'beam'", timeout=60_000)
-        assert checked(pg, "Views", "More")
+        assert checked(pg, "Sections", "More")
         assert not errors, errors
     finally:
         ctx.close()

@@ -22,7 +22,7 @@ def test_the_arrow_keys_step_the_view_just_picked(browser, server, label, slug, 
     ctx, pg, errors = fresh_page(browser, server + LINK)
     pick_view(pg, label)
     pg.wait_for_function("v => new URLSearchParams(location.search).get('view') === v", arg=slug, timeout=60_000)
-    # The view is drawn, and the run that drew it has moved the focus into it (app.py focus_view). Waiting only for
+    # The view is drawn, and the run that drew it has moved the focus into it (views/widgets.py focus). Waiting only for
     # an idle page and a focus off the switch let → go out in the gap before the run had drawn the view (once in a
     # full CI run): a key pressed before the view exists has nothing to step.
     pg.get_by_text(before).wait_for(timeout=120_000)
@@ -58,7 +58,7 @@ def test_every_segmented_control_fits_a_phone(browser, server):
     boxes = pg.evaluate("""() => [...document.querySelectorAll('[role=radiogroup] [role=radio]')].map(b => {
         const r = b.getBoundingClientRect(); return [b.textContent, r.left, r.right]; })""")
     names = [name for name, _, _ in boxes]
-    assert "heads switched off" in names and "a forced word" in names and "Walk through the model" in names, names
+    assert "heads switched off" in names and "a forced word" in names and "Start here" in names, names
     assert [(name, left, right) for name, left, right in boxes if left < 0 or right > 390] == []
     ctx.close()
     assert not errors, errors
