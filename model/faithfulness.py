@@ -582,25 +582,35 @@ def agreement(scores: dict, steps: list[int], methods: list[str]) -> tuple[np.nd
     return total + np.triu(total, 1).T, count + np.triu(count, 1).T
 
 
-def verdict(table: Table) -> str:
-    """One computed sentence: which explanation is both faithful and plausible on this model, and which is neither.
+def faithful(e: Row, rand: RandomRow) -> bool:
+    """Faithful on its side: its comprehensiveness interval lies above the random orders' and its sufficiency
+    interval below theirs."""
+    c, s = e.comprehensiveness, e.sufficiency
+    return c.low is not None and c.low > rand.comprehensiveness.high and s.high < rand.sufficiency.low
 
-    Faithful: its comprehensiveness interval lies above the random orders' and its sufficiency interval below
-    theirs (source side). Plausible: its AER lies below a diagonal alignment's (the alignment table's baseline that
-    knows only the positions). Methods whose AER is not measured are judged on faithfulness alone."""
+
+def plausible(e: Row, diagonal: float | None) -> bool:
+    """Plausible: its AER lies below a diagonal alignment's (the alignment table's baseline that knows only the
+    positions); a method whose AER is not measured is not."""
+    return e.aer is not None and diagonal is not None and e.aer < diagonal
+
+
+def trusted(table: Table) -> list[str]:
+    """The source side's methods that are both faithful and plausible, best first (sufficiency minus
+    comprehensiveness, lowest first)."""
     rows, rand = table.source.rows, table.source.random
     diagonal = (table.baselines or {}).get("diagonal", {}).get("aer")
-
-    def faithful(e: Row):
-        c, s = e.comprehensiveness, e.sufficiency
-        return c.low is not None and c.low > rand.comprehensiveness.high and s.high < rand.sufficiency.low
-
-    def plausible(e: Row):
-        return e.aer is not None and diagonal is not None and e.aer < diagonal
-
-    both = sorted((m for m, e in rows.items() if faithful(e) and plausible(e)),
+    return sorted((m for m, e in rows.items() if faithful(e, rand) and plausible(e, diagonal)),
                   key=lambda m: rows[m].sufficiency.mean - rows[m].comprehensiveness.mean)
-    neither = [m for m, e in rows.items() if e.aer is not None and not faithful(e) and not plausible(e)]
+
+
+def verdict(table: Table) -> str:
+    """One computed sentence: which explanation is both faithful and plausible on this model (trusted), and which is
+    neither. Methods whose AER is not measured are judged on faithfulness alone."""
+    rows, rand = table.source.rows, table.source.random
+    diagonal = (table.baselines or {}).get("diagonal", {}).get("aer")
+    both = trusted(table)
+    neither = [m for m, e in rows.items() if e.aer is not None and not faithful(e, rand) and not plausible(e, diagonal)]
     name = lambda m: table.names.get(m, m)  # noqa: E731
     n = next(iter(rows.values())).comprehensiveness.n
     if both:

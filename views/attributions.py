@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 import viz
+from model import faithfulness
 from model.attribute import METHODS, SIGNED
 from model.methods import METHODS as TABLE
 from model.errors import InputError
@@ -61,18 +62,9 @@ def english_words(checkpoint: str | None) -> list[str]:
 
 
 def trusted(table) -> list[str]:
-    """The view's methods that a faithfulness table (model/faithfulness.py Table) finds faithful and plausible on the
-    source side, best first: the tests and the order of model/faithfulness.py's verdict."""
-    rows, rand = table.source.rows, table.source.random
-    diagonal = (table.baselines or {}).get("diagonal", {}).get("aer")
-
-    def faithful_and_plausible(e) -> bool:
-        c, s = e.comprehensiveness, e.sufficiency
-        return (c.low is not None and c.low > rand.comprehensiveness.high and s.high < rand.sufficiency.low
-                and e.aer is not None and diagonal is not None and e.aer < diagonal)
-
-    found = [m for m in METHODS if m in rows and faithful_and_plausible(rows[m])]
-    return sorted(found, key=lambda m: rows[m].sufficiency.mean - rows[m].comprehensiveness.mean)
+    """The view's methods that a faithfulness table finds faithful and plausible on the source side, best first
+    (model/faithfulness.py trusted, which the Faithfulness view's verdict reads too)."""
+    return [m for m in faithfulness.trusted(table) if m in METHODS]
 
 
 def first_method(checkpoint: str | None) -> tuple[str, str]:
