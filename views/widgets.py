@@ -206,18 +206,19 @@ def cli_hint(sentence: str, *args: str) -> None:
 # picked; after a guess, to its verdict (the clicked question is gone, and the focus would fall to the page's top).
 # data["for"] tells one occasion from the next (the component runs again when its data change). A component, not an
 # inline <script>: the deployed page's policy runs no inline script (deploy/security-headers.conf).
-# data["phone"]: only on a phone-wide screen (640 px or less), and the element is scrolled to the top of the screen.
+# data["phone"]: only on a phone-wide screen (640 px or less), where the element is scrolled to the screen's top
+# instead of focused.
 # Done twice: the rest of the run may still redraw the control that was clicked, which can take the focus back (seen
 # on a loaded machine); the second time only moves a focus that is not inside the element already.
 focus = st.components.v2.component("explorer_focus", js="""export default function ({data}) {
   const go = () => {
     const box = document.querySelector(".st-key-" + CSS.escape(data.key));
     if (!box || (data.phone && window.innerWidth > 640)) return;
+    if (data.phone) return box.scrollIntoView({block: "start"});  // scrolled only: a focused box drew an outline
     if (!box.contains(document.activeElement)) {
       box.tabIndex = -1;
       box.focus({preventScroll: true});
     }
-    if (data.phone) box.scrollIntoView({block: "start"});
   };
   go();
   setTimeout(go, 300);
