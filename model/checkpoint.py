@@ -5,7 +5,8 @@ A checkpoint is a folder:
     config.json         ModelConfig as JSON
     vocab.json          {"src": [...], "tgt": [...]} (index -> token); a converted model's (model/convert.py) also
                         names its "specials" ({"unk": ..., "pad": ..., "sos": ..., "eos": ...}) and says whether
-                        its tokens are "lower"-cased
+                        its tokens are "lower"-cased; a Marian model's names its SentencePiece models, "pieces":
+                        {"src": "source.spm", "tgt": "target.spm"}, files of the folder
     README.md           the model card (written by hand; not needed for loading)
 """
 
@@ -20,11 +21,13 @@ from . import files
 from .config import ModelConfig
 from .errors import CheckpointError
 from .transformer import Transformer
-from .vocab import ROLES, Vocab
+from .vocab import ROLES, Vocab, pieces_processor
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints"
 CHECKPOINT_ENV = "TRANSFORMER_CHECKPOINT"  # overrides the default for every tool and the app
 WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
+PIECES = {"src": "source.spm", "tgt": "target.spm"}  # a Marian model's SentencePiece models, beside vocab.json
+MAX_PIECES_BYTES = 20 * 2**20  # opus-mt's are 0.8 MB each
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".ckpt")
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the floating-point types a weight may have
 # Largest |weight| a checkpoint may hold. Trained weights of this model stay within +-2 (the shipped one: 1.85);
@@ -45,13 +48,20 @@ def save_checkpoint(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, path
     if src_vocab.specials != tgt_vocab.specials or src_vocab.lower != tgt_vocab.lower:
         raise ValueError("both vocabularies must name the same special tokens and case the same way")
     more = {} if src_vocab.ours and tgt_vocab.ours else {"specials": src_vocab.specials, "lower": src_vocab.lower}
+    if (src_vocab.pieces is None) != (tgt_vocab.pieces is None):
+        raise ValueError("both vocabularies have SentencePiece models, or neither")
+    if src_vocab.pieces is not None:
+        for side, vocab in PIECES.items():
+            with files.replacing(path / vocab) as tmp:
+                Path(tmp).write_bytes((src_vocab if side == "src" else tgt_vocab).pieces)
+        more["pieces"] = PIECES
     files.write_text(path / VOCAB, files.dumps({"src": src_vocab.itos, "tgt": tgt_vocab.itos, **more},
                                                ensure_ascii=False))
     if not weights:
         return
     # float16 halves the file (36 -> 18 MB) at a relative rounding of < 5e-4 of each tensor's largest value.
     state = {k: (v.half() if v.is_floating_point() and half else v).detach().contiguous().cpu()
-             for k, v in model.state_dict().items()}
+             for k, v in model.stored_state().items()}
     with files.replacing(path / WEIGHTS) as tmp:
         save_file(state, tmp, metadata={"format": "pt"})
 
@@ -103,8 +113,9 @@ def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Tr
     try:
         vocab = _read_json(folder / VOCAB)
         more = {"specials": vocab.get("specials"), "lower": vocab.get("lower", True)}
-        src_vocab, tgt_vocab = Vocab(vocab["src"], **more), Vocab(vocab["tgt"], **more)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        pieces = _read_pieces(folder, vocab.get("pieces"))
+        src_vocab, tgt_vocab = (Vocab(vocab[side], **more, pieces=pieces[side]) for side in ("src", "tgt"))
+    except (ValueError, KeyError, TypeError, AttributeError, OSError) as e:
         _fail(folder / VOCAB, f"is not a valid vocabulary file ({_short(e)})")
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         _fail(folder, f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)} tokens but the config says "
@@ -116,11 +127,30 @@ def load_checkpoint(path=None, device="cpu", weights: str = WEIGHTS) -> tuple[Tr
                                        f"token {getattr(vocab, f'{role}_id')} of the {side} vocabulary")
     model = Transformer(cfg)  # sizes bounded by ModelConfig: this much memory is fine
     try:
-        state = _read_weights(folder / weights, {k: tuple(v.shape) for k, v in model.state_dict().items()})
+        state = _read_weights(folder / weights, {k: tuple(v.shape) for k, v in model.stored_state().items()})
     except (SafetensorError, OSError, ValueError) as e:
         _fail(folder / weights, f"is corrupt or truncated ({_short(e)})")
-    model.load_state_dict(state)
+    model.load_state_dict(state, strict=False)  # what it lacks are the names of tied tables (stored_state)
     return model.to(device).eval(), src_vocab, tgt_vocab
+
+
+def _read_pieces(folder: Path, names) -> dict:
+    """{"src": bytes, "tgt": bytes} of the SentencePiece models vocab.json names (both None where it names none)."""
+    if names is None:
+        return {"src": None, "tgt": None}
+    if names != PIECES:
+        raise ValueError(f"pieces must be {PIECES}, got {names!r}")
+    out = {}
+    for side, name in PIECES.items():
+        with open(folder / name, "rb") as f:
+            out[side] = f.read(MAX_PIECES_BYTES + 1)
+        if len(out[side]) > MAX_PIECES_BYTES:
+            raise ValueError(f"{name} is larger than {MAX_PIECES_BYTES // 2**20} MB")
+        try:
+            pieces_processor(out[side])
+        except Exception:  # sentencepiece raises RuntimeError or its own errors for a damaged model
+            raise ValueError(f"{name} is not a SentencePiece model") from None
+    return out
 
 
 def _read_json(path: Path):

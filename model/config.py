@@ -12,7 +12,8 @@ MAX_SIZES = {
 }
 MAX_PARAMETERS = 250_000_000  # and in all: 1 GB of float32 weights, 28 times the reference model's 9,038,341
 
-OPTIONAL = ("unk_id", "sos_id", "eos_id", "norm_position", "final_norm", "layer_norm", "norm_eps")  # keys a config may lack (from_dict)
+OPTIONAL = ("unk_id", "sos_id", "eos_id", "norm_position", "final_norm", "layer_norm", "norm_eps", "activation",
+            "embed_scale", "tie", "source_start")  # keys a config may lack (from_dict): added with the families
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,11 @@ class ModelConfig:
     d_ff: int = 512  # hidden width of the position-wise feed-forward net
     dropout: float = 0.1  # embeddings, attention weights, sublayer outputs, FFN hidden
     max_positions: int = 100  # positions the model has, <sos> and <eos> included
-    positions: str = "learned"  # "learned" embedding or the paper's fixed "sinusoidal" table
+    positions: str = "learned"  # "learned" embedding, the paper's fixed "sinusoidal" table (sin, cos interleaved),
+    #                             or "halves": Marian's table of the same angles, all sines first, then all cosines
     pad_id: int = 1  # index of <pad> in both vocabularies (docs/contract.md: <unk>=0 <pad>=1 <sos>=2 <eos>=3)
     unk_id: int = 0  # and of the other three specials (another family's vocabulary has them elsewhere: <s>=0 ...)
-    sos_id: int = 2
+    sos_id: int = 2  # the decoder's first input; may be pad_id (Marian starts decoding from <pad>)
     eos_id: int = 3
     # Where the model families differ (model/convert.py; the defaults are the paper's and this project's model):
     norm_position: str = "post"  # "post": LayerNorm(x + Sublayer(x)), the paper; "pre": x + Sublayer(LayerNorm(x))
@@ -37,6 +39,11 @@ class ModelConfig:
     layer_norm: str = "standard"  # "standard": (x - mean) / sqrt(var + eps); "std": (x - mean) / (std + eps), the
     #                               unbiased std (the Annotated Transformer's LayerNorm)
     norm_eps: float = 1e-5
+    activation: str = "relu"  # the feed-forward net's: "relu" (the paper), "swish" (x sigmoid(x): Marian), "gelu"
+    embed_scale: bool = True  # token embeddings times sqrt(d_model) (section 3.4)
+    tie: str = "none"  # shared tables: "none"; "target": the generator's weight is the target embedding; "all":
+    #                    one table for the source embedding, the target embedding and the generator (Marian)
+    source_start: bool = True  # the source begins with <sos> (ours, the tutorials'); Marian's ends with </s> only
 
     def __post_init__(self):
         # Raised, not asserted: a config comes from a checkpoint's JSON, and `python -O` drops asserts.
@@ -51,12 +58,22 @@ class ModelConfig:
             value = getattr(self, name)
             if type(value) is not int or not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size):
                 raise ValueError(f"{name} must be an index into both vocabularies, got {value!r}")
-        if len({self.pad_id, self.unk_id, self.sos_id, self.eos_id}) != 4:
-            raise ValueError("pad_id, unk_id, sos_id and eos_id must be four different indices")
+        if len({self.pad_id, self.unk_id, self.eos_id}) != 3 or self.sos_id in (self.unk_id, self.eos_id):
+            raise ValueError("pad_id, unk_id and eos_id must be three different indices, and sos_id another one or "
+                             "pad_id")
         if type(self.dropout) not in (int, float) or not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-        if self.positions not in ("learned", "sinusoidal"):
-            raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {self.positions!r}")
+        if self.positions not in ("learned", "sinusoidal", "halves"):
+            raise ValueError(f"positions must be 'learned', 'sinusoidal' or 'halves', got {self.positions!r}")
+        if self.activation not in ("relu", "swish", "gelu"):
+            raise ValueError(f"activation must be 'relu', 'swish' or 'gelu', got {self.activation!r}")
+        if self.tie not in ("none", "target", "all"):
+            raise ValueError(f"tie must be 'none', 'target' or 'all', got {self.tie!r}")
+        if self.tie == "all" and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("tie 'all' shares one table: the two vocabularies must be of one size")
+        for name in ("embed_scale", "source_start"):
+            if type(getattr(self, name)) is not bool:
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.norm_position not in ("post", "pre"):
             raise ValueError(f"norm_position must be 'post' or 'pre', got {self.norm_position!r}")
         if type(self.final_norm) is not bool:
@@ -79,11 +96,13 @@ class ModelConfig:
         ffn = D * F + F + F * D + D  # W_1, b_1, W_2, b_2
         norm = 2 * D  # gain and bias
         positions = 2 * self.max_positions * D if self.positions == "learned" else 0  # a table per side
-        return ((self.src_vocab_size + V) * D + positions
+        tables = {"none": self.src_vocab_size * D + 2 * V * D, "target": (self.src_vocab_size + V) * D,
+                  "all": V * D}[self.tie]  # the embeddings and the generator's weight, each shared table once
+        return (tables + positions
                 + self.n_enc_layers * (attention + ffn + 2 * norm)
                 + self.n_dec_layers * (2 * attention + ffn + 3 * norm)
                 + (2 * norm if self.final_norm else 0)
-                + D * V + V)  # the generator
+                + V)  # the generator's bias
 
     @property
     def head_size(self) -> int:

@@ -258,13 +258,14 @@ def convert_state(family: str, state: dict, n_heads: int = 8, max_positions: int
     return cfg, ours
 
 
-def check_positions(table: torch.Tensor, d_model: int, name: str):
-    """A family's saved sinusoidal table must be the paper's formula (else it is another model)."""
+def check_positions(table: torch.Tensor, d_model: int, name: str, halves: bool = False):
+    """A family's saved sinusoidal table must be the paper's formula, or Marian's layout of it (else it is another
+    model)."""
     t = table.reshape(-1, table.size(-1)).float()  # pytorch (maxlen, 1, D), annotated (1, maxlen, D)
     if t.size(1) != d_model:
         raise InputError(f"{name!r} is {tuple(table.shape)}, not a table of width d_model {d_model}")
     n = min(t.size(0), MAX_POSITIONS)
-    want = torch.from_numpy(sinusoidal_table(n, d_model)).float()
+    want = torch.from_numpy(sinusoidal_table(n, d_model, halves)).float()
     if not torch.allclose(t[:n], want, atol=1e-4):
         raise InputError(f"{name!r} is not the sinusoidal position table of the paper: a changed model")
 
@@ -297,6 +298,196 @@ def rebuilt_vocab(lines: list[str], lang: str, size: int) -> Vocab:
     return vocab
 
 
+# --- Marian (Hugging Face's MarianMTModel: Helsinki-NLP's opus-mt) ----------------------------------------------
+MARIAN_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")  # and the weights, one of:
+MARIAN_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+MARIAN_ACTIVATIONS = {"swish": "swish", "silu": "swish", "relu": "relu", "gelu": "gelu"}  # theirs -> ours
+MARIAN_LAYER = {"self_attn": "self_attn", "self_attn_layer_norm": "ln_self", "encoder_attn": "cross_attn",
+                "encoder_attn_layer_norm": "ln_cross", "fc1": "ffn.fc1", "fc2": "ffn.fc2", "final_layer_norm": "ln_ffn"}
+MARIAN_PROJ = {"q_proj": "w_q", "k_proj": "w_k", "v_proj": "w_v", "out_proj": "w_o"}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def marian_folder(source: str) -> Path:
+    """The save_pretrained folder SOURCE names, or the hub id's files fetched into the Hugging Face cache."""
+    path = Path(source)
+    if path.is_dir():
+        return path
+    if path.exists() or not HUB_ID.match(source):
+        raise InputError(f"{source} is not a folder: give the folder save_pretrained wrote (config.json, "
+                         "model.safetensors, source.spm, target.spm, vocab.json), or a hub id such as "
+                         "Helsinki-NLP/opus-mt-de-en")
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise InputError(f"{source} is not a folder here, and fetching it needs huggingface_hub "
+                         "(pip install huggingface_hub), or give the folder") from None
+    try:
+        return Path(snapshot_download(source, allow_patterns=[*MARIAN_FILES, *MARIAN_WEIGHTS, "target_vocab.json",
+                                                              "tokenizer_config.json", "generation_config.json"]))
+    except Exception as e:  # offline, unknown id, refused: huggingface_hub raises many kinds
+        raise InputError(f"could not fetch {source} from the Hugging Face hub ({type(e).__name__}): on a machine "
+                         f"that is online, run `hf download {source} --local-dir DIR`, then give DIR") from None
+
+
+def _json(path: Path, need: bool = True):
+    if not path.is_file():
+        if need:
+            raise InputError(f"{path.parent} has no {path.name}: not a whole Marian folder")
+        return None
+    value = files.loads(files.read_text(path), path.name)
+    if not isinstance(value, dict):
+        raise InputError(f"{path} is not a JSON object")
+    return value
+
+
+def marian_weights(folder: Path) -> dict:
+    """The folder's tensors, names without the "model." prefix (safetensors, else pytorch_model.bin read with
+    weights_only)."""
+    if (folder / "model.safetensors").is_file():
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        try:
+            state = load_file(folder / "model.safetensors")
+        except (SafetensorError, OSError) as e:
+            raise InputError(f"{folder / 'model.safetensors'} is truncated or not safetensors ({e})") from None
+    elif (folder / "pytorch_model.bin").is_file():
+        state = read_state_dict(folder / "pytorch_model.bin")
+    else:
+        sharded = any(folder.glob("*.index.json"))
+        raise InputError(f"{folder} has no model.safetensors or pytorch_model.bin"
+                         + (": its weights are split in shards, which is not read here" if sharded else ""))
+    return {k.removeprefix("model."): v for k, v in state.items()}
+
+
+def marian_vocab(path: Path, size: int, side: str, pieces: bytes) -> Vocab:
+    """vocab.json ({piece: id}) as a Vocab of `size` ids: <unk>, <pad> and </s> its specials, <pad> also its <sos>."""
+    mapping = _json(path)
+    ids = sorted(mapping.values()) if all(type(i) is int for i in mapping.values()) else None
+    if ids != list(range(len(mapping))):
+        raise InputError(f"{path} does not give the ids 0..{len(mapping) - 1} once each")
+    if len(mapping) != size:
+        raise InputError(f"{path} has {len(mapping):,} pieces but the model's {side} embedding has {size:,} rows")
+    itos = [None] * size
+    for piece, i in mapping.items():
+        itos[i] = piece
+    try:
+        return Vocab(itos, {"unk": "<unk>", "pad": "<pad>", "sos": "<pad>", "eos": "</s>"}, lower=False,
+                     pieces=pieces)
+    except ValueError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def convert_marian(folder: Path) -> tuple:
+    """(ModelConfig, our state_dict, source Vocab, target Vocab, generation settings, languages) of a Marian
+    save_pretrained folder; InputError in one line naming the first thing that is not a Marian model's."""
+    c = _json(folder / "config.json")
+    if c.get("model_type") != "marian":
+        raise InputError(f"{folder / 'config.json'} says model_type {c.get('model_type')!r}: not a Marian model "
+                         "(Helsinki-NLP/opus-mt-*: model_type 'marian')")
+    for name in MARIAN_FILES[1:]:
+        if not (folder / name).is_file():
+            raise InputError(f"{folder} has no {name}: a Marian model needs config.json, source.spm, target.spm, "
+                             "vocab.json and its weights")
+    for ours, enc, dec in (("heads", "encoder_attention_heads", "decoder_attention_heads"),
+                           ("feed-forward width", "encoder_ffn_dim", "decoder_ffn_dim")):
+        if c.get(enc) != c.get(dec):
+            raise InputError(f"its encoder and decoder differ in {ours} ({enc} {c.get(enc)}, {dec} {c.get(dec)}): "
+                             "the model here has one value for both")
+    activation = MARIAN_ACTIVATIONS.get(c.get("activation_function"))
+    if activation is None:
+        raise InputError(f"activation_function {c.get('activation_function')!r} is not one of "
+                         f"{', '.join(MARIAN_ACTIVATIONS)}")
+    pad, eos, start = c.get("pad_token_id"), c.get("eos_token_id"), c.get("decoder_start_token_id", c.get("pad_token_id"))
+    if start != pad:
+        raise InputError(f"decoder_start_token_id {start} is not pad_token_id {pad}: Marian decoding starts from <pad>")
+    shared = c.get("share_encoder_decoder_embeddings", True)
+    tie = "all" if shared else ("target" if c.get("tie_word_embeddings", True) else "none")
+    w = marian_weights(folder)
+    table = w.get("shared.weight", w.get("decoder.embed_tokens.weight"))
+    if table is None:
+        raise InputError("the weights have no shared.weight or decoder.embed_tokens.weight: not a Marian model's")
+    tgt_table = table if shared else w.get("decoder.embed_tokens.weight", table)
+    src_table = table if shared else w.get("encoder.embed_tokens.weight")
+    if src_table is None:
+        raise InputError("the embeddings are not shared, and the weights have no encoder.embed_tokens.weight")
+    n_enc, n_dec = layer_count(w, "encoder.layers"), layer_count(w, "decoder.layers")
+    try:
+        cfg = ModelConfig(src_vocab_size=src_table.size(0), tgt_vocab_size=tgt_table.size(0),
+                          d_model=tgt_table.size(1), n_enc_layers=n_enc, n_dec_layers=n_dec,
+                          n_heads=c.get("encoder_attention_heads"), d_ff=c.get("encoder_ffn_dim"),
+                          dropout=float(c.get("dropout", 0.1)), max_positions=c.get("max_position_embeddings"),
+                          positions="halves", pad_id=pad, unk_id=_json(folder / "vocab.json").get("<unk>", -1),
+                          sos_id=pad, eos_id=eos, activation=activation, embed_scale=bool(c.get("scale_embedding")),
+                          tie=tie, source_start=False)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"its sizes do not make a model here: {e}") from None
+    if (n_enc, n_dec) != (c.get("encoder_layers"), c.get("decoder_layers")):
+        raise InputError(f"the weights have {n_enc} + {n_dec} layers, config.json says "
+                         f"{c.get('encoder_layers')} + {c.get('decoder_layers')}")
+    ours = {"tgt_embed.tok.weight": tgt_table, "generator.bias": _logits_bias(w, cfg.tgt_vocab_size)}
+    if tie != "all":
+        ours["src_embed.tok.weight"] = src_table
+    if tie == "none":
+        ours["generator.weight"] = _need(w, "lm_head.weight")
+    used = {"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight",
+            "final_logits_bias"}
+    for side, n in (("encoder", n_enc), ("decoder", n_dec)):
+        for i in range(n):
+            for theirs, mine in MARIAN_LAYER.items():
+                if side == "encoder" and "encoder_attn" in theirs:
+                    continue
+                parts = ([(f".{p}", f".{q}") for p, q in MARIAN_PROJ.items()] if theirs.endswith("attn")
+                         else [("", "")])
+                for p, q in parts:
+                    for kind in ("weight", "bias"):
+                        key = f"{side}.layers.{i}.{theirs}{p}.{kind}"
+                        ours[f"{side}.{i}.{mine}{q}.{kind}"] = _need(w, key)
+                        used.add(key)
+        name = f"{side}.embed_positions.weight"
+        if name in w:  # older files keep the table; it must be Marian's formula
+            used.add(name)
+            check_positions(w[name], cfg.d_model, name, halves=True)
+    extra = next((k for k in w if k not in used), None)
+    if extra is not None:
+        raise InputError(f"{extra!r} is not part of a Marian model ({n_enc} + {n_dec} layers)")
+    model = Transformer(cfg)
+    expected = model.stored_state()
+    for k, v in expected.items():
+        if tuple(ours[k].shape) != tuple(v.shape):
+            raise InputError(f"{k} has shape {tuple(ours[k].shape)}, but config.json's sizes need {tuple(v.shape)}")
+        if not torch.isfinite(ours[k]).all():
+            raise InputError(f"{k} holds NaN or infinite values")
+    ours = {k: ours[k].float().contiguous() for k in expected}
+    pieces = {side: files.read_limited(open(folder / f"{side}.spm", "rb"), f"{side}.spm")
+              for side in ("source", "target")}
+    separate = (folder / "target_vocab.json").is_file() and not shared
+    src_vocab = marian_vocab(folder / "vocab.json", cfg.src_vocab_size, "source", pieces["source"])
+    tgt_vocab = marian_vocab(folder / ("target_vocab.json" if separate else "vocab.json"), cfg.tgt_vocab_size,
+                             "target", pieces["target"])
+    for role in ("pad", "eos", "unk"):
+        if {getattr(src_vocab, f"{role}_id"), getattr(tgt_vocab, f"{role}_id")} != {getattr(cfg, f"{role}_id")}:
+            raise InputError(f"config.json's {role}_token_id is not the vocabulary's {src_vocab.specials[role]}")
+    gen = _json(folder / "generation_config.json", need=False) or {}
+    generation = {k: gen[k] for k in ("num_beams", "length_penalty", "early_stopping", "max_length", "bad_words_ids")
+                  if k in gen}
+    tok = _json(folder / "tokenizer_config.json", need=False) or {}
+    languages = [tok.get("source_lang"), tok.get("target_lang")]
+    return cfg, ours, src_vocab, tgt_vocab, generation, languages
+
+
+def _need(w: dict, key: str) -> torch.Tensor:
+    if key not in w:
+        raise InputError(f"the weights lack {key!r}: not a whole Marian model")
+    return w[key]
+
+
+def _logits_bias(w: dict, size: int) -> torch.Tensor:
+    bias = w.get("final_logits_bias", torch.zeros(1, size))  # Marian adds it to every logit: our generator's bias
+    return bias.reshape(-1)
+
+
 # --- the command --------------------------------------------------------------------------------------------------
 def card(family: str, source: Path, digest: str, cfg: ModelConfig, vocab_from: str) -> str:
     f = FAMILIES[family]
@@ -324,8 +515,9 @@ def command(argv):
     from .checkpoint import save_checkpoint
 
     p = cli.Parser(description=__doc__.split("\n\n")[0] + "\n\n" + USAGE)
-    p.add_argument("family", choices=list(FAMILIES), help="which tutorial's model the file is")
-    p.add_argument("source", help="the file torch.save(model.state_dict(), ...) wrote")
+    p.add_argument("family", choices=[*FAMILIES, "marian"], help="which tutorial's model the file is, or marian")
+    p.add_argument("source", help="the file torch.save(model.state_dict(), ...) wrote; for marian, the folder "
+                                  "save_pretrained wrote or a hub id (Helsinki-NLP/opus-mt-de-en)")
     p.add_argument("--out", required=True, help="the checkpoint folder to write")
     p.add_argument("--src-vocab", help="German vocabulary: one token per line, in id order")
     p.add_argument("--tgt-vocab", help="English vocabulary: one token per line, in id order")
@@ -340,6 +532,8 @@ def command(argv):
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file, not a folder")
     t0 = time.time()
+    if args.family == "marian":
+        return marian_command(args, out, t0)
     source = Path(args.source)
     state = read_state_dict(source)
     cfg, weights = convert_state(args.family, state, args.heads)
@@ -375,10 +569,42 @@ def command(argv):
     return 0
 
 
+def marian_command(args, out: Path, t0: float) -> int:
+    from .checkpoint import save_checkpoint
+
+    if args.src_vocab or args.tgt_vocab or args.heads != 8:
+        raise InputError("a Marian folder brings its vocabularies and heads: leave out --src-vocab, --tgt-vocab "
+                         "and --heads")
+    folder = marian_folder(args.source)
+    cfg, weights, src_vocab, tgt_vocab, generation, languages = convert_marian(folder)
+    model = Transformer(cfg)
+    model.load_state_dict(weights, strict=False)  # the tied names are the target table itself
+    digest = files.sha256(folder / next(w for w in MARIAN_WEIGHTS if (folder / w).is_file()))
+    save_checkpoint(model.eval(), src_vocab, tgt_vocab, out, half=False,
+                    extra={"family": "marian", "source": str(args.source), "sha256": digest,
+                           "generation": generation, "languages": languages})
+    src, tgt = (lang or "?" for lang in languages)
+    files.write_text(out / "README.md", (
+        f"# Model card: a Marian model, converted\n\n"
+        f"Family: **marian**, Hugging Face's MarianMTModel (Helsinki-NLP's opus-mt), {src} to {tgt}.\n\n"
+        f"Source: `{args.source}`, weights SHA-256 `{digest}`, converted by `python -m model.convert marian`.\n\n"
+        f"Sizes: d_model {cfg.d_model}, {cfg.n_enc_layers} + {cfg.n_dec_layers} layers, {cfg.n_heads} heads, d_ff "
+        f"{cfg.d_ff}, {cfg.activation} activation, Marian's sinusoidal positions ({cfg.max_positions}), post-LN, "
+        f"embeddings shared: {cfg.tie}; vocabularies of {cfg.src_vocab_size:,} and {cfg.tgt_vocab_size:,} "
+        f"SentencePiece pieces; {cfg.n_params:,} parameters, stored as float32. Generation settings: "
+        f"{generation or 'none given'}.\n"))
+    print(f"marian model converted in {time.time() - t0:.1f} s: {cfg.n_params:,} parameters, "
+          f"{cfg.n_enc_layers} + {cfg.n_dec_layers} layers, d_model {cfg.d_model}, vocabularies "
+          f"{cfg.src_vocab_size:,} / {cfg.tgt_vocab_size:,} -> {out}")
+    print(f"next: TRANSFORMER_CHECKPOINT={out} streamlit run app.py")
+    return 0
+
+
 USAGE = """usage examples:
     python -m model.convert tutorial tut6-model.pt --out my-model
     python -m model.convert pytorch transformer.pt --src-vocab de.txt --tgt-vocab en.txt --out my-model
-    python -m model.convert annotated model.pt --src-vocab de.txt --tgt-vocab en.txt --heads 8 --out my-model"""
+    python -m model.convert annotated model.pt --src-vocab de.txt --tgt-vocab en.txt --heads 8 --out my-model
+    python -m model.convert marian Helsinki-NLP/opus-mt-de-en --out opus-mt-de-en"""
 
 
 if __name__ == "__main__":

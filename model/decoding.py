@@ -38,6 +38,15 @@ def step_stats(logits, top_k):
     return logp, entropy, top_p, top_i
 
 
+def argmax(model, logits):
+    """The next token of greedy decoding from (B, V) logits or log-probabilities: the most likely one, never <pad>
+    where decoding starts from <pad> (Marian, whose generation settings forbid it: Hugging Face's bad_words_ids)."""
+    if model.cfg.sos_id == model.cfg.pad_id:
+        logits = logits.clone()
+        logits[:, model.cfg.pad_id] = float("-inf")
+    return logits.argmax(-1)
+
+
 @torch.no_grad()
 def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=True,
                   force: dict | None = None, pause=None) -> Decoded:
@@ -62,7 +71,7 @@ def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=
             pause()
         logits, s_maps, c_maps = model.decode(y, memory, src_mask, t, extras)
         logp, entropy, top_p, top_i = step_stats(logits[:, -1], top_k)
-        nxt = logp.argmax(-1)  # (B,)
+        nxt = argmax(model, logp)  # (B,)
         if force and t in force:
             nxt = torch.full_like(nxt, force[t])
         nxt = nxt.masked_fill(done, model.cfg.pad_id)
@@ -116,7 +125,7 @@ def greedy_ids(model, memory, src_mask, max_len=50, head_mask=None) -> list[list
     y = torch.full((B, 1), model.cfg.sos_id, dtype=torch.long, device=memory.device)
     for t in range(max_len):
         logits, _, _ = model.decode(y, memory, src_mask, t, Extras(mask, cache, need_weights=False))
-        nxt = logits[:, -1].float().log_softmax(-1).argmax(-1)  # as greedy_decode picks it
+        nxt = argmax(model, logits[:, -1].float().log_softmax(-1))  # as greedy_decode picks it
         for r, tok, finished in zip(rows, nxt.tolist(), done.tolist()):
             if not finished:
                 out[r].append(tok)

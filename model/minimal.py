@@ -44,35 +44,42 @@ def multi_head_attention(w: dict, name: str, x, kv, mask, H: int):
     return linear(w, f"{name}.w_o", heads)
 
 
-def feed_forward(w: dict, name: str, x):
-    """Section 3.3: max(0, x W_1 + b_1) W_2 + b_2."""
-    return linear(w, f"{name}.fc2", F.relu(linear(w, f"{name}.fc1", x)))
+def feed_forward(w: dict, name: str, x, cfg: ModelConfig):
+    """Section 3.3: max(0, x W_1 + b_1) W_2 + b_2; Marian's swish x sigmoid(x), or GELU, where the config says."""
+    h = linear(w, f"{name}.fc1", x)
+    act = {"relu": lambda: h.clamp(min=0), "swish": lambda: h * torch.sigmoid(h), "gelu": lambda: F.gelu(h)}
+    return linear(w, f"{name}.fc2", act[cfg.activation]())
 
 
-def sinusoidal_table(n_positions: int, d_model: int):
-    """Section 3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...), in float64, then float32."""
+def sinusoidal_table(n_positions: int, d_model: int, halves: bool = False):
+    """Section 3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...), in float64, then float32.
+    halves: Marian's layout of the same angles, every sine first, then every cosine."""
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (P, 1)
     angle = pos / torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (P, D/2)
+    if halves:
+        return torch.cat([angle.sin(), angle.cos()], dim=-1).float()  # (P, D): sines, then cosines
     return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1).float()  # (P, D): sin, cos, sin, cos, ...
 
 
 def embed(w: dict, name: str, ids, cfg: ModelConfig):
-    """Sections 3.4-3.5: token embedding x sqrt(d_model) plus the position's vector."""
+    """Sections 3.4-3.5: token embedding x sqrt(d_model) (x 1 without embed_scale) plus the position's vector."""
     T = ids.size(1)
-    positions = w[f"{name}.pos.weight"][:T] if cfg.positions == "learned" else sinusoidal_table(T, cfg.d_model)
-    return F.embedding(ids, w[f"{name}.tok.weight"]) * math.sqrt(cfg.d_model) + positions
+    positions = (w[f"{name}.pos.weight"][:T] if cfg.positions == "learned"
+                 else sinusoidal_table(T, cfg.d_model, cfg.positions == "halves"))
+    return F.embedding(ids, w[f"{name}.tok.weight"]) * (math.sqrt(cfg.d_model) if cfg.embed_scale else 1) + positions
 
 
 def forward(w: dict, cfg: ModelConfig, src, tgt):
     """src (B, S), tgt (B, T) decoder inputs -> logits (B, T, V), teacher forcing (figure 1)."""
     H, T = cfg.n_heads, tgt.size(1)
     src_mask = (src != cfg.pad_id)[:, None, None, :]  # (B, 1, 1, S)
-    tgt_mask = (tgt != cfg.pad_id)[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril()  # (B, 1, T, T)
+    keys = torch.cat([torch.ones_like(tgt[:, :1], dtype=torch.bool), tgt[:, 1:] != cfg.pad_id], 1)  # the start is a key
+    tgt_mask = keys[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril()  # (B, 1, T, T)
     x = embed(w, "src_embed", src, cfg)
     for i in range(cfg.n_enc_layers):
         n = f"encoder.{i}"
         x = sublayer(w, f"{n}.ln_self", x, lambda h: multi_head_attention(w, f"{n}.self_attn", h, h, src_mask, H), cfg)
-        x = sublayer(w, f"{n}.ln_ffn", x, lambda h: feed_forward(w, f"{n}.ffn", h), cfg)
+        x = sublayer(w, f"{n}.ln_ffn", x, lambda h: feed_forward(w, f"{n}.ffn", h, cfg), cfg)
     memory = layer_norm(w, "enc_norm", x, cfg) if cfg.final_norm else x
     y = embed(w, "tgt_embed", tgt, cfg)
     for i in range(cfg.n_dec_layers):
@@ -80,5 +87,5 @@ def forward(w: dict, cfg: ModelConfig, src, tgt):
         y = sublayer(w, f"{n}.ln_self", y, lambda h: multi_head_attention(w, f"{n}.self_attn", h, h, tgt_mask, H), cfg)
         y = sublayer(w, f"{n}.ln_cross", y,
                      lambda h: multi_head_attention(w, f"{n}.cross_attn", h, memory, src_mask, H), cfg)
-        y = sublayer(w, f"{n}.ln_ffn", y, lambda h: feed_forward(w, f"{n}.ffn", h), cfg)
+        y = sublayer(w, f"{n}.ln_ffn", y, lambda h: feed_forward(w, f"{n}.ffn", h, cfg), cfg)
     return linear(w, "generator", layer_norm(w, "dec_norm", y, cfg) if cfg.final_norm else y)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError
+from .vocab import join_pieces
 
 # The three kinds of attention map a Translation holds (encoder self, decoder self, cross), by their names on the
 # page (each kind's attention view) and in the HTML report (viz/report.py).
@@ -97,11 +98,13 @@ class Translation:
     src_unknown: list = field(default_factory=list)  # S flags: True where the source token is <unk> to the model
     truncated: int = 0  # how many source tokens were cut to fit the model's positions
     device: str = "cpu"
+    pieces: bool = False  # the tokens are SentencePiece pieces (a Marian model's), "▁" starting each word
 
     @property
     def text(self) -> str:
-        """The translation as model.translate prints it: output tokens joined by single spaces."""
-        return " ".join(self.output_tokens)
+        """The translation as model.translate prints it: output tokens joined by single spaces, or pieces joined
+        at their word starts."""
+        return join_pieces(self.output_tokens) if self.pieces else " ".join(self.output_tokens)
 
     def maps(self, kind: str) -> np.ndarray:
         """The attention maps of one kind (KIND_NAMES), every layer and head: "enc" (L, H, S, S), "dec" (L, H, T, T),

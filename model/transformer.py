@@ -108,18 +108,23 @@ class MultiHeadAttention(nn.Module):
         return head_mask.to(device=out.device, dtype=out.dtype)[..., None, None]  # (H, 1, 1) or (B, H, 1, 1)
 
 
+ACTIVATIONS = {"relu": F.relu, "swish": F.silu, "gelu": F.gelu}  # swish(x) = x sigmoid(x); gelu: the exact erf form
+
+
 class FeedForward(nn.Module):
-    """The position-wise feed-forward network (section 3.3): FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
+    """The position-wise feed-forward network (section 3.3): FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, or with the
+    activation the config names in place of max(0, .)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff)
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
+        self.activation = ACTIVATIONS[cfg.activation]
 
     def forward(self, x, extras: Extras = Extras()):
-        """x (B, T, D) -> (B, T, D); a capture receives `hidden` (B, T, d_ff), after the ReLU."""
-        hidden = F.relu(self.fc1(x))
+        """x (B, T, D) -> (B, T, D); a capture receives `hidden` (B, T, d_ff), after the activation."""
+        hidden = self.activation(self.fc1(x))
         record(extras.capture, hidden=hidden)
         return self.fc2(self.dropout(hidden))
 
@@ -240,18 +245,19 @@ class DecoderLayer(Layer):
 
 
 class Embedding(nn.Module):
-    """Token embedding x sqrt(D) (section 3.4) plus a position encoding (section 3.5: learned, or the paper's
-    sinusoids), then dropout (section 5.4)."""
+    """Token embedding x sqrt(D) (section 3.4; x 1 where the config says embed_scale false) plus a position
+    encoding (section 3.5: learned, or the paper's sinusoids), then dropout (section 5.4)."""
 
     def __init__(self, vocab_size: int, cfg: ModelConfig):
         super().__init__()
         self.tok = nn.Embedding(vocab_size, cfg.d_model)
-        self.scale = math.sqrt(cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model) if cfg.embed_scale else 1.0
         self.max_positions = cfg.max_positions
         if cfg.positions == "learned":
             self.pos = nn.Embedding(cfg.max_positions, cfg.d_model)
         else:  # not a parameter and not saved: it is a formula (model/sinusoid.py, float64 rounded to float32)
-            table = torch.from_numpy(sinusoidal_table(cfg.max_positions, cfg.d_model)).float()  # (P, D)
+            table = sinusoidal_table(cfg.max_positions, cfg.d_model, halves=cfg.positions == "halves")
+            table = torch.from_numpy(table).float()  # (P, D)
             self.register_buffer("pos_table", table, persistent=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -289,21 +295,29 @@ class Transformer(nn.Module):
         self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec_layers))
-        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # no weight tying (docs/contract.md)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # ours: no weight tying (docs/contract.md)
         if cfg.final_norm:  # nn.Transformer's and the Annotated Transformer's last LayerNorm of each stack
             self.enc_norm, self.dec_norm = LayerNorm(cfg), LayerNorm(cfg)
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
+        if cfg.tie != "none":  # one Parameter in several places (the state_dict still names each place)
+            self.generator.weight = self.tgt_embed.tok.weight
+        if cfg.tie == "all":
+            self.src_embed.tok.weight = self.tgt_embed.tok.weight
 
     # masks -----------------------------------------------------------------
     def src_mask(self, src):
         return (src != self.cfg.pad_id)[:, None, None, :]  # (B, 1, 1, S): padding keys get no weight
 
     def tgt_mask(self, tgt):
+        """(B, 1, T, T) for decoder inputs from position 0: causal, and no weight on padding after the output. The
+        first input is the start token, a key like any word even where it is the pad id (Marian starts from <pad>)."""
         T = tgt.size(1)
         causal = torch.ones(T, T, dtype=torch.bool, device=tgt.device).tril()  # (T, T)
-        return (tgt != self.cfg.pad_id)[:, None, None, :] & causal  # (B, 1, T, T)
+        keys = tgt != self.cfg.pad_id
+        keys[:, 0] = True
+        return keys[:, None, None, :] & causal  # (B, 1, T, T)
 
     # the two halves --------------------------------------------------------
     def encode(self, src, extras: Extras = Extras()):
@@ -376,8 +390,17 @@ class Transformer(nn.Module):
             return Output(logits)
         return Output(logits, enc_maps, dec_maps, cross_maps)
 
+    def tied(self) -> tuple:
+        """The state_dict's names of the tables that are the target embedding itself (config tie)."""
+        return {"none": (), "target": ("generator.weight",),
+                "all": ("generator.weight", "src_embed.tok.weight")}[self.cfg.tie]
+
+    def stored_state(self) -> dict:
+        """The state_dict with each shared table once (under tgt_embed.tok.weight): what a checkpoint stores."""
+        return {k: v for k, v in self.state_dict().items() if k not in self.tied()}
+
     def new_cache(self) -> list:
         return [{} for _ in self.decoder]
 
     def n_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+        return sum(p.numel() for p in self.parameters())  # a shared Parameter once

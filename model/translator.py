@@ -82,17 +82,19 @@ class Translator:
 
     # inputs ------------------------------------------------------------------------------------
     def source_ids(self, sentence: str) -> tuple[list[str], list[int], int]:
-        """Tokens (with <sos>/<eos>), their ids, and how many tokens were cut to fit the positions."""
+        """Tokens (with <sos>/<eos>; a Marian model's: pieces and </s>), their ids, and how many tokens were cut to
+        fit the positions."""
         if not isinstance(sentence, str):
             raise InputError(f"expected a sentence as text, got {type(sentence).__name__}")
         tokens = self.src_vocab.tokenize(sentence, "de")
         if not any(t.strip() for t in tokens):
             raise InputError("the sentence is empty: type a German sentence")
-        keep = self.cfg.max_positions - 2
+        start = self.cfg.source_start
+        keep = self.cfg.max_positions - 1 - start
         cut = max(0, len(tokens) - keep)
         tokens = tokens[:keep]
         v = self.src_vocab
-        return [v.sos, *tokens, v.eos], [v.sos_id, *v.encode(tokens), v.eos_id], cut
+        return [v.sos] * start + [*tokens, v.eos], [v.sos_id] * start + [*v.encode(tokens), v.eos_id], cut
 
     def check_top_k(self, top_k):
         """InputError unless top_k, the alternatives kept per step, is a whole number from 1 to the vocabulary size."""
@@ -391,7 +393,7 @@ class Translator:
         return Translation(
             source=sentence, src_tokens=src_tokens, tgt_tokens=[self.tgt_vocab.sos, *out_tokens[:-1]],
             output_tokens=[itos[i] for i in words], encoder_attentions=enc, decoder_attentions=dec,
-            cross_attentions=cross, steps=steps,
+            cross_attentions=cross, steps=steps, pieces=self.tgt_vocab.pieces is not None,
             src_unknown=[i == self.src_vocab.unk_id for i in src_ids], truncated=cut, device=self.device_name)
 
 

@@ -32,12 +32,30 @@ def tokenize(text: str, lang: str, lower: bool = True) -> list[str]:
     return [t.text.lower() if lower else t.text for t in _spacy_tokenizer(lang)(text.strip())]
 
 
+WORD_START = "\u2581"  # "▁": SentencePiece's mark of a piece that starts a word (Marian's tokens)
+
+
+@lru_cache(maxsize=8)
+def pieces_processor(model: bytes):
+    import sentencepiece  # only a model with pieces (Marian) needs it
+
+    return sentencepiece.SentencePieceProcessor(model_proto=model)
+
+
+def join_pieces(pieces: list[str]) -> str:
+    """SentencePiece pieces back to text: concatenated, each word start a space (as SentencePiece decodes them)."""
+    return "".join(pieces).replace(WORD_START, " ").strip()
+
+
 class Vocab:
     """index -> token (`itos`) and back, with the four special tokens it names: `specials` maps each role of ROLES
     to its token (default: this project's, which must then come first, in SPECIALS order), and `lower` says whether
-    its tokens are lower-cased (the tokenizer's rule for every text it encodes)."""
+    its tokens are lower-cased (the tokenizer's rule for every text it encodes). `pieces`, a SentencePiece model
+    (its file's bytes), makes the tokens its pieces instead of spaCy's words (a Marian model's); its <sos> may be its
+    <pad> (Marian starts decoding from <pad>)."""
 
-    def __init__(self, itos: list[str], specials: dict | None = None, lower: bool = True):
+    def __init__(self, itos: list[str], specials: dict | None = None, lower: bool = True,
+                 pieces: bytes | None = None):
         # Raised, not asserted: a vocabulary comes from a checkpoint's JSON, and `python -O` drops asserts.
         if not isinstance(itos, (list, tuple)):
             raise ValueError(f"a vocabulary is a list of tokens, got {type(itos).__name__}")
@@ -58,10 +76,13 @@ class Vocab:
         self.itos = list(itos)
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         missing = [t for t in specials.values() if t not in self.stoi]
-        if missing or len(set(specials.values())) != 4:
+        distinct = {specials[r] for r in ("unk", "pad", "eos")}
+        if missing or len(distinct) != 3 or specials["sos"] in (specials["unk"], specials["eos"]):
             raise ValueError(f"the special tokens {missing or list(specials.values())} must be four distinct tokens "
-                             "of the vocabulary")
-        self.specials, self.lower = {r: specials[r] for r in ROLES}, lower
+                             "of the vocabulary (or three, where <sos> is <pad>)")
+        if pieces is not None and (not isinstance(pieces, bytes) or lower):
+            raise ValueError("pieces are a SentencePiece model's bytes, and its tokens are not lower-cased")
+        self.specials, self.lower, self.pieces = {r: specials[r] for r in ROLES}, lower, pieces
         self.unk, self.pad, self.sos, self.eos = (self.specials[r] for r in ROLES)
         self.unk_id, self.pad_id, self.sos_id, self.eos_id = (self.stoi[self.specials[r]] for r in ROLES)
 
@@ -86,8 +107,18 @@ class Vocab:
         return len(self.itos)
 
     def tokenize(self, text: str, lang: str) -> list[str]:
-        """The tokens of a text as this vocabulary's tokenizer makes them (lower-cased or not)."""
-        return tokenize(text, lang, self.lower)
+        """The tokens of a text as this vocabulary's tokenizer makes them (lower-cased or not; or its SentencePiece
+        pieces, after a leading language code such as >>de<< kept whole, as Hugging Face's MarianTokenizer does)."""
+        if self.pieces is None:
+            return tokenize(text, lang, self.lower)
+        code = []
+        if text.startswith(">>") and (end := text.find("<<")) != -1:
+            code, text = [text[:end + 2]], text[end + 2:]
+        return code + pieces_processor(self.pieces).encode(text, out_type=str)
+
+    def join(self, tokens: list[str]) -> str:
+        """Tokens back to text: words with single spaces, or pieces joined at their word starts."""
+        return " ".join(tokens) if self.pieces is None else join_pieces(tokens)
 
     def encode(self, tokens: list[str]) -> list[int]:
         return [self.stoi.get(t, self.unk_id) for t in tokens]

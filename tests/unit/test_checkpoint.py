@@ -106,8 +106,15 @@ def test_bad_config_and_vocab(saved, tmp_path):
     ({"n_enc_layers": True}, "n_enc_layers must be a whole number above 0, got True"),
     ({"dropout": 1.0}, "dropout must be a number in [0, 1), got 1.0"),
     ({"dropout": "0.1"}, "dropout must be a number in [0, 1)"),
-    ({"positions": "rotary"}, "positions must be 'learned' or 'sinusoidal', got 'rotary'"),
+    ({"positions": "rotary"}, "positions must be 'learned', 'sinusoidal' or 'halves', got 'rotary'"),
     ({"pad_id": 19}, "pad_id must be an index into both vocabularies"),
+    ({"activation": "tanh"}, "activation must be 'relu', 'swish' or 'gelu', got 'tanh'"),
+    ({"tie": "some"}, "tie must be 'none', 'target' or 'all', got 'some'"),
+    ({"tie": "all", "tgt_vocab_size": 19}, "tie 'all' shares one table"),
+    ({"embed_scale": 1}, "embed_scale must be true or false, got 1"),
+    ({"source_start": "no"}, "source_start must be true or false"),
+    ({"sos_id": 0}, "sos_id another one or pad_id"),
+    ({"unk_id": 1}, "pad_id, unk_id and eos_id must be three different indices"),
 ])
 def test_config_validation_raises_value_errors(change, message):
     with pytest.raises(ValueError) as e:

@@ -177,7 +177,7 @@ BROKEN = {
     "n_heads_text": (_config_change({"n_heads": "4"}), "n_heads must be a whole number above 0, got '4'"),
     "indivisible": (_config_change({"n_heads": 3}), "d_model 16 is not divisible by n_heads 3"),
     "dropout": (_config_change({"dropout": 1.0}), "dropout must be a number in [0, 1), got 1.0"),
-    "positions": (_config_change({"positions": "rotary"}), "positions must be 'learned' or 'sinusoidal', got 'rotary'"),
+    "positions": (_config_change({"positions": "rotary"}), "positions must be 'learned', 'sinusoidal' or 'halves', got 'rotary'"),
     "config_not_utf8": (lambda f, m: (f / "config.json").write_bytes(b'{"d_model": "\xff"}'),
                         "not a valid model config"),
     "vocab_not_json": (_vocab("{src: "), "is not a valid vocabulary file"),
