@@ -153,6 +153,20 @@ def _read_pieces(folder: Path, names) -> dict:
     return out
 
 
+def origin(folder) -> dict:
+    """Where a checkpoint's model came from, from its config.json's "training" entry: {"family": ours or a converted
+    one's ("tutorial", "marian", ...), "languages": (source, target) codes, "generation": a converted Marian model's
+    generation settings ({} for others)}."""
+    raw = _read_json(Path(folder) / CONFIG)
+    training = raw.get("training") if isinstance(raw, dict) else None
+    training = training if isinstance(training, dict) else {}
+    languages = training.get("languages")
+    ok = isinstance(languages, list) and len(languages) == 2 and all(isinstance(x, str) for x in languages)
+    generation = training.get("generation")
+    return {"family": str(training.get("family", "ours")), "languages": tuple(languages) if ok else ("de", "en"),
+            "generation": generation if isinstance(generation, dict) else {}}
+
+
 def _read_json(path: Path):
     """A checkpoint's JSON file; InputError (a ValueError) when it is too large, not JSON, or nested too deep."""
     with open(path, "rb") as f:

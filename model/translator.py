@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checkpoint import checkpoint_folder, load_checkpoint, weights_sha256
+from .checkpoint import checkpoint_folder, load_checkpoint, origin, weights_sha256
 from .data import pad
 from .decoding import beam_search, greedy_decode, greedy_ids, step_stats
 from .device import describe, pick_device
@@ -43,8 +43,11 @@ SUBLAYER_VALUES = ("x", "kv", "q", "k", "v", "scores", "scaled", "mask", "weight
 
 
 class Translator:
-    def __init__(self, model, src_vocab, tgt_vocab, checkpoint: tuple = (IN_MEMORY, None, None)):
+    def __init__(self, model, src_vocab, tgt_vocab, checkpoint: tuple = (IN_MEMORY, None, None),
+                 origin: dict | None = None):
         self.model = model.eval()
+        # checkpoint.origin's: the family, the (source, target) language codes, a Marian model's generation settings
+        self.origin = origin or {"family": "ours", "languages": ("de", "en"), "generation": {}}
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.cfg = model.cfg
         self.device = next(model.parameters()).device
@@ -58,7 +61,7 @@ class Translator:
         # Exports are shared: a path inside the project is written relative to it ("checkpoints"), any
         # other as its folder name only, never a user's home directory.
         shown = folder.relative_to(ROOT).as_posix() if folder.is_relative_to(ROOT) else folder.name
-        return cls(model, sv, tv, checkpoint=(folder.name, shown, weights_sha256(folder)))
+        return cls(model, sv, tv, checkpoint=(folder.name, shown, weights_sha256(folder)), origin=origin(folder))
 
     @property
     def checkpoint_id(self) -> dict:
