@@ -10,6 +10,7 @@ A checkpoint is a folder:
     README.md           the model card (written by hand; not needed for loading)
 """
 
+import math
 import os
 from pathlib import Path
 
@@ -192,11 +193,13 @@ def _read_weights(path: Path, expected: dict) -> dict:
                 _fail(path, f"is not this model's: {k} holds {dtype} values, weights are floating point")
         for k in sorted(names):
             v = f.get_tensor(k)
-            if not torch.isfinite(v).all():
-                _fail(path, f"is corrupt: {k} holds NaN or infinite values")
-            if v.numel() and v.abs().max() > MAX_WEIGHT:
-                _fail(path, f"is corrupt: {k} holds values up to {v.abs().max().item():.3g}, past the "
-                            f"{MAX_WEIGHT:g} a weight of this model may reach (its outputs would overflow)")
+            if v.numel():  # the smallest and largest value: NaN makes both NaN, inf one of them (no copy of v)
+                lo, hi = (x.item() for x in v.aminmax())
+                if not (math.isfinite(lo) and math.isfinite(hi)):
+                    _fail(path, f"is corrupt: {k} holds NaN or infinite values")
+                if max(-lo, hi) > MAX_WEIGHT:
+                    _fail(path, f"is corrupt: {k} holds values up to {max(-lo, hi):.3g}, past the "
+                                f"{MAX_WEIGHT:g} a weight of this model may reach (its outputs would overflow)")
             state[k] = v
     return state
 

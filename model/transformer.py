@@ -301,9 +301,14 @@ class Transformer(nn.Module):
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
-        if cfg.tie != "none":  # one Parameter in several places (the state_dict still names each place)
+        self.tie()
+
+    def tie(self):
+        """Makes the tables the config shares one Parameter, the target embedding's (the state_dict still names each
+        place): the generator's weight (tie "target", "all") and the source embedding (tie "all")."""
+        if self.cfg.tie != "none":
             self.generator.weight = self.tgt_embed.tok.weight
-        if cfg.tie == "all":
+        if self.cfg.tie == "all":
             self.src_embed.tok.weight = self.tgt_embed.tok.weight
 
     # masks -----------------------------------------------------------------
