@@ -19,7 +19,7 @@ import torch
 
 from model.errors import CheckpointError, InputError
 from model.translator import MAX_OUTPUT
-from views import Context, guess
+from views import Context, classroom, guess
 from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
@@ -156,6 +156,7 @@ if first_run:
 link_note = st.empty()  # the link's notes; the translation below may add one (a forced word it does not offer)
 unused, st.session_state.url_notes = st.session_state.url_notes, []  # said once; the next interaction clears it
 say_unused(link_note, unused)
+classroom.panel()  # a class's question, or the teacher's projector panel (only with ?class= in the link)
 
 ex = examples()
 c1, c2 = (frame[1], details) if present else st.columns([3, 2])

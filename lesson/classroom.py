@@ -230,6 +230,15 @@ class Store:
             row["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(v.at))
         return [table[k] for k in sorted(table)]
 
+    def voters(self, code: str, key: str) -> list[str]:
+        """The nicknames of the seats that answered the open round, in the order they joined. The teacher's only."""
+        self._as_teacher(code, key)
+        with self.engine.connect() as c:
+            row = c.execute(select(classes.c.question, classes.c.round).where(classes.c.code == code)).first()
+            return list(c.execute(select(seats.c.nickname).join(votes, votes.c.seat == seats.c.token).where(
+                votes.c.code == code, votes.c.number == row.question, votes.c.round == row.round)
+                .order_by(seats.c.joined, seats.c.nickname)).scalars())
+
     def first_try(self, code: str) -> dict:
         """Per question asked: (right at first try, voted at first try)."""
         with self.engine.connect() as c:

@@ -16,7 +16,7 @@ from lesson.worksheet import TITLE, answer_key_html, worksheet_html
 from model.checkpoint import checkpoint_folder
 from model.tables import command_line
 
-from . import Context
+from . import Context, classroom
 from .calls import DEFAULT_CHECKPOINT, HEAVY, load_translator
 from .state import page_view
 from .widgets import literal
@@ -104,6 +104,9 @@ def teachers(ctx: Context, lesson):
     numbers = ",".join(str(ex.number) for ex in exs)
     st.caption(f"The worksheet's links point to {literal(here)}. For another server: "
                f"`python -m lesson.worksheet --out sheet.html --server URL --sentence \"…\" --exercises {numbers}`.")
+    st.markdown("**A class, live**: every seat answers the question you open, the projector shows the class's "
+                "answers, then the model's.")
+    classroom.start(lesson.sentence, None if model == "learned" else model, exs, here)
 
 
 def picked(exs) -> list:

@@ -41,6 +41,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.common import user_key_from_element_id
 
+from lesson.classroom import CODE_LENGTH, CODE_LETTERS
 from model.errors import InputError
 from model.head_stats import head_divergence
 from model.heads import Head, HeadSet
@@ -229,6 +230,7 @@ def read_flags() -> list[str]:
         elif raw is not None:
             notes.append(f"{flag}={raw[:40]!r} is not 0 or 1")
     read_answers(st.query_params.get("answered"), notes)  # guess first's answers, kept across a reload
+    read_class(st.query_params, notes)  # a class's code, and this browser's seat or the teacher's key
     return notes
 
 
@@ -257,6 +259,36 @@ def answers_param() -> dict:
     if not (st.session_state.get("guess") and answers):
         return {}
     return {"answered": ",".join(f"{k}.{i}" for k, i in sorted(answers.items())[:MAX_ANSWERS])}
+
+
+CODE, SEAT, KEY = "class_code", "class_seat", "class_key"  # a class's (views/classroom.py): the link's class, seat, key
+TOKEN = re.compile(r"[A-Za-z0-9_-]{8,40}")  # a seat's token or a teacher's key (lesson/classroom.py makes them)
+
+
+def read_class(params, notes: list):
+    """class=, seat= and key= from the link, once per browser session; a note for a malformed one."""
+    raw = params.get("class")
+    if raw is None:
+        return
+    code = raw.strip().upper()
+    if len(code) != CODE_LENGTH or not set(code) <= set(CODE_LETTERS):
+        notes.append(f"class={raw[:20]!r} is not a class code ({CODE_LENGTH} letters and digits)")
+        return
+    st.session_state[CODE] = code
+    for name, key in (("seat", SEAT), ("key", KEY)):
+        value = params.get(name)
+        if value is not None and TOKEN.fullmatch(value):
+            st.session_state[key] = value
+        elif value is not None:
+            notes.append(f"{name}= is not a {name} of a class")
+
+
+def class_params() -> dict:
+    """The class's part of the link: the code, and the seat or the teacher's key this browser holds."""
+    s = st.session_state
+    if not s.get(CODE):
+        return {}
+    return {"class": s[CODE], **({"seat": s[SEAT]} if s.get(SEAT) else {}), **({"key": s[KEY]} if s.get(KEY) else {})}
 
 
 def read_url(cfg, views: dict[str, View]) -> list[str]:
@@ -307,6 +339,7 @@ def state_params(cfg, view: View | None) -> dict:
         params["model"] = s.model
     params.update({flag: "1" for flag in FLAGS if s.get(flag)})  # off is not written either
     params.update(answers_param())
+    params.update(class_params())
     if view:
         params["view"] = view.slug
         params.update(view.write(cfg))

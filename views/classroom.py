@@ -1,0 +1,201 @@
+"""A class, live (lesson/classroom.py): the panel at the top of the page for a link with ?class=CODE.
+
+A student's link (?class=CODE&s=...): a nickname to join, then the question the teacher has opened, answered with a
+click; once the teacher reveals, the class's counts and the model's answer. The seat (?seat=TOKEN) goes into the link,
+so a reload or a reconnect keeps the student's place and answers. The teacher's link (?class=CODE&key=KEY, best in
+the presenter layout on the projector): the questions to open, the class's answers as a live bar chart with how many
+have answered and who, "Reveal" (the model's answer marked, with the numbers that decide it), "Vote again" (a second
+round beside the first), the share right at first try, the results as CSV, and "End class". Both panels redraw every
+POLL_S seconds on their own (a fragment), never the whole page.
+"""
+
+import csv
+import io
+from urllib.parse import urlencode
+
+import streamlit as st
+
+import viz
+from lesson.classroom import ClassError, asked_of, store
+from lesson.exercises import lesson_params
+
+from .state import CODE, KEY, SEAT
+from .widgets import chart, literal
+
+POLL_S = 1.5  # the panels' redraw: a vote shows on the projector within 2 s
+
+
+def start(sentence: str, model: str | None, exercises, here: str):
+    """The teacher's button (views/exercises.py): a class for this sentence and these exercises, and its two links."""
+    asked = asked_of(exercises)
+    if not asked:
+        st.info("A class votes on exercises with choices: pick at least one (typed numbers are left out).")
+        return
+    if st.button(f"Start a class with the {len(asked)} exercises with choices", key="class_start"):
+        try:
+            code, key = store().start(sentence, model or "", asked)
+        except ClassError as e:
+            st.warning(literal(str(e)))
+            return
+        st.session_state.class_started = (code, key, sentence, model)
+    started = st.session_state.get("class_started")
+    if started and started[2] == sentence:
+        code, key, _, model = started
+        lesson = lesson_params(sentence, model)
+        student = f"{here}/?" + urlencode({**lesson, "class": code})
+        teacher = f"{here}/?" + urlencode({"s": sentence, **({"model": model} if model else {}), "view": "exercises",
+                                           "present": "1", "class": code, "key": key})
+        st.markdown(f"**Class {code}** started. Students open this link and pick a nickname:")
+        st.code(student, language=None)
+        st.markdown("**Your link** (keep it to yourself: it runs the class; open it on the projector):")
+        st.code(teacher, language=None)
+        st.markdown(f"[Open the teacher's panel]({teacher})")
+
+
+def panel():
+    """The class panel of this browser's link: the teacher's or a student's (nothing without ?class=)."""
+    code = st.session_state.get(CODE)
+    if not code:
+        return
+    try:
+        db = store()
+        teacher = db.teacher(code, st.session_state.get(KEY, ""))
+    except ClassError as e:
+        st.warning(literal(str(e)))
+        return
+    with st.container(border=True, key="class_panel"):
+        if teacher:
+            projector(code, st.session_state[KEY])
+        elif st.session_state.get(KEY):
+            st.warning("This link's teacher key is not this class's: you take part as a student.")
+            student(code)
+        else:
+            student(code)
+
+
+def joined(code: str):
+    name = st.session_state.get("class_nickname", "")
+    try:
+        st.session_state[SEAT] = store().join(code, name)
+        st.session_state.class_note = None
+    except ClassError as e:
+        st.session_state.class_note = str(e)
+
+
+@st.fragment(run_every=POLL_S)
+def student(code: str):
+    db = store()
+    seat = st.session_state.get(SEAT)
+    try:
+        state = db.state(code)
+        name = db.nickname(code, seat) if seat else None
+    except ClassError as e:
+        st.warning(literal(str(e)))
+        return
+    if name is None:  # not joined yet (or a seat of another class)
+        st.session_state.pop(SEAT, None)
+        st.markdown(f"**Class {code}**: join with a nickname (any name you like; no account, no e-mail).")
+        with st.form("class_join", border=False):
+            st.text_input("Nickname", key="class_nickname", max_chars=40)
+            st.form_submit_button("Join", on_click=joined, args=(code,))
+        if st.session_state.get("class_note"):
+            st.warning(literal(st.session_state.class_note))
+        return
+    q = state.asked()
+    if q is None:
+        st.markdown(f"**Class {code}** · you are {literal(name)} · waiting for the teacher's first question.")
+        return
+    st.markdown(f"**Class {code}** · {literal(name)} · question {q.number}"
+                + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
+    mine = db.my_vote(code, seat)
+    if state.revealed:
+        counts(state, q)
+        said = f"Your answer: “{q.options[mine]}”. " if mine is not None else "You did not answer this round. "
+        (st.success if mine == q.answer else st.info)(literal(said + f"The model's answer: “{q.options[q.answer]}”. "
+                                                              f"{q.why}"))
+        return
+    row = st.container(horizontal=True)
+    for i, option in enumerate(q.options):
+        row.button(literal(option), key=f"class_vote_{q.number}_{state.round}_{i}", on_click=vote,
+                   args=(code, seat, q.number, i), type="primary" if mine == i else "secondary")
+    if st.session_state.get("class_note"):
+        st.warning(literal(st.session_state.class_note))
+    elif mine is not None:
+        st.caption(literal(f"Your answer is in: “{q.options[mine]}”. You can change it until the teacher shows the "
+                           "answer."))
+    else:
+        st.caption("Pick one. The class's answers show once the teacher reveals them.")
+
+
+def vote(code: str, seat: str, number: int, choice: int):
+    try:
+        store().vote(code, seat, number, choice)  # returns once committed
+        st.session_state.class_note = None
+    except ClassError as e:
+        st.session_state.class_note = str(e)
+
+
+def counts(state, q, answer: bool = True):
+    fig = viz.class_votes(list(q.options), state.counts, q.answer if answer else None)
+    chart(fig, key=f"class_chart_{q.number}", name=f"class-{state.code}-question-{q.number}")
+
+
+@st.fragment(run_every=POLL_S)
+def projector(code: str, key: str):
+    db = store()
+    try:
+        state = db.state(code)
+    except ClassError as e:
+        st.warning(literal(str(e)))
+        return
+    st.markdown(f"**Class {code}** · {state.seats} joined · students join with the code **{code}** on this page's "
+                "address, or with the link you were given.")
+    numbers = [q.number for q in state.questions]
+    titles = {q.number: f"Exercise {q.number}: {q.text[:70]}" for q in state.questions}
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    pick = row.selectbox("Question", numbers, format_func=titles.get, key="class_pick",
+                         index=numbers.index(state.question) if state.question in numbers else 0)
+    row.button("Ask" if state.question != pick else "Ask again", key="class_ask", on_click=act,
+               args=("ask", code, key, pick))
+    q = state.asked()
+    if q is None:
+        st.caption("Pick a question and press Ask: every seat sees it and answers with a click.")
+        return
+    row.button("Reveal", key="class_reveal", on_click=act, args=("reveal", code, key), disabled=state.revealed)
+    row.button("Vote again", key="class_again", on_click=act, args=("again", code, key),
+               disabled=state.round == 2 or not state.revealed)
+    st.markdown(f"**Question {q.number}**" + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
+    st.markdown(f"**{state.answered} of {state.seats}** answered"
+                + (f": {literal(', '.join(db.voters(code, key)))}" if state.answered else "") + ".")
+    counts(state, q, answer=state.revealed)
+    if state.revealed:
+        st.success(literal(f"The model's answer: “{q.options[q.answer]}”. {q.why}"))
+    first = db.first_try(code)
+    if first:
+        st.caption("Right at first try: " + ", ".join(f"question {n}: {r} of {k} ({r / k:.0%})"
+                                                      for n, (r, k) in sorted(first.items())))
+    cols = st.columns(2)
+    cols[0].download_button("Results (CSV)", lambda: results_csv(code, key), f"class-{code}.csv", mime="text/csv",
+                            on_click="ignore", key="class_csv")
+    cols[1].button("End class", key="class_end", on_click=act, args=("end", code, key),
+                   help="Deletes the class and every answer in it.")
+    if st.session_state.get("class_note"):
+        st.warning(literal(st.session_state.class_note))
+
+
+def act(what: str, code: str, key: str, *args):
+    try:
+        getattr(store(), {"ask": "ask", "reveal": "reveal", "again": "again", "end": "end"}[what])(code, key, *args)
+        st.session_state.class_note = None
+    except ClassError as e:
+        st.session_state.class_note = str(e)
+
+
+def results_csv(code: str, key: str) -> str:
+    rows = store().results(code, key)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, ["nickname", "question", "first answer", "second answer", "right", "time"])
+    writer.writeheader()
+    for row in rows:  # a cell that starts with = + - @ is read as a formula by spreadsheets: quoted as text
+        writer.writerow({k: f"'{v}" if isinstance(v, str) and v[:1] in "=+-@" else v for k, v in row.items()})
+    return out.getvalue()
