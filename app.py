@@ -23,7 +23,7 @@ from views import Context, classroom, guess
 from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
-from views.state import MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
+from views.state import CODE as CLASS, MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
 from views.widgets import CSS, PRESENT_CSS, focus, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
@@ -231,8 +231,8 @@ with st.container(key="view_box"):
     VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
     if st.session_state.pop("view_picked", False):
         focus(data={"key": "view_box", "for": view})  # last in the box, where its empty element moves nothing
-if st.session_state.get("shown_sentence") != sentence:  # a new translation: on a phone, it comes to the screen's
-    st.session_state.shown_sentence = sentence         # top, the view right under it (the frame fills a screen)
+if st.session_state.get("shown_sentence") != sentence and not st.session_state.get(CLASS):  # a new translation: on
+    st.session_state.shown_sentence = sentence  # a phone, to the screen's top (in a class its panel keeps the top)
     with st.container(key="translation_focus"):
         focus(data={"key": "translation_box", "for": sentence, "phone": True})
 if guess.open_now():  # what the question asks would be read off the translation: it waits for the answer too

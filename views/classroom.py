@@ -20,7 +20,7 @@ from lesson.classroom import ClassError, asked_of, store
 from lesson.exercises import lesson_params
 
 from .state import CODE, KEY, SEAT
-from .widgets import chart, literal
+from .widgets import chart, literal, server
 
 POLL_S = 1.5  # the panels' redraw: a vote shows on the projector within 2 s
 
@@ -64,8 +64,10 @@ def panel():
         st.warning(literal(str(e)))
         return
     with st.container(border=True, key="class_panel"):
+        if not st.session_state.get("sentence"):  # the short link (?class=CODE): the class's sentence
+            st.session_state.sentence = db.state(code).sentence
         if teacher:
-            projector(code, st.session_state[KEY])
+            projector(code, st.session_state[KEY], server())
         elif st.session_state.get(KEY):
             st.warning("This link's teacher key is not this class's: you take part as a student.")
             student(code)
@@ -141,22 +143,23 @@ def counts(state, q, answer: bool = True):
 
 
 @st.fragment(run_every=POLL_S)
-def projector(code: str, key: str):
+def projector(code: str, key: str, here: str):
     db = store()
     try:
         state = db.state(code)
     except ClassError as e:
         st.warning(literal(str(e)))
         return
-    st.markdown(f"**Class {code}** · {state.seats} joined · students join with the code **{code}** on this page's "
-                "address, or with the link you were given.")
+    st.markdown(f"**Class {code}** · {state.seats} joined · students open **{literal(here)}/?class={code}** (or the "
+                "link you gave them) and pick a nickname.")
     numbers = [q.number for q in state.questions]
     titles = {q.number: f"Exercise {q.number}: {q.text[:70]}" for q in state.questions}
     row = st.container(horizontal=True, vertical_alignment="bottom")
     pick = row.selectbox("Question", numbers, format_func=titles.get, key="class_pick",
                          index=numbers.index(state.question) if state.question in numbers else 0)
-    row.button("Ask" if state.question != pick else "Ask again", key="class_ask", on_click=act,
-               args=("ask", code, key, pick))
+    if pick != state.question:  # the open one is not asked again by a stray click: that would clear its answers
+        row.button("Ask", key="class_ask", on_click=act, args=("ask", code, key, pick),
+                   help="Opens it for every seat. A question asked before starts over.")
     q = state.asked()
     if q is None:
         st.caption("Pick a question and press Ask: every seat sees it and answers with a click.")
@@ -170,7 +173,7 @@ def projector(code: str, key: str):
     counts(state, q, answer=state.revealed)
     if state.revealed:
         st.success(literal(f"The model's answer: “{q.options[q.answer]}”. {q.why}"))
-    first = db.first_try(code)
+    first = {n: v for n, v in db.first_try(code).items() if n != state.question or state.revealed}  # no hint early
     if first:
         st.caption("Right at first try: " + ", ".join(f"question {n}: {r} of {k} ({r / k:.0%})"
                                                       for n, (r, k) in sorted(first.items())))

@@ -7,7 +7,7 @@ Every answer comes from lesson/exercises.py, which computes it from the model on
 shipped beside the checkpoint: another sentence, the other model, or a retrained one, gets its own answers.
 """
 
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -19,10 +19,9 @@ from model.tables import command_line
 from . import Context, classroom
 from .calls import DEFAULT_CHECKPOINT, HEAVY, load_translator
 from .state import page_view
-from .widgets import literal
+from .widgets import literal, server
 
 MAX_ANSWER = 40  # characters of a typed answer (a number needs far fewer): a longer one is said, not checked
-DEFAULT_SERVER = "http://localhost:8501"  # where `streamlit run app.py` answers, when the page cannot tell its own
 # The tables lesson/exercises.py reads its answers from (model/tables.py builds them)
 TABLES = ("head_stats.json", "alignment.json", "head_importance.json", "patching.json", "source_share.json",
           "faithfulness.json")
@@ -37,12 +36,6 @@ def sheet(checkpoint: str | None, sentence: str):
     calls)."""
     with HEAVY.turn():
         return lesson_of(load_translator(checkpoint), checkpoint or DEFAULT_CHECKPOINT, sentence)
-
-
-def server() -> str:
-    """This page's own address (scheme, host, port, path), for links that leave the page: the worksheet's."""
-    parts = urlsplit(st.context.url or "")
-    return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/") if parts.netloc else DEFAULT_SERVER
 
 
 def given_key(number: int) -> str:

@@ -8,6 +8,7 @@ LaTeX, HTML or a link); a figure's tokens go through viz/ (viz.labels.plain).
 import re
 import shlex
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -87,6 +88,15 @@ MARKDOWN_CHARS = {**{c: f"&#{ord(c)};" for c in "\\`*_{}[]()#+-.!|~$\"'="}, "<":
 # letter, digit, "/", "+" or "-" follows, after each "@" and after "www" breaks the patterns they look for, and the
 # text still reads as typed.
 AUTOLINK = re.compile(r"(?<=:)(?=[\w/+-])|(?<=@)|(?<=www)(?=\.)", re.IGNORECASE)
+
+
+DEFAULT_SERVER = "http://localhost:8501"  # where `streamlit run app.py` answers, when the page cannot tell its own
+
+
+def server() -> str:
+    """This page's own address (scheme, host, port, path), for links that leave the page: the worksheet's, a class's."""
+    parts = urlsplit(st.context.url or "")
+    return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/") if parts.netloc else DEFAULT_SERVER
 
 
 def literal(text: str) -> str:

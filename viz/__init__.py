@@ -22,7 +22,7 @@ from .decoding import (beam_table, candidates_bar, head_grid, importance_heatmap
                        token_diff)
 from .inside import CHAIN, MASKED_BAR, coverage_bars, score_chain, vector_strips
 from .guess import mark_guess
-from .labels import language_names, map_caption, plain, predicting
+from .labels import map_caption, plain, predicting
 from .lines import attention_lines, layer_lines
 from .training import heads_over_time, training_curve
 from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, position_heatmap, position_reach,
@@ -31,6 +31,6 @@ from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, p
 __all__ = ["class_votes", "CHAIN", "MASKED_BAR", "WEIGHT_NORM", "aer_grid", "alignment_map", "attribution_map", "heads_over_time", "link_classes", "training_curve", "COLORSCALE", "GAP", "MASKED_COLOR", "NORM_LABEL", "attention_heatmap", "attention_lines", "beam_table", "layer_lines",
            "candidates_bar", "causal_mask", "cell_px", "check_norms", "contribution_map", "cosine_similarity",
            "coverage_bars", "dimension_curves", "head_grid", "heads_at_step", "heat_scale", "importance_heatmap", "label_step",
-           "language_names", "low_steps", "map_caption", "mark_guess", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",
+           "low_steps", "map_caption", "mark_guess", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",
            "probability_change", "score_chain", "select_head", "share_comparison", "similarity_heatmap", "sinusoidal", "source_share_bars",
            "step_keys_axis", "steps_table", "token_diff", "vector_strips", "weights_and_norms"]

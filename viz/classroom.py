@@ -17,6 +17,7 @@ def class_votes(options: list[str], counts: dict, answer: int | None) -> go.Figu
     total = max((sum(v) for v in counts.values()), default=0)
     fig.update_layout(title="The class's answers" + (" (first and second round)" if len(counts) > 1 else ""),
                       barmode="group", height=120 + 60 * len(options), margin=dict(l=10, r=30, t=50, b=30),
+                      font=dict(size=15),  # read off a projector
                       showlegend=len(counts) > 1, legend=dict(orientation="h", y=-0.2),
                       xaxis=dict(title="answers", range=[0, max(1, total) * 1.15], dtick=max(1, total // 5 or 1)),
                       yaxis=dict(autorange="reversed", automargin=True))

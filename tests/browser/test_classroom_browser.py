@@ -50,7 +50,7 @@ def test_a_class_votes_and_the_projector_follows_live(browser, class_server):
     teacher.locator(".st-key-class_panel").wait_for(timeout=60_000)
     students = [join(browser, student_link, name) for name in ("Ana", "<b>Ben</b>")]
     teacher.get_by_text("2 joined").wait_for(timeout=5_000)
-    teacher.locator(".st-key-class_ask button").click()
+    teacher.locator(".st-key-class_panel").get_by_role("button", name="Ask", exact=True).click()
     wait_idle(teacher)
     asked = classroom.Store(f"sqlite:///{folder / 'classes.sqlite'}").state(code).asked()  # what the page opened
     for i, (_, pg, _) in enumerate(students):

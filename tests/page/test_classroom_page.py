@@ -73,7 +73,9 @@ def test_a_class_votes_and_the_projector_reveals(classes, monkeypatch):
     teacher.run()
     assert "1 of 1** answered: **Ana**." in text_of(teacher)  # the nickname as typed: its stars are text, not bold
     assert not teacher.success  # the answer waits for the reveal
+    assert "Right at first try" not in text_of(teacher)  # a share right would give it away too
     teacher.button(key="class_reveal").click().run()
+    assert f"question {first.number}: 0 of 1 (0%)" in text_of(teacher)
     assert any(first.options[first.answer] in shown(s.value) for s in teacher.success)
 
     reloaded = from_url(monkeypatch, **params(student_link), seat=seat)  # a reload: the link keeps the seat
@@ -90,3 +92,9 @@ def test_a_wrong_code_or_key_says_so(classes, monkeypatch):
     assert all(b.key != "class_ask" for b in at.button)  # a student's panel: no teacher's buttons
     at = from_url(monkeypatch, s=SENTENCE, **{"class": "x<b>"})
     assert not at.exception
+
+
+def test_the_short_link_opens_the_classs_sentence(classes, monkeypatch):
+    code, _, _ = started_class(monkeypatch)
+    at = from_url(monkeypatch, **{"class": code})
+    assert at.text_input(key="sentence").value == SENTENCE and f"Class {code}" in text_of(at)
