@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from lesson.exercises import check, lesson_of, lesson_params
+from lesson.qti import qti_package
 from lesson.worksheet import TITLE, answer_key_html, worksheet_html
 from model.checkpoint import checkpoint_folder
 from model.tables import command_line
@@ -86,7 +87,7 @@ def teachers(ctx: Context, lesson):
     if not exs:
         st.info("Pick at least one exercise for the worksheet.")
         return
-    cols = st.columns(2)
+    cols = st.columns(3)
     # made when clicked (as views/export.py's files), not on every run of the view; the address read now, in the
     # page's run (the click's call has no page to ask)
     here = server()
@@ -94,6 +95,10 @@ def teachers(ctx: Context, lesson):
                             mime="text/html", on_click="ignore", key="worksheet_download")
     cols[1].download_button("Answer key (HTML)", lambda: answer_key_html(exs, here, TITLE, lesson.skipped),
                             "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
+    cols[2].download_button("QTI 2.1 (Moodle, Canvas)", lambda: qti_package(exs), "exercises-qti.zip",
+                            mime="application/zip", on_click="ignore", key="qti_download",
+                            help="The picked exercises with this model's answers, for a learning platform's quiz "
+                                 "import (Moodle: IMS QTI 2.1; Canvas: QTI .zip file).")
     numbers = ",".join(str(ex.number) for ex in exs)
     st.caption(f"The worksheet's links point to {literal(here)}. For another server: "
                f"`python -m lesson.worksheet --out sheet.html --server URL --sentence \"…\" --exercises {numbers}`.")

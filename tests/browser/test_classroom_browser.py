@@ -70,3 +70,36 @@ def test_a_class_votes_and_the_projector_follows_live(browser, class_server):
         assert not serrors, serrors
     ctx.close()
     assert not errors, errors
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_qti_download_holds_the_picked_exercises_with_the_models_answers(browser, class_server, tmp_path):
+    """The file the teacher's button downloads: every picked exercise once, each correct response the answer
+    lesson/exercises.py computes from the model on this sentence."""
+    import io
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    from lesson.exercises import exercises
+    from lesson.qti import QTI
+    from model.checkpoint import DEFAULT_CHECKPOINT
+    from model.translator import Translator
+
+    server, _ = class_server
+    ctx, pg, errors = fresh_page(browser, server + "/?" + f"s={SENTENCE}&view=exercises")
+    pg.get_by_text("For teachers").click()
+    with pg.expect_download(timeout=120_000) as got:
+        pg.get_by_role("button", name="QTI 2.1 (Moodle, Canvas)").click()
+    path = tmp_path / "qti.zip"
+    got.value.save_as(path)
+    want = {ex.number: ex for ex in exercises(Translator.load(), DEFAULT_CHECKPOINT, SENTENCE)}
+    with zipfile.ZipFile(path) as z:
+        items = {n: ET.fromstring(z.read(n)) for n in z.namelist() if n.startswith("items/")}
+    assert len(items) == len(want)  # all picked at first
+    for item in items.values():
+        ex = want[int(item.get("identifier").split("-")[1])]
+        value = item.find(f"{{{QTI}}}responseDeclaration/{{{QTI}}}correctResponse/{{{QTI}}}value").text
+        assert value == (f"choice-{ex.options.index(ex.answer)}" if ex.options else ex.answer)
+    ctx.close()
+    assert not errors, errors
