@@ -162,3 +162,43 @@ def until_quiet(pid: int, timeout: float = 120.0):
         if cpu_seconds(pid) - c < 0.02:
             return
     raise RuntimeError(f"the server did not go quiet within {timeout:.0f} s")
+
+
+def postgres_bin() -> Path | None:
+    """The folder of PostgreSQL's initdb and pg_ctl: on the PATH, or Debian's /usr/lib/postgresql/VERSION/bin."""
+    import shutil
+
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return versions[-1].parent if versions else None
+
+
+def start_postgres() -> tuple[str, object]:
+    """A fresh PostgreSQL server on a free local port (a cluster in a new folder of /tmp, run as the postgres user
+    when we are root: the server refuses root): (its SQLAlchemy URL, a function that stops it and removes the
+    folder). RuntimeError when PostgreSQL is not installed."""
+    import shutil
+    import tempfile
+
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
+    root = Path(tempfile.mkdtemp(prefix="classes-postgres-"))  # in /tmp itself: pytest's folders are root's only
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(root, "postgres")
+    data, port = root / "data", free_port()
+    subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
+                    "--no-sync"], check=True, capture_output=True)
+    subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True)
+
+    def stop():
+        subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", stop
