@@ -242,8 +242,10 @@ class Store:
     def first_try(self, code: str) -> dict:
         """Per question asked: (right at first try, voted at first try)."""
         with self.engine.connect() as c:
-            answers = dict(c.execute(select(questions.c.number, questions.c.answer).where(questions.c.code == code)).all())
-            rows = c.execute(select(votes.c.number, votes.c.choice).where(votes.c.code == code, votes.c.round == 1)).all()
+            answers = dict(c.execute(select(questions.c.number, questions.c.answer)
+                                     .where(questions.c.code == code)).all())
+            rows = c.execute(select(votes.c.number, votes.c.choice)
+                             .where(votes.c.code == code, votes.c.round == 1)).all()
         out = {}
         for number, choice in rows:
             right, n = out.get(number, (0, 0))

@@ -399,7 +399,8 @@ def convert_marian(folder: Path) -> tuple:
     if activation is None:
         raise InputError(f"activation_function {c.get('activation_function')!r} is not one of "
                          f"{', '.join(MARIAN_ACTIVATIONS)}")
-    pad, eos, start = c.get("pad_token_id"), c.get("eos_token_id"), c.get("decoder_start_token_id", c.get("pad_token_id"))
+    pad, eos = c.get("pad_token_id"), c.get("eos_token_id")
+    start = c.get("decoder_start_token_id", pad)
     if start != pad:
         raise InputError(f"decoder_start_token_id {start} is not pad_token_id {pad}: Marian decoding starts from <pad>")
     shared = c.get("share_encoder_decoder_embeddings", True)
