@@ -98,4 +98,3 @@ def test_the_short_link_opens_the_classs_sentence(classes, monkeypatch):
     code, _, _ = started_class(monkeypatch)
     at = from_url(monkeypatch, **{"class": code})
     assert at.text_input(key="sentence").value == SENTENCE and f"Class {code}" in text_of(at)
-
