@@ -18,6 +18,7 @@ import streamlit as st
 import torch
 
 from model.errors import CheckpointError, InputError
+from model.languages import OURS, language_names
 from model.translator import MAX_OUTPUT
 from views import Context, classroom, guess
 from views.calls import load_translator, model_name, models, origin, translate
@@ -138,15 +139,21 @@ except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
     st.error("**The model could not be started.** " + literal(f"{e}."))
     st.stop()
 cfg = translator.cfg
+codes = translator.origin["languages"]
+source, target = language_names(codes)
+multi30k = translator.origin["family"] != "marian"  # a Marian model was trained by its makers on their own corpus
 details = st.expander("The translation's details, the model and the colours") if present else st
-details.caption(f"German → English with a small “Attention Is All You Need” Transformer ({cfg.n_enc_layers}+"
-                f"{cfg.n_dec_layers} layers, {cfg.n_heads} heads) trained on Multi30k: {origin(checkpoint)}. Type a "
+size = f"({cfg.n_enc_layers}+{cfg.n_dec_layers} layers, {cfg.n_heads} heads)"
+details.caption(f"{source} → {target} with a" + (f" small “Attention Is All You Need” Transformer {size} trained on "
+                "Multi30k" if multi30k else f" Marian Transformer {size} trained by its makers on a corpus not "
+                "shipped here") + f": {origin(checkpoint)}. Type a "
                 "sentence and press Enter; the walk through the model opens first (**Start here**), and every other "
                 "view is one row below it.")
 
 with details.expander("About this model and the colours"):  # on the page, not in a sidebar: narrow screens keep room
+    positions = "sinusoidal (Marian's: sines, then cosines)" if cfg.positions == "halves" else cfg.positions
     st.markdown(f"**Model**: {cfg.n_enc_layers} encoder + {cfg.n_dec_layers} decoder layers, {cfg.n_heads} heads, "
-                f"d_model {cfg.d_model}, {translator.model.n_params():,} parameters, {cfg.positions} positions "
+                f"d_model {cfg.d_model}, {translator.model.n_params():,} parameters, {positions} positions "
                 f"({cfg.max_positions}). **Device**: {translator.device_name}.")
     st.markdown("**Colours**: attention weights 0 (dark) to 1 (yellow) on one fixed scale unless stretched; grey = "
                 "masked future position; dashed orange = a word the model does not know (`<unk>`).")
@@ -160,16 +167,19 @@ classroom.panel()  # a class's question, or the teacher's projector panel (only 
 
 ex = examples()
 c1, c2 = (frame[1], details) if present else st.columns([3, 2])
-c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
-             on_change=example_picked, format_func=lambda s: s or "choose an example")
-text_box(c1, "German sentence (press Enter to translate)", "sentence", "The sentence", on_change=sentence_typed,
-         placeholder="Ein Hund rennt durch den Schnee.")
+german = codes[0] == OURS[0]  # the examples are German sentences: offered to a model that reads German only
+if german:
+    c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
+                 on_change=example_picked, format_func=lambda s: s or "choose an example")
+text_box(c1, f"{source} sentence (press Enter to translate)", "sentence", "The sentence", on_change=sentence_typed,
+         placeholder="Ein Hund rennt durch den Schnee." if german else None)
 sentence = st.session_state.get("sentence", "")
 
 if not sentence.strip():
     write_url(cfg, VIEWS.get(st.session_state.get("view")))
     st.info("Type a German sentence above and press Enter, or pick an example. Try: "
-            "*Zwei Männer spielen Fußball auf einer Wiese.*")
+            "*Zwei Männer spielen Fußball auf einer Wiese.*" if german else
+            f"Type a {source} sentence above and press Enter.")
     st.stop()
 
 try:
@@ -193,7 +203,7 @@ if len(result.steps) == len(result.output_tokens) and result.steps:  # the last 
                "ended it: what is shown is cut.")
 familiarity_note(checkpoint, sentence)  # never folded: a sentence the model cannot handle is said so on a projector too
 with details if present else nullcontext():  # folded in the presenter layout
-    reference = next((e["en"] for e in ex if e["de"] == sentence), None)
+    reference = next((e["en"] for e in ex if e["de"] == sentence), None) if tuple(codes) == OURS else None
     if reference:
         st.caption(f"Multi30k reference: {literal(reference)}")
     st.markdown("Source tokens: " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
@@ -201,7 +211,7 @@ with details if present else nullcontext():  # folded in the presenter layout
     if any(result.src_unknown):
         st.caption(f"{sum(result.src_unknown)} source word(s) are unknown to the model (dashed): it reads each as "
                    "`<unk>` and still translates the sentence.")
-    if sum(any(c.isalnum() for c in t) for t in result.src_tokens[1:-1]) <= 2:
+    if multi30k and sum(any(c.isalnum() for c in t) for t in result.src_tokens[cfg.source_start:-1]) <= 2:
         st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
                    "words it tends to invent a scene around them. Full sentences show it at its best.")
 

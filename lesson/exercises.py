@@ -30,6 +30,7 @@ from model.checkpoint import DEFAULT_CHECKPOINT
 from model.errors import InputError
 from model.faithfulness import Table
 from model.heads import Head
+from model.languages import language_names
 
 TOPICS = ("tokens and embeddings", "positions", "scaled dot-product", "masks", "heads",
           "cross-attention and alignment", "decoding", "interventions", "contributions")  # the walk's order
@@ -160,6 +161,9 @@ class Sheet:
         self.translator, self.folder, self.sentence = translator, folder, sentence
         self.slug, self.cfg = model_slug(folder), translator.cfg
         self.quoted = f"“{sentence}”"
+        self.source, self.target = language_names(translator.origin["languages"])  # "German", or "source (ko)"
+        self.first = int(self.cfg.source_start)  # the first real source token: after <sos>, where there is one
+        self.marian = translator.origin["family"] == "marian"  # trained by its makers, on a corpus not known here
 
     @functools.cached_property
     def r(self):
@@ -182,6 +186,9 @@ class Sheet:
         return [s.token for s in self.r.steps]
 
     def table(self, name: str) -> dict:
+        """A table beside the checkpoint; NotAsked naming it (and the command that builds it) when it is not there."""
+        if not (self.folder / name).is_file():
+            raise NotAsked(f"it reads {name}, which is not beside this checkpoint (python -m model.tables builds it)")
         return read_json(self.folder, name)
 
     def ask(self, question, view, options, answer, tolerance, hint, why, **params) -> tuple:
@@ -223,22 +230,31 @@ def question(topic: str, title: str, reads: str = ""):
 @question("tokens and embeddings", "Tokens the encoder reads")
 def token_count(c: Sheet) -> tuple:
     src = c.src
-    return c.ask(f"How many tokens does the encoder read for {c.quoted}, <sos> and <eos> included?",
+    if c.first:
+        return c.ask(f"How many tokens does the encoder read for {c.quoted}, <sos> and <eos> included?",
+                     "walk", (), str(len(src)), 0,
+                     "Stop 1 shows the sentence as tokens; count the chips, the two specials too.",
+                     f"The tokenizer makes {len(src) - 2} tokens of it ({' '.join(src[1:-1])}); with <sos> and <eos>: "
+                     f"{len(src)}.", stop="1")
+    return c.ask(f"How many tokens does the encoder read for {c.quoted}, the end token {src[-1]} included?",
                  "walk", (), str(len(src)), 0,
-                 "Stop 1 shows the sentence as tokens; count the chips, the two specials too.",
-                 f"The tokenizer makes {len(src) - 2} tokens of it ({' '.join(src[1:-1])}); with <sos> and <eos>: "
+                 "Stop 1 shows the sentence as pieces; count the chips, the end token too.",
+                 f"SentencePiece makes {len(src) - 1} pieces of it ({' '.join(src[:-1])}); with {src[-1]}: "
                  f"{len(src)}.", stop="1")
 
 
 @question("tokens and embeddings", "The first token's id")
 def token_id(c: Sheet) -> tuple:
-    word, vocab = c.src[1], c.translator.src_vocab
+    word, vocab = c.src[c.first], c.translator.src_vocab
     word_id = vocab.stoi.get(word, vocab.unk_id)
-    why = (f"“{word}” is entry {word_id} of the German vocabulary of {c.cfg.src_vocab_size:,} entries (0 to 3 are "
-           "the specials; the rest by how often the training data has them)." if word in vocab.stoi else
-           f"“{word}” is not in the German vocabulary of {c.cfg.src_vocab_size:,} entries: the model reads it as "
+    order = ("0 to 3 are the specials; the rest by how often the training data has them" if vocab.ours else
+             "in the order of the model's own vocabulary file")
+    size = f"{c.cfg.src_vocab_size:,}"
+    why = (f"“{word}” is entry {word_id} of the {c.source} vocabulary of {size} entries ({order})."
+           if word in vocab.stoi else
+           f"“{word}” is not in the {c.source} vocabulary of {size} entries: the model reads it as "
            f"{vocab.unk}, entry {word_id}.")
-    return c.ask(f"Which id does the model's German vocabulary give the first token of {c.quoted}, “{word}”?",
+    return c.ask(f"Which id does the model's {c.source} vocabulary give the first token of {c.quoted}, “{word}”?",
                  "walk", (), str(word_id), 0, "Stop 1 puts each token's id under it.", why, stop="1")
 
 
@@ -250,6 +266,9 @@ def longest_training_source() -> tuple[int, dict]:
 
 @question("positions", "The longest training source", TRAIN)
 def longest_position(c: Sheet) -> tuple:
+    if c.marian:
+        raise NotAsked("it reads the lengths of the model's training sentences, and this model's makers' corpus is "
+                       "not known here")
     longest, lengths = longest_training_source()
     return c.ask("How many source positions (with <sos> and <eos>) did the longest German training sentence use?",
                  "positions", (), str(longest), 0,
@@ -264,10 +283,10 @@ def last_positions_cosine(c: Sheet) -> tuple:
     table = c.translator.position_tables()["source"]  # (P, D)
     P = table.shape[0]
     last = cosine(table[P - 2], table[P - 1])
+    reached = "" if c.marian else f" No training sentence reached past position {longest - 1}."
     return c.ask(f"What is the cosine similarity of the last two source positions, {P - 2} and {P - 1} (counted from "
                  f"0), in this model's position table? Answer within 0.05.", "positions", (), number(last), 0.05,
-                 f"The cosine similarity picture of the model's source table: its bottom right corner. No training "
-                 f"sentence reached past position {longest - 1}.",
+                 f"The cosine similarity picture of the model's source table: its bottom right corner.{reached}",
                  f"cos(p{P - 2}, p{P - 1}) = {last:.3f}. This model's positions are {c.cfg.positions}: learned rows "
                  "that no training sentence reached keep their random start (a similarity near 0), sinusoids stay "
                  "smooth (neighbours alike) however far they go.")
@@ -368,8 +387,8 @@ def token_read_most(c: Sheet) -> tuple:
     L = c.cfg.n_dec_layers
     row = c.r.cross_attentions[L - 1].mean(0)[t]  # (S,) the mean of the last layer's heads
     read = max(range(len(src)), key=lambda k: float(row[k]))
-    return c.ask(f"Translating {c.quoted}, the model writes “{out[t]}” at step {t + 1}. Which German token does "
-                 f"cross-attention layer {L} (the mean of its heads) read most there?", "cross", unique(src),
+    return c.ask(f"Translating {c.quoted}, the model writes “{out[t]}” at step {t + 1}. Which {c.source} token "
+                 f"does cross-attention layer {L} (the mean of its heads) read most there?", "cross", unique(src),
                  src[read], 0, f"Cross-attention, layer {L}, mean: row “{out[t]}”, the darkest cell.",
                  f"The mean of layer {L}'s heads gives “{src[read]}” {float(row[read]):.2f} of step {t + 1}'s weight.",
                  layer=str(L), head="mean")
@@ -454,18 +473,18 @@ def gender_carrying_head(c: Sheet) -> tuple:
 @question("contributions", "The first step's source share")
 def first_step_source_share(c: Sheet) -> tuple:
     share = float(c.contrib.source_share[0])
-    return c.ask(f"ALTI+, translating {c.quoted}: what share of the first token “{c.out[0]}” comes from the German "
-                 "source (the rest from the English written before)? Answer within 0.05.", "contributions", (),
-                 number(share), 0.05, "Contributions: the source share of step 1.",
-                 f"The source tokens together contribute {share:.3f} to step 1; <sos>, the only English input then, "
-                 f"{1 - share:.3f}.")
+    return c.ask(f"ALTI+, translating {c.quoted}: what share of the first token “{c.out[0]}” comes from the "
+                 f"{c.source} source (the rest from the {c.target} written before)? Answer within 0.05.",
+                 "contributions", (), number(share), 0.05, "Contributions: the source share of step 1.",
+                 f"The source tokens together contribute {share:.3f} to step 1; {c.r.tgt_tokens[0]}, the only "
+                 f"{c.target} input then, {1 - share:.3f}.")
 
 
 @question("contributions", "The low source-share threshold", SHARE)
 def low_share_threshold(c: Sheet) -> tuple:
     low = c.table("source_share.json")["low_share_threshold"]["per_step"]
-    return c.ask("Below which source share does the page flag a step as drawing little on the German (the lowest 5% "
-                 "of test-set steps)? Answer within 0.01.", "contributions", (), number(low, 4), 0.01,
+    return c.ask(f"Below which source share does the page flag a step as drawing little on the {c.source} (the "
+                 "lowest 5% of test-set steps)? Answer within 0.01.", "contributions", (), number(low, 4), 0.01,
                  "Contributions: the note about steps that draw little on the source names the threshold.",
                  f"5% of the test set's steps have a source share below {low:.4f}.")
 
@@ -477,7 +496,7 @@ def most_faithful_method(c: Sheet) -> tuple:
     comp = sorted(((m, v.comprehensiveness.mean) for m, v in faith.source.rows.items()), key=lambda mv: -mv[1])
     label = {m: names.get(m, m) for m, _ in comp}
     order = {label[m]: i for i, (m, _) in enumerate(sorted(comp))}
-    return c.ask("Which explanation method is the most faithful on the German side by comprehensiveness (its "
+    return c.ask(f"Which explanation method is the most faithful on the {c.source} side by comprehensiveness (its "
                  "top-ranked source tokens removed, the chosen word's probability falls the most)?", "faithful",
                  choices(label[comp[0][0]], [label[m] for m, _ in comp[::-1]], lambda s: order[s]),
                  label[comp[0][0]], 0, "Faithfulness: the test set's table, comprehensiveness of the source side.",

@@ -33,6 +33,7 @@ The translator API (sentences in, plain results out):
     batching.py         many sessions' sentences as one batch
     heads.py            naming attention heads (`HeadSet`) and head masks
     vocab.py            tokens and the two vocabularies
+    languages.py        what a model's two languages are called ("German", or "source (ko)"), from its codes
     data.py             the Multi30k files, padding
     checkpoint.py       weights and config on disk, validated when loaded
     device.py           where to run (CUDA, MPS, CPU)

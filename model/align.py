@@ -18,10 +18,14 @@ reference word. Methods (docs/contract.md "Word alignment"):
 `<sos>` and `<eos>` are left out of the German side before the argmax (as fairseq's extract_hard_alignment
 does), so every English word gets exactly one link from argmax and shift. Baselines: the monotone diagonal and
 the silver alignment (eflomal, model/silver.py).
+
+A model whose tokens are SentencePiece pieces (a converted Marian model) has its maps summed into words before
+any rule reads them (`Grouping`, `word_rows`): the links are between the words (spaCy's tokens) of both sides.
 """
 
 import math
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,15 +138,80 @@ def score(pairs) -> dict:
     return rates(np.sum([counts(*p) for p in pairs], axis=0) if pairs else (0, 0, 0, 0))
 
 
+# words from pieces --------------------------------------------------------------------------------------------
+# A model whose tokens are pieces (Marian's SentencePiece pieces, "▁" starting a word) has maps over pieces, and the
+# links are between words. The rule (Zenkel et al., 2019; inseq's subword aggregation; docs/contract.md "Word
+# alignment"): a source word's column is the SUM of its pieces' columns (the weight a row gives the word, as one
+# key: rows still sum to at most 1), a target word's row the MEAN of its pieces' rows (still a distribution over the
+# source); a piece that spans two words counts for each. The words are spaCy's tokens of the text as written.
+SPACY_LANGUAGES = ("de", "en")  # the words of another language: spaCy's multi-language tokenizer ("xx")
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Which tokens make each word: per source word its source positions (in the model's source), per target word
+    its output positions. None stands for a model whose tokens are the words."""
+
+    src: tuple  # (n_src,) tuples of source positions
+    tgt: tuple  # (n_tgt,) tuples of output positions
+
+
+def words_of(text: str, code: str | None) -> list[str]:
+    """The words the links are between: spaCy's tokens of the text as written, by the language's code."""
+    from .vocab import tokenize
+
+    return tokenize(text, code if code in SPACY_LANGUAGES else "xx", lower=False)
+
+
+def _plain(text: str) -> str:
+    """A text as pieces and words are matched: NFKC (SentencePiece's normalisation), no whitespace, no "▁"."""
+    return "".join(unicodedata.normalize("NFKC", text).replace("\u2581", " ").split())
+
+
+def piece_groups(pieces: list[str], words: list[str]) -> list[tuple]:
+    """Per word, the indices of the pieces that cover any of its characters (whitespace aside); InputError when the
+    pieces do not spell the words (an unknown piece, a cut sentence)."""
+    ends, at = [], 0
+    for w in words:
+        at += len(_plain(w))
+        ends.append(at)
+    spans, at = [], 0
+    for p in pieces:
+        n = len(_plain(p))
+        spans.append((at, at + n))
+        at += n
+    if at != (ends[-1] if ends else 0):
+        raise InputError("the model's pieces do not spell the sentence's words, so they cannot be summed into them")
+    starts = [0, *ends[:-1]]
+    return [tuple(k for k, (a, b) in enumerate(spans) if a < e and b > s) for s, e in zip(starts, ends)]
+
+
+def grouping(translator, sentence: str, out_tokens: list, src_words: list, tgt_words: list) -> Grouping | None:
+    """Each word's tokens, for a model whose tokens are pieces (None for one whose tokens are the words): the source
+    words over the pieces the model reads of `sentence`, the target words over `out_tokens` (its output pieces)."""
+    if translator.src_vocab.pieces is None:
+        return None
+    src_tokens = translator.source_ids(sentence)[0]
+    start = int(translator.cfg.source_start)
+    src = [tuple(start + k for k in g) for g in piece_groups(src_tokens[start:-1], src_words)]
+    return Grouping(tuple(src), tuple(piece_groups(list(out_tokens), tgt_words)))
+
+
 # links from a map ---------------------------------------------------------------------------------------------
-def word_rows(m: np.ndarray, n_src: int, n_tgt: int, route: str) -> np.ndarray:
+def word_rows(m: np.ndarray, n_src: int, n_tgt: int, route: str, groups: Grouping | None = None) -> np.ndarray:
     """The (n_tgt, n_src) block of a cross map (T, S) between the English words and the German words.
 
     Rows: row t predicts English word t ("argmax", "threshold"), row t + 1 reads it ("shift"). Columns: the German words,
-    <sos> (column 0) and <eos> (column S - 1) left out.
+    <sos> (column 0) and <eos> (column S - 1) left out. With groups (a model of pieces): each word's rows averaged
+    and its columns summed, the rows of the pieces that write it, or those that read them (shift).
     """
     first = 1 if route == "shift" else 0
-    return np.asarray(m)[first:first + n_tgt, 1:1 + n_src]
+    m = np.asarray(m)
+    if groups is None:
+        return m[first:first + n_tgt, 1:1 + n_src]
+    assert (len(groups.src), len(groups.tgt)) == (n_src, n_tgt), f"groups for {n_src} and {n_tgt} words"
+    rows = np.stack([m[[first + j for j in g]].mean(0) for g in groups.tgt])  # (n_tgt, S)
+    return np.stack([rows[:, list(g)].sum(-1) for g in groups.src], axis=-1)  # (n_tgt, n_src)
 
 
 def links_of(rows: np.ndarray, route: str) -> frozenset:
@@ -189,21 +258,26 @@ def maps_for(translator, sentence: str, en_tokens: list, attention_only: bool = 
             **{m: attribute(translator, forced, m).source for m in ATTRIBUTIONS}}
 
 
-def pair_links(maps: dict, n_src: int, n_tgt: int) -> tuple[dict, dict]:
-    """({method: links}, {route: (L, H) array of per-head links}) of one pair's maps (methods of the maps given)."""
+def pair_links(maps: dict, n_src: int, n_tgt: int, groups: Grouping | None = None) -> tuple[dict, dict]:
+    """({method: links}, {route: (L, H) array of per-head links}) of one pair's maps (methods of the maps given);
+    groups: a model of pieces' words (word_rows)."""
     att, norms = maps["attention"], maps.get("norms")
+
+    def links(m, r):
+        return links_of(word_rows(m, n_src, n_tgt, r, groups), r)
+
     methods = {}
     for l in range(att.shape[0]):
         for r in ROUTES:
-            methods[f"attention L{l + 1} {r}"] = links_of(word_rows(att[l].mean(0), n_src, n_tgt, r), r)
+            methods[f"attention L{l + 1} {r}"] = links(att[l].mean(0), r)
         for r in ("argmax", "shift") if norms is not None else ():
-            methods[f"norms L{l + 1} {r}"] = links_of(word_rows(norms[l].mean(0), n_src, n_tgt, r), r)
+            methods[f"norms L{l + 1} {r}"] = links(norms[l].mean(0), r)
     for r in ("argmax", "shift") if "alti" in maps else ():
-        methods[f"ALTI+ {r}"] = links_of(word_rows(maps["alti"], n_src, n_tgt, r), r)
+        methods[f"ALTI+ {r}"] = links(maps["alti"], r)
     for m, name in ATTRIBUTIONS.items() if "alti" in maps else ():  # the score of each source word, its argmax
-        methods[f"{name} argmax"] = links_of(word_rows(maps[m], n_src, n_tgt, "argmax"), "argmax")
-    heads = {r: [[links_of(word_rows(att[l, h], n_src, n_tgt, r), r) for h in range(att.shape[1])]
-                 for l in range(att.shape[0])] for r in ("argmax", "shift")}
+        methods[f"{name} argmax"] = links(maps[m], "argmax")
+    heads = {r: [[links(att[l, h], r) for h in range(att.shape[1])] for l in range(att.shape[0])]
+             for r in ("argmax", "shift")}
     return methods, heads
 
 
@@ -238,7 +312,9 @@ def evaluate(translator, src, ref, gold: list, silver: dict | None = None, progr
         if translator.source_ids(src[g.line])[2]:
             raise InputError(f"gold line {g.line} is longer than the model's {translator.cfg.max_positions} positions")
         check_indices(g, len(de), len(en))
-        methods, heads = pair_links(maps_for(translator, src[g.line], en, attention_only), len(de), len(en))
+        out = en if translator.tgt_vocab.pieces is None else translator.tgt_vocab.tokenize(ref[g.line], "en")
+        groups = grouping(translator, src[g.line], out, de, en)
+        methods, heads = pair_links(maps_for(translator, src[g.line], out, attention_only), len(de), len(en), groups)
         per_line[g.line] = {m: list(counts(methods[m], g.sure, g.possible)) for m in names}
         for r, grid in heads.items():
             for l in range(L):

@@ -82,14 +82,16 @@ def load_split(data_dir, split: str) -> tuple[list[str], list[str]]:
     return src, tgt
 
 
-def encode_pairs(src_lines, tgt_lines, src_vocab: Vocab, tgt_vocab: Vocab, max_positions: int):
-    """Lists of id sequences, each <sos> tokens <eos>, cut to fit the model's positions."""
+def encode_pairs(src_lines, tgt_lines, src_vocab: Vocab, tgt_vocab: Vocab, max_positions: int,
+                 source_start: bool = True):
+    """Lists of id sequences, each <sos> tokens <eos>, cut to fit the model's positions; with source_start False
+    (ModelConfig's: a Marian model's source) the sources are tokens <eos> alone."""
     keep = max_positions - 2
 
-    def enc(line, lang, vocab):
-        return [vocab.sos_id] + vocab.encode(vocab.tokenize(line, lang)[:keep]) + [vocab.eos_id]
+    def enc(line, lang, vocab, start=True):
+        return [vocab.sos_id] * start + vocab.encode(vocab.tokenize(line, lang)[:keep]) + [vocab.eos_id]
 
-    return ([enc(s, "de", src_vocab) for s in src_lines], [enc(t, "en", tgt_vocab) for t in tgt_lines])
+    return ([enc(s, "de", src_vocab, source_start) for s in src_lines], [enc(t, "en", tgt_vocab) for t in tgt_lines])
 
 
 def pad(seqs: list[list[int]], pad_id: int = PAD_ID) -> torch.Tensor:

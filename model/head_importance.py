@@ -103,7 +103,8 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
     """
     M, N = next(iter(masks.values())).shape[0], len(src)
     model, device, itos = translator.model, translator.device, translator.tgt_vocab.itos
-    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
+    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions,
+                                translator.cfg.source_start)
     usable = {i for i, s in enumerate(src) if s.strip()}  # what translate_all translates (the rest: '')
     order = sorted(range(N), key=lambda i: (len(s_ids[i]), len(t_ids[i])))
     rows = [(i, v) for i in order for v in range(M)]
@@ -116,7 +117,8 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
         mask = {k: m[variant].to(device) for k, m in masks.items()}  # (B, L, H); decoding reads dec and cross
         for (i, v), out in zip(chunk, greedy_ids(model, memory, src_mask, MAX_OUTPUT, mask)):
             if i in usable:
-                hyps[v][i] = " ".join(itos[t] for t in (out[:-1] if out and out[-1] == model.cfg.eos_id else out))
+                hyps[v][i] = translator.tgt_vocab.join([itos[t] for t in (out[:-1] if out and out[-1] ==
+                                                                          model.cfg.eos_id else out)])
         for i in dict.fromkeys(sent):  # a sentence's rows share its reference: no padding
             b = torch.tensor([n for n, j in enumerate(sent) if j == i], device=device)
             tgt = torch.tensor([t_ids[i]], device=device).expand(len(b), -1)
@@ -127,7 +129,8 @@ def batched_corpus_scores(translator, src: list, ref: list, masks: dict, batch_r
     # most masks leave a sentence's output as it was: count n-grams once per distinct (output, sentence)
     pairs = list(dict.fromkeys((hyps[v][i], i) for v in range(M) for i in range(N)))
     index = {p: n for n, p in enumerate(pairs)}
-    stats = bleu_stats([h for h, _ in pairs], [ref[i] for _, i in pairs])  # (distinct pairs, 10)
+    stats = bleu_stats([h for h, _ in pairs], [ref[i] for _, i in pairs],
+                       translator.tgt_vocab.pieces is not None)  # (distinct pairs, 10)
     return [CorpusScore(hyps[v], stats[[index[(hyps[v][i], i)] for i in range(N)]], mean_loss(sums[v], counts[v]),
                         sums[v], counts[v]) for v in range(M)]
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from .data import bucket_batches, encode_pairs, pad
 from .extras import Extras
-from .vocab import PAD_ID, tokenize
+from .vocab import PAD_ID, join_pieces, tokenize
 
 
 def token_loss(logits, target, label_smoothing=0.0, pad_id: int = PAD_ID):
@@ -73,8 +73,12 @@ def evaluate_loss(model, src_ids, tgt_ids, device, batch_size=256, head_mask=Non
     return loss_stats(model, src_ids, tgt_ids, device, batch_size, head_mask)[0]
 
 
-def bleu(hyps: list[str], refs: list[str]) -> float:
-    """Corpus BLEU on lower-cased spaCy tokens joined by spaces (= torchtext bleu_score x 100)."""
+def bleu(hyps: list[str], refs: list[str], pieces: bool = False) -> float:
+    """Corpus BLEU on lower-cased spaCy tokens joined by spaces (= torchtext bleu_score x 100); with pieces (a
+    model whose tokens are SentencePiece pieces: hyps are its joined text), sacrebleu's own BLEU, cased, on its 13a
+    tokens of the text as written (Post, 2018), as Marian models' scores are reported."""
+    if pieces:
+        return sacrebleu.corpus_bleu(hyps, [refs]).score
     return sacrebleu.corpus_bleu(hyps, [[bleu_reference(r) for r in refs]], tokenize="none", force=True).score
 
 
@@ -85,13 +89,18 @@ def bleu_reference(reference: str) -> str:
     return " ".join(tokenize(reference, "en"))
 
 
-# corpus_bleu's settings as an object, for the per-sentence statistics corpus BLEU is computed from
+# corpus_bleu's settings as an object, for the per-sentence statistics corpus BLEU is computed from; and
+# sacrebleu's own (13a tokens, cased), for a model whose tokens are pieces
 _BLEU = sacrebleu.BLEU(tokenize="none", force=True)
+_BLEU_TEXT = sacrebleu.BLEU()
 
 
-def bleu_stats(hyps: list[str], refs: list[str]) -> np.ndarray:
+def bleu_stats(hyps: list[str], refs: list[str], pieces: bool = False) -> np.ndarray:
     """BLEU's sufficient statistics per sentence, (N, 10): output length, reference length, matched
-    1- to 4-grams, output 1- to 4-grams. Corpus BLEU is bleu_from_stats of their column sums."""
+    1- to 4-grams, output 1- to 4-grams. Corpus BLEU is bleu_from_stats of their column sums. With pieces: of
+    the joined text and the references as written, sacrebleu's 13a tokens (`bleu`)."""
+    if pieces:
+        return np.array(_BLEU_TEXT._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), 10)
     refs = [bleu_reference(r) for r in refs]
     return np.array(_BLEU._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), 10)
 
@@ -101,8 +110,11 @@ def bleu_from_stats(totals) -> float:
     return _BLEU._compute_score_from_stats([int(x) for x in totals]).score
 
 
-def sentence_bleu(hyp_tokens: list[str], reference: str) -> float:
-    """BLEU of one output against one reference, tokenized as for corpus BLEU (sacrebleu's smoothing)."""
+def sentence_bleu(hyp_tokens: list[str], reference: str, pieces: bool = False) -> float:
+    """BLEU of one output against one reference, tokenized as for corpus BLEU (sacrebleu's smoothing); with
+    pieces, the pieces joined into text and scored as `bleu` does."""
+    if pieces:
+        return sacrebleu.sentence_bleu(join_pieces(hyp_tokens), [reference]).score
     return sacrebleu.sentence_bleu(" ".join(hyp_tokens), [bleu_reference(reference)], tokenize="none").score
 
 
@@ -146,10 +158,11 @@ class CorpusScore:
 def corpus_score(translator, src: list, ref: list, beam=1, heads_off=None, progress=False) -> CorpusScore:
     """Translate and teacher-force a parallel corpus: metrics with their per-sentence statistics."""
     hyps = translate_all(translator, src, beam, heads_off, progress)
-    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions)
+    s_ids, t_ids = encode_pairs(src, ref, translator.src_vocab, translator.tgt_vocab, translator.cfg.max_positions,
+                                translator.cfg.source_start)
     loss, sums, counts = loss_stats(translator.model, s_ids, t_ids, translator.device,
                                     head_mask=translator.head_mask(heads_off))
-    return CorpusScore(hyps, bleu_stats(hyps, ref), loss, sums, counts)
+    return CorpusScore(hyps, bleu_stats(hyps, ref, translator.tgt_vocab.pieces is not None), loss, sums, counts)
 
 
 def score(translator, src: list, ref: list, beam=1, heads_off=None, progress=False) -> dict:

@@ -118,12 +118,13 @@ def setup(translator, clean: str, corrupt: str) -> Setup:
     """Translate both sentences, find the first step where they differ and capture both runs there."""
     c_tokens, c_ids, c_cut = translator.source_ids(clean)
     x_tokens, x_ids, x_cut = translator.source_ids(corrupt)
+    specials = 1 + translator.cfg.source_start  # <sos> and <eos>, or a Marian model's </s> alone
     if len(c_ids) != len(x_ids):
         raise InputError(f"the two sentences must have the same number of tokens to patch position by position: "
-                         f"{len(c_ids) - 2} and {len(x_ids) - 2}")
+                         f"{len(c_ids) - specials} and {len(x_ids) - specials}")
     if c_tokens == x_tokens and (c_cut or x_cut):  # the tokens kept (less <sos> and <eos>): as many as the cut keeps
-        raise InputError(f"the two sentences differ only past the model's {len(c_ids) - 2}-token cut, so the model "
-                         "sees the same input: change a word before it")
+        raise InputError(f"the two sentences differ only past the model's {len(c_ids) - specials}-token cut, so the "
+                         "model sees the same input: change a word before it")
     if c_ids == x_ids:
         raise InputError("the two sentences are the same to the model: change a word")
     outs = [[s.token for s in r.steps] for r in translator.translate_batch([clean, corrupt], with_maps=False)]

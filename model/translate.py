@@ -125,7 +125,7 @@ def score_reference(translator, result, reference: str, line: int, heads_off):
         return None
     steps = scored.translation.steps
     return {"tokens": [s.token for s in steps], "probs": [s.prob for s in steps], "loss": scored.loss,
-            "bleu": sentence_bleu(result.output_tokens, reference)}
+            "bleu": sentence_bleu(result.output_tokens, reference, result.pieces)}
 
 
 def parse_force(items: list) -> dict:

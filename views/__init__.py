@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from model.result import Translation
 from model.translator import Translator
+from model.languages import language_names
 
 
 def nothing(*args) -> None:
@@ -53,6 +54,12 @@ class Context:
     @property
     def cfg(self):
         return self.translator.cfg
+
+    @property
+    def names(self) -> tuple[str, str]:
+        """What the page calls the source and the target language: "German" and "English", or a converted model's
+        "source (ko)" and "target (en)" (model.languages.language_names)."""
+        return language_names(self.translator.origin["languages"])
 
 
 __all__ = ["Context", "View"]

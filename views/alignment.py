@@ -68,7 +68,7 @@ def link_params(cfg) -> dict:
     return params
 
 
-def scores_section(report: dict, cfg):
+def scores_section(report: dict, cfg, names=("German", "English")):
     """The per-head grid and the table of methods from the shipped alignment.json."""
     base, methods = report["baselines"], report["methods"]
     grid = np.asarray(report["heads"]["cross"], dtype=float)
@@ -100,29 +100,39 @@ def scores_section(report: dict, cfg):
                                                           for c in df.columns if c != "method"})
         st.caption("attention Lk: the mean of layer k's heads; norms: norm-based attention (Kobayashi et al., 2020); "
                    "ALTI+: the source contributions (Ferrando et al., 2022); gradient, input x gradient, leave-one-out "
-                   "and value zeroing: the Attributions view's scores of each German word for the English word. "
-                   "argmax: the row that writes the English "
-                   "word; shift: the row that reads it (Chen et al., 2020); threshold: every German word with at "
+                   f"and value zeroing: the Attributions view's scores of each {names[0]} word for the {names[1]} "
+                   f"word. argmax: the row that writes the {names[1]} "
+                   f"word; shift: the row that reads it (Chen et al., 2020); threshold: every {names[0]} word with at "
                    f"least {align.THRESHOLD:g} of the row.")
     return df
 
 
 @page_view
 def alignment_view(ctx: Context):
-    cfg, result = ctx.cfg, ctx.result
-    st.caption("A cross-attention map is often read as a word alignment: \"this English word came from that German "
-               "word\". Here that reading is measured against links a person checked by hand.")
+    cfg, result, (source_name, target_name) = ctx.cfg, ctx.result, ctx.names
+    st.caption(f"A cross-attention map is often read as a word alignment: \"this {target_name} word came from that "
+               f"{source_name} word\". Here that reading is measured against links a person checked by hand.")
     gold = annotated().get(result.source.strip())
-    en_tokens = tokenize(gold.en, "en") if gold else list(result.output_tokens)
-    failed = None
+    tr, codes = ctx.translator, ctx.translator.origin["languages"]
+    pieces = tr.tgt_vocab.pieces is not None  # a Marian model's: its maps are summed into words (model/align.py)
+    if not pieces:
+        en_tokens = tokenize(gold.en, "en") if gold else list(result.output_tokens)
+        en_words = en_tokens
+    else:
+        en_tokens = tr.tgt_vocab.tokenize(gold.en, "en") if gold else list(result.output_tokens)
+        en_words = align.words_of(gold.en if gold else result.text, codes[1])
+    failed = groups = None
     try:  # first: its notice ("computing now") shows at once, not after the test set's tables and charts are drawn
         with waiting_notice("Reading the alignment") as waiting:
             maps = alignment_maps(ctx.checkpoint, result.source, tuple(en_tokens),
                                   _waiting=waiting) if en_tokens else None
+        if pieces and en_tokens:
+            de_words = align.words_of(result.source, codes[0])
+            groups = align.grouping(tr, result.source, en_tokens, de_words, en_words)
     except InputError as e:  # said under "This sentence", below the test set's scores
         failed = e
     report = checkpoint_json(ctx.checkpoint, "alignment.json")
-    df = scores_section(report, cfg) if report else None
+    df = scores_section(report, cfg, ctx.names) if report else None
     if not report:
         st.info(f"No alignment scores beside this checkpoint: `{command_line(ctx.checkpoint)}` writes them (this one "
                 "alone: `python -m model.align --src test_2016_flickr.de.gz --ref test_2016_flickr.en.gz --gold "
@@ -135,7 +145,13 @@ def alignment_view(ctx: Context):
     if failed:
         st.warning(literal(f"{failed}."))
         return
-    de_tokens = list(result.src_tokens[1:-1])
+    de_tokens = list(result.src_tokens[1:-1]) if groups is None else de_words
+    en_tokens = en_words
+    if groups is not None:
+        st.caption("This model reads and writes pieces, not words: each map is summed into words (spaCy's tokens) "
+                   "before the rule reads it. A source word's column is the sum of its pieces' columns, a target "
+                   "word's row the mean of its pieces' rows (Zenkel et al., 2019; inseq's subword aggregation); a "
+                   "piece that spans two words counts for each.")
     s = st.session_state
     s.setdefault("align_from", "attention")
     s.setdefault("align_layer", cfg.n_dec_layers - 1)  # the last layer aligns best in both shipped models
@@ -144,9 +160,10 @@ def alignment_view(ctx: Context):
     source = st.segmented_control("Links from", list(SOURCES), format_func=SOURCES.get, key="align_from",
                                   required=True)
     rule = st.segmented_control("Rule", list(RULES), format_func=lambda r: RULES[r].split(" (")[0], key="align_rule",
-                                required=True, help="argmax: the row that writes the English word (Garg et al., 2019); "
-                                "Shift-Att: the row that reads it, one step later (Chen et al., 2020); threshold: every "
-                                f"German word with at least {align.THRESHOLD:g} of the writing row")
+                                required=True, help=f"argmax: the row that writes the {target_name} word (Garg et "
+                                "al., 2019); Shift-Att: the row that reads it, one step later (Chen et al., 2020); "
+                                f"threshold: every {source_name} word with at least {align.THRESHOLD:g} of the writing "
+                                "row")
     layer = head = None
     if source != "alti":
         layer = st.segmented_control("Layer", list(range(cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
@@ -159,30 +176,33 @@ def alignment_view(ctx: Context):
         stack = maps[source][layer]
         full = stack.mean(0) if head in (None, MEAN) else stack[head]
         what = f"{SOURCES[source]}, layer {layer + 1}, " + ("mean of heads" if head in (None, MEAN) else f"head {head + 1}")
-    rows = align.word_rows(full, len(de_tokens), len(en_tokens), rule)
+    rows = align.word_rows(full, len(de_tokens), len(en_tokens), rule, groups)
     links = align.links_of(rows, rule)
     sure, possible = (gold.sure, gold.possible) if gold else (None, None)
     title = f"Alignment from {what}, {RULES[rule].split(' (')[0]}"
     if gold:
         r = align.score([(links, sure, possible)])
-        st.markdown(f"Annotated test sentence (line {gold.line}): the decoder is fed the English reference "
+        st.markdown(f"Annotated test sentence (line {gold.line}): the decoder is fed the {target_name} reference "
                     f"“{literal(gold.en)}”. This sentence: AER **{r['aer']:.3f}**, precision {r['precision']:.3f}, "
                     f"recall {r['recall']:.3f}.")
     else:
         st.markdown("Not one of the annotated test sentences (the built-in examples are): the links are read over "
                     "the model's own translation, with no reference to score them against.")
     chart(viz.alignment_map(rows, en_tokens, de_tokens, links, sure, possible, title=title,
-                        subtitle=subtitle(result.source), norms=source == "norms"), key="align_map", width="content")
-    st.caption(("Rows: the English words; the colours: the row the rule reads (shift: the step after the word). "
-                "Marks: white, a model link the reference calls sure; yellow, possible; red ×, not in the reference; "
-                "orange square, a sure link the model missed.") if gold else
-               "Rows: the English words; the colours: the row the rule reads; white dots: the model's links.")
-    map_table(rows, table_labels(en_tokens), table_labels(de_tokens), f"{title}; rows: English words, columns: "
-              "German words", key="align_map_table", corner="English \\ German", label="Show the map as a table")
+                        subtitle=subtitle(result.source), norms=source == "norms", names=ctx.names), key="align_map",
+          width="content")
+    st.caption((f"Rows: the {target_name} words; the colours: the row the rule reads (shift: the step after the "
+                "word). Marks: white, a model link the reference calls sure; yellow, possible; red ×, not in the "
+                "reference; orange square, a sure link the model missed.") if gold else
+               f"Rows: the {target_name} words; the colours: the row the rule reads; white dots: the model's links.")
+    map_table(rows, table_labels(en_tokens), table_labels(de_tokens), f"{title}; rows: {target_name} words, columns: "
+              f"{source_name} words", key="align_map_table", corner=f"{target_name} \\ {source_name}",
+              label="Show the map as a table")
     classes = viz.link_classes(links, sure, possible)
-    table = pd.DataFrame([{"English #": t, "English": en_tokens[t], "German #": i, "German": de_tokens[i],
-                           "link": name} for name, cells in classes.items() for i, t in cells]
-                         ).sort_values(["English #", "German #"]) if links or sure else pd.DataFrame()
+    table = pd.DataFrame([{f"{target_name} #": t, target_name: en_tokens[t], f"{source_name} #": i,
+                           source_name: de_tokens[i], "link": name}
+                          for name, cells in classes.items() for i, t in cells]
+                         ).sort_values([f"{target_name} #", f"{source_name} #"]) if links or sure else pd.DataFrame()
     with st.expander("Show the links as a table"):
         st.dataframe(table, hide_index=True)
     extra = [("These links (CSV)", "alignment-links.csv", "text/csv", lambda: table_csv(table))]

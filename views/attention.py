@@ -30,9 +30,9 @@ STRETCH = {"label": "Stretch colours",
            "help": "Colour from 0 to this map's largest weight instead of the fixed 0–1 scale: more contrast, but "
                    "colours no longer compare between maps. (Norms always have their own range.)"}
 # What a map's table holds, rows then columns (its accessible name says so).
-TABLE_AXES = {"enc": "German tokens (queries), columns: German tokens (keys)",
-              "dec": "English steps (the token read → the token chosen), columns: English tokens so far (keys)",
-              "cross": "English steps (the token read → the token chosen), columns: German tokens (keys)"}
+TABLE_AXES = {"enc": "{src} tokens (queries), columns: {src} tokens (keys)",
+              "dec": "{tgt} steps (the token read → the token chosen), columns: {tgt} tokens so far (keys)",
+              "cross": "{tgt} steps (the token read → the token chosen), columns: {src} tokens (keys)"}
 
 
 def view_entry(kind: str) -> View:
@@ -75,9 +75,10 @@ def attention_view(ctx: Context, kind: str):
     maps = ctx.result.maps(kind)  # (L, H, Q, K)
     L, H = maps.shape[:2]
     steps = [s.token for s in ctx.result.steps]
-    st.caption(viz.map_caption(kind, steps, literal) +
+    st.caption(viz.map_caption(kind, steps, literal, ctx.names, ctx.result.tgt_tokens[0]) +
                " Hover a cell for the exact weight.")
-    found = guess.map_question(ctx.result, kind, first_pick(kind, ctx.result)[0]) if guess.on() else None
+    found = guess.map_question(ctx.result, kind, first_pick(kind, ctx.result)[0], int(ctx.cfg.source_start),
+                               ctx.names[0]) if guess.on() else None
     if found and guess.hidden(found[0]):  # guess first: the maps wait for the answer
         return
     if found:
@@ -107,9 +108,9 @@ def attention_view(ctx: Context, kind: str):
     if kind != "enc":  # encoder self-attention ranks no output word's inputs: nothing to remove for it
         name = "norms" if norms else "attention"
         trust_line(ctx.checkpoint, {f"layer {i + 1}": f"{name} L{i + 1}" for i in range(L)},
-                   "source" if kind == "cross" else "prefix")
+                   "source" if kind == "cross" else "prefix", ctx.names)
     layer, head, style = first_pick(kind, ctx.result)
-    shown = Shown(kind, layer, head, style, norms)
+    shown = Shown(kind, layer, head, style, norms, ctx.names)
     if second is None:
         panels, diff = [panel(ctx.result, shown, maps if norm_maps is None else norm_maps)], None
     else:
@@ -197,7 +198,7 @@ def panel(result: Translation, shown: "Shown", maps, header=None, which: str = "
                                              norms=shown.norms) for i in range(L)]},
         "table": {"label": f"Show the {which} map as a table" if which else "Show as a table",
                   "rows": table_labels(q_tokens, q_unk), "cols": table_labels(k_tokens, k_unk),
-                  "axes": f"{'' if shown.norms else ', weights'}; rows: {TABLE_AXES[shown.kind]}"},
+                  "axes": f"{'' if shown.norms else ', weights'}; rows: {shown.axes}"},
         "csv": csv_parts(f"This {which + ' ' if which else ''}map" + ("'s norms" if shown.norms else "") + " (CSV)",
                          raw[q_side], raw[k_side], "norm" if shown.norms else "weight"),
     }
@@ -221,6 +222,12 @@ class Shown:
     head: int | None  # None: the mean of the layer's heads
     style: str = "map"  # or "lines"
     norms: bool = False  # draw norm-based attention ||alpha f(x)|| instead of the weights
+    names: tuple = ("German", "English")  # what the page calls the source and target (Context.names)
+
+    @property
+    def axes(self) -> str:
+        """What the map's table holds, rows then columns (its accessible name says so)."""
+        return TABLE_AXES[self.kind].format(src=self.names[0], tgt=self.names[1])
 
     def title(self, n_heads: int) -> str:
         name = f"mean of the {n_heads} heads" if self.head is None else f"head {self.head + 1}"
@@ -289,6 +296,6 @@ def difference(first: Translation, second: Translation, shown: "Shown", second_n
         "lines": None,
         "table": {"label": "Show the difference as a table", "rows": table_labels(both(qa, qb)),
                   "cols": table_labels(both(ka, kb)), "axes": f", {second_name} minus the first; rows: "
-                                                              f"{TABLE_AXES[shown.kind]}"},
+                                                              f"{shown.axes}"},
         "csv": None,
     }

@@ -67,9 +67,9 @@ def trusted(table) -> list[str]:
     return [m for m in faithfulness.trusted(table) if m in METHODS]
 
 
-def first_method(checkpoint: str | None) -> tuple[str, str]:
+def first_method(checkpoint: str | None, source: str = "German") -> tuple[str, str]:
     """The method the view opens on, and a sentence saying why: the best of trusted(the shipped table), else
-    DEFAULT_METHOD."""
+    DEFAULT_METHOD (`source`: what the page calls the source language)."""
     table = faithfulness_table(checkpoint)
     fallback = TABLE[DEFAULT_METHOD].label
     if table is None:
@@ -83,9 +83,9 @@ def first_method(checkpoint: str | None) -> tuple[str, str]:
                                 f"plausible on {where}, so the view opens on {fallback}, whose scores are what "
                                 "removing each token does.")
     return found[0], (f"Opened on {TABLE[found[0]].label}: the shipped faithfulness table finds it faithful and "
-                      f"plausible on {where}. Removing the German tokens it ranks first lowers the probability of the "
-                      "word written more than random orders do, keeping only them lowers it less, and its alignments "
-                      "are closer to people's than a diagonal alignment's (its numbers: the next line).")
+                      f"plausible on {where}. Removing the {source} tokens it ranks first lowers the probability of "
+                      "the word written more than random orders do, keeping only them lowers it less, and its "
+                      "alignments are closer to people's than a diagonal alignment's (its numbers: the next line).")
 
 
 def read_link(params, cfg, notes: list):
@@ -128,15 +128,16 @@ def attribution(checkpoint: str | None, sentence: str, output_tokens: tuple, met
 @page_view
 def attributions_view(ctx: Context):
     result = ctx.result
+    source, target = ctx.names
     st.caption("Attention says where the model looked; these methods ask what the prediction rested on: for each "
-               "English word, a score for every German token and every English token written before it.")
-    first, why = first_method(ctx.checkpoint)
+               f"{target} word, a score for every {source} token and every {target} token written before it.")
+    first, why = first_method(ctx.checkpoint, source)
     st.session_state.setdefault(METHOD_KEY, first)
     method = st.segmented_control("Method", METHODS, key=METHOD_KEY, required=True, format_func=lambda m: TABLE[m].label)
     if method == first:
         st.caption(literal(why))
     st.caption(literal(EXPLAINED[method]))
-    trust_line(ctx.checkpoint, {"": method})  # the contrastive target is not p(word): it has no line
+    trust_line(ctx.checkpoint, {"": method}, names=ctx.names)  # the contrastive target is not p(word): it has no line
     foil = None
     if method == "contrastive":
         picked = st.columns([2, 3])[0].selectbox(

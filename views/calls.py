@@ -61,6 +61,9 @@ def models() -> dict[str, str | None]:
     return found
 
 
+MARIAN = "Hugging Face's MarianMTModel (Helsinki-NLP's opus-mt family, trained with Marian NMT)"
+
+
 def family(checkpoint: str | None) -> str:
     """The tutorial family a checkpoint comes from (model/convert.py): a converted one says so in its config.json;
     the shipped models are the Trevett tutorial's architecture and vocabulary, trained here."""
@@ -74,6 +77,8 @@ def origin(checkpoint: str | None) -> str:
     from model.convert import FAMILIES
 
     converted = (checkpoint_json(checkpoint, "config.json") or {}).get("training", {}).get("family")
+    if converted == "marian":
+        return f"converted from {MARIAN}"
     if isinstance(converted, str) and converted in FAMILIES:
         return f"converted from a model of {FAMILIES[converted].title}"
     return ("the model Ben Trevett's tutorial (pytorch-seq2seq, “Attention is All You Need”) and its Korean edition "

@@ -34,8 +34,8 @@ WHAT_IT_MEASURES = (
     "**What ALTI+ measures** (Ferrando et al., EMNLP 2022). Each attention block's output for a token is a sum of "
     "parts, one per input token (its value vector, weighted and projected, plus the token's own residual); ALTI+ "
     "scores each part by how close it lies to the whole output (Manhattan distance), and carries these shares "
-    "through the layers, encoder first, so that every step's prediction is split between the German source tokens "
-    "and the English tokens written before it. **What it approximates**: the LayerNorm is treated as linear (each "
+    "through the layers, encoder first, so that every step's prediction is split between the {src} source tokens "
+    "and the {tgt} tokens written before it. **What it approximates**: the LayerNorm is treated as linear (each "
     "token's spread held fixed), the feed-forward blocks are left out (they mix no tokens, but they do change the "
     "vectors), and closeness stands in for influence: it is not what removing a token would do.")
 
@@ -52,8 +52,9 @@ def share_lines(table: dict | None) -> tuple[float | None, float | None]:
 @page_view
 def contributions_view(ctx: Context):
     result = ctx.result
-    st.caption("How much of each English token's prediction came from the German source, and how much from the "
-               "English already written (the prefix)? Each step's contributions add up to 1: its source share "
+    source, target = ctx.names
+    st.caption(f"How much of each {target} token's prediction came from the {source} source, and how much from the "
+               f"{target} already written (the prefix)? Each step's contributions add up to 1: its source share "
                "plus its prefix share.")
     with waiting_notice("Contributions") as waiting:
         c = contributions(ctx.checkpoint, result.source, tuple(s.token for s in result.steps), _waiting=waiting)
@@ -68,7 +69,7 @@ def contributions_view(ctx: Context):
                                 title="Source share of every step (ALTI+)", subtitle=subtitle(result.source)),
           key="contrib_share", name="source-share")
     flags(c, rows, table, threshold)
-    trust_line(ctx.checkpoint, {"": "ALTI+"})
+    trust_line(ctx.checkpoint, {"": "ALTI+"}, names=ctx.names)
     st.markdown("**Step × token: contributions beside attention**")
     L, H = result.cross_attentions.shape[:2]
     st.caption(f"“ALTI+: source tokens” is what each step drew from each source token, “ALTI+: prefix tokens” what "
@@ -104,7 +105,7 @@ def contributions_view(ctx: Context):
             chart(fig, key=f"contrib_{key}", name=f"contributions-{key}", width="content")
             map_table(values, steps, columns, f"{what}; rows: steps (the token read → the token chosen)",
                       key=f"contrib_{key}_table", corner="step \\ token", masked=masked)
-    aside.markdown(WHAT_IT_MEASURES)
+    aside.markdown(WHAT_IT_MEASURES.format(src=ctx.names[0], tgt=ctx.names[1]))
     downloads(ctx, extra=[
         ("Contributions (JSON)", "contributions.json", "application/json",
          lambda: json.dumps(c.to_json(), ensure_ascii=False)),

@@ -55,10 +55,6 @@ def forget_other_answers(about: tuple, exs):
 @page_view
 def exercises_view(ctx: Context):
     missing = [name for name in TABLES if not (checkpoint_folder(ctx.checkpoint) / name).is_file()]
-    if missing:
-        st.info(f"The exercises' answers come from the tables beside this checkpoint, and {', '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} missing: `{command_line(ctx.checkpoint)}` writes them.")
-        return
     with st.spinner("Working out the exercises' answers from the model on this sentence (once per server)…"):
         lesson = sheet(ctx.checkpoint, ctx.result.source)
     exs = lesson.exercises
@@ -68,8 +64,12 @@ def exercises_view(ctx: Context):
     st.caption(f"{len(exs)} exercises in the walk's order, about this sentence. Each link opens the page where the "
                f"answer can be found (in a new tab); every answer is checked against this model's own numbers. So "
                f"far: {right} of {len(answered)} answered right.")
+    if missing:  # the exercises that read them are left out, each named below with the table it reads
+        st.info(f"Some exercises read the test set's tables beside this checkpoint, and {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} missing: those exercises are left out (listed below); "
+                f"`{command_line(ctx.checkpoint)}` writes the tables.")
     for sk in lesson.skipped:
-        st.caption(literal(f"Exercise {sk.number} ({sk.title}) is left out for this sentence: {sk.reason}."))
+        st.caption(literal(f"Exercise {sk.number} ({sk.title}) is left out: {sk.reason}."))
     with st.expander("For teachers: the lesson link, the worksheet and its answer key"):
         teachers(ctx, lesson)
     for ex in exs:

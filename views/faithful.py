@@ -32,8 +32,8 @@ from .state import choice_param, int_param, page_view, state_params
 from .widgets import FAITHFULNESS, chart, literal
 
 STEP_KEY, SIDE_KEY = "faith_step", "faith_side"
-SIDES = {"source": "German source tokens", "prefix": "English words written before"}
-WHAT = {"source": "German tokens", "prefix": "English prefix words"}
+SIDES = {"source": "{src} source tokens", "prefix": "{tgt} words written before"}  # with Context.names filled in
+WHAT = {"source": "{src} tokens", "prefix": "{tgt} prefix words"}
 NOT_MEASURED = "—"  # every table's empty cell, as the captions say: Streamlit would draw None (its `placeholder`)
 
 
@@ -122,14 +122,17 @@ def faithful_view(ctx: Context):
     step = left.selectbox("Step", list(range(1, T + 1)), key=STEP_KEY,
                           format_func=lambda t: f"step {t}: {result.tgt_tokens[t - 1]} → {tokens[t - 1]}")
     st.session_state.setdefault(SIDE_KEY, "source")
-    side = right.segmented_control("Tokens removed", list(SIDES), key=SIDE_KEY, required=True, format_func=SIDES.get)
+    names = dict(src=ctx.names[0], tgt=ctx.names[1])
+    side = right.segmented_control("Tokens removed", list(SIDES), key=SIDE_KEY, required=True,
+                                   format_func=lambda k: SIDES[k].format(**names))
     t = step - 1
 
     with waiting_notice("Faithfulness") as waiting, st.spinner(f"Removing tokens for step {step}, every method…"):
         measured = step_faithfulness(ctx.checkpoint, result.source, tuple(tokens), t, _waiting=waiting)
     m = measured[side]
     if m is None:
-        st.info(f"Step {step} has no English word before it (only <sos>): there is nothing to remove. Pick a later "
+        st.info(f"Step {step} has no {ctx.names[1]} word before it (only {result.tgt_tokens[0]}): there is nothing to "
+                "remove. Pick a later "
                 "step, or remove source tokens.")
         return
     methods, rand = m["methods"], m["random"]
@@ -137,7 +140,8 @@ def faithful_view(ctx: Context):
     chart(deletion_curves({F.display_name(k): v["deletion"] for k, v in methods.items()}, rand["deletion"],
                           rand["deletion_range"],
                           removed_first={F.display_name(k): [token(m, p) for p in v["order"]] for k, v in methods.items()},
-                          title=f"Step {step}: p(“{tokens[t]}”)<br>as each method's top {WHAT[side]} go",
+                          title=f"Step {step}: p(“{tokens[t]}”)<br>as each method's top "
+                                f"{WHAT[side].format(**names)} go",
                           subtitle=subtitle(result.source)),
           key="faith_curves", name=f"faithfulness-step{step}-{side}")
     st.caption(f"p = {measured['p']:.3f} with nothing removed; {n} tokens can be removed, each method's highest-ranked "

@@ -37,7 +37,8 @@ def flow_view(ctx: Context):
     # The heavy computation first (drawn last): its notice shows at once, not after the coverage and rollout charts.
     with waiting_notice("DecoderLens") as waiting:
         lens = decoder_lens(ctx.checkpoint, ctx.result.source, _waiting=waiting)
-    st.caption("Coverage: the cross-attention each German token received, summed over every step of the "
+    source, target = ctx.names
+    st.caption(f"Coverage: the cross-attention each {source} token received, summed over every step of the "
                "translation (each step hands out a total of 1). A word the translation dropped stands out low.")
     st.session_state.setdefault("flow_layer", cfg.n_dec_layers - 1)
     layer = st.segmented_control("Decoder layer", list(range(cfg.n_dec_layers)), key="flow_layer", required=True,
@@ -48,10 +49,10 @@ def flow_view(ctx: Context):
           key="flow_coverage", name=f"coverage-layer{layer + 1}")
     map_table(received[layer].mean(axis=0)[:, None], table_labels(result.src_tokens, result.src_unknown),
               ["attention received"], f"Coverage, decoder layer {layer + 1}, mean of the {cfg.n_heads} heads: the "
-              "cross-attention each German token received over the whole translation", key="flow_coverage_table",
-              corner="German token")
+              f"cross-attention each {source} token received over the whole translation", key="flow_coverage_table",
+              corner=f"{source} token")
     st.markdown("**Attention rollout** (Abnar & Zuidema, 2020)")
-    st.caption("Which German words each output token draws on, carried through the encoder: every encoder layer's "
+    st.caption(f"Which {source} words each output token draws on, carried through the encoder: every encoder layer's "
                "mean attention is mixed with the residual as 0.5·I + 0.5·A, the layers are multiplied, and the "
                "chosen decoder layer's cross-attention is applied on top. An approximation of how information "
                "flows, not a causal attribution: it ignores the values, the feed-forward layers and LayerNorm.")
@@ -64,8 +65,8 @@ def flow_view(ctx: Context):
           key="flow_rollout", name=f"rollout-layer{layer + 1}", width="content")
     map_table(flow, table_labels(q_tokens), table_labels(result.src_tokens, result.src_unknown),
               f"Attention rollout through the encoder, then cross-attention of decoder layer {layer + 1}; rows: "
-              "English steps (the token read → the token chosen), columns: German tokens",
-              key="flow_rollout_table", corner="step \\ German token")
+              f"{target} steps (the token read → the token chosen), columns: {source} tokens",
+              key="flow_rollout_table", corner=f"step \\ {source} token")
     encoder_layers(lens)
     downloads(ctx, shown_map=(f"rollout-layer{layer + 1}", np.asarray(flow), result.tgt_tokens, result.src_tokens),
               extra=[("DecoderLens (JSON)", "decoderlens.json", "application/json",

@@ -125,13 +125,14 @@ def first_word_step(result, at_least: int = 0) -> int | None:
     return next((t for t, s in enumerate(result.steps) if t >= at_least and any(c.isalpha() for c in s.token)), None)
 
 
-def map_question(result, kind: str, layer: int) -> tuple[Question, int, list] | None:
+def map_question(result, kind: str, layer: int, first: int = 1, source: str = "German") -> tuple | None:
     """Which key the layer's heads, averaged, weigh most for one query: the question, the query's row and its weights
-    over the keys it may see. The query: the first real German word (enc), the first step that writes a word
-    (cross), or the first from step 3 on (dec, where step 1 sees only <sos>)."""
+    over the keys it may see. The query: the first real source token (enc: position `first`, after <sos> where the
+    source starts with it), the first step that writes a word (cross), or the first from step 3 on (dec, where step 1
+    sees only the start token). `source`: what the page calls the source language."""
     maps = result.maps(kind)[layer].mean(0)  # (Q, K)
     if kind == "enc":
-        row = 1 if len(result.src_tokens) > 2 else None
+        row = first if len(result.src_tokens) > first + 1 else None
     else:
         row = first_word_step(result, 2 if kind == "dec" else 0)
     if row is None:
@@ -142,10 +143,10 @@ def map_question(result, kind: str, layer: int) -> tuple[Question, int, list] | 
     best = int(np.argmax(w))
     where = f"{KIND_NAMES[kind].lower()} layer {layer + 1}, its heads averaged"
     if kind == "enc":
-        text = f"In {where}: which German token does “{result.src_tokens[row]}” weigh most?"
+        text = f"In {where}: which {source} token does “{result.src_tokens[row]}” weigh most?"
     elif kind == "cross":
-        text = (f"In {where}: when the model writes “{result.steps[row].token}”, which German token does it weigh "
-                "most?")
+        text = (f"In {where}: when the model writes “{result.steps[row].token}”, which {source} token does it "
+                "weigh most?")
     else:
         text = (f"In {where}: when the model writes “{result.steps[row].token}”, which of the tokens already there "
                 "does it weigh most?")
@@ -232,13 +233,16 @@ def share_bucket(share: float) -> str:
 QUARTERS = ("under a quarter", "a quarter to a half", "a half to three quarters", "three quarters or more")
 
 
-def token_count_question(result) -> Question:
-    """Stop 1: how many tokens the model reads (spaCy's tokens, then <sos> and <eos> around them)."""
+def token_count_question(result, start: bool = True) -> Question:
+    """Stop 1: how many tokens the model reads (spaCy's tokens, then <sos> and <eos> around them; a Marian model's
+    SentencePiece pieces, then its end token: `start` False, the source has no start token)."""
     n = len(result.src_tokens)
     options = tuple(str(k) for k in sorted({max(n - 2, 1), n - 1, n, n + 1}))
+    why = (f"spaCy cuts it into {n - 2} tokens (punctuation is a token of its own), and <sos> and <eos> frame them"
+           if start else f"SentencePiece cuts it into {n - 1} pieces (a rare word into several), and "
+                         f"{result.src_tokens[-1]} ends them")
     return Question(qid(result, "tokens"), "How many tokens does the model read for this sentence?", options,
-                    str(n), f"spaCy cuts it into {n - 2} tokens (punctuation is a token of its own), and <sos> and "
-                            f"<eos> frame them: {n}.")
+                    str(n), f"{why}: {n}.")
 
 
 def longer_question(result, token_vector, position_vector, token: str, position: int) -> Question:
@@ -276,11 +280,12 @@ def residual_question(result, x, attn_out, total, token: str) -> Question:
                     f"cos(x + attention, x) = {to_x:.2f}, cos(x + attention, attention output) = {to_attn:.2f}.")
 
 
-def relu_question(result, hidden, token: str) -> Question:
-    """Stop 6: what share of the feed-forward network's hidden units the ReLU leaves above 0."""
+def relu_question(result, hidden, token: str, activation: str = "ReLU") -> Question:
+    """Stop 6: what share of the feed-forward network's hidden units its activation (ReLU, or a converted model's
+    swish or GELU) leaves above 0."""
     k, n = int((np.asarray(hidden) > 0).sum()), int(np.asarray(hidden).size)
-    return Question(qid(result, "relu", token), f"“{token}”: what share of the {n} hidden units does the ReLU leave "
-                                                "above 0?", QUARTERS, share_bucket(k / n),
+    return Question(qid(result, "relu", token), f"“{token}”: what share of the {n} hidden units does the "
+                                                f"{activation} leave above 0?", QUARTERS, share_bucket(k / n),
                     f"{k} of {n}: {k / n:.0%}.")
 
 

@@ -83,10 +83,10 @@ def inside_view(ctx: Context):
     hs, D, H = len(tr.q), len(tr.x), cfg.n_heads
     where = {"enc": "the encoder layer's input: the embedding plus position for layer 1, the previous layer's "
                     "output after that",
-             "dec": "the decoder layer's input: the embedded English so far for layer 1, the previous layer's "
-                    "output after that",
+             "dec": f"the decoder layer's input: the embedded {ctx.names[1]} so far for layer 1, the previous "
+                    "layer's output after that",
              "cross": "the decoder state after this layer's self-attention sublayer; the keys and values come "
-                      "from the encoder's final output (the German)"}[kind]
+                      f"from the encoder's final output (the {ctx.names[0]})"}[kind]
     esc = [html.escape(t, quote=False) for t in tr.key_tokens]
     st.caption(tutorial_names(ctx.checkpoint))
     show("inside", {

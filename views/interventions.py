@@ -104,9 +104,13 @@ def reference_link(cfg) -> dict:
 @page_view
 def reference_view(ctx: Context):
     result = ctx.result
-    ref = text_box(st, "English reference (the examples come with theirs)", "reference", "The reference")
+    source, target = ctx.names
+    ref = text_box(st, f"{target} reference" + (" (the examples come with theirs)" if target == "English" else ""),
+                   "reference", "The reference")
     if not ref.strip():
-        st.info("Type an English reference translation to see how likely the model finds each of its words.")
+        st.info(f"Type an {target} reference translation to see how likely the model finds each of its words."
+                if target == "English" else
+                f"Type a reference translation ({target}) to see how likely the model finds each of its words.")
         return
     try:
         scored = score_reference(ctx.checkpoint, result.source, ref)
@@ -115,7 +119,9 @@ def reference_view(ctx: Context):
         return
     forced = scored.translation
     c1, c2, c3 = st.columns(3)
-    c1.metric("Sentence BLEU of the model's output", f"{sentence_bleu(result.output_tokens, ref):.1f}")
+    c1.metric("Sentence BLEU of the model's output", f"{sentence_bleu(result.output_tokens, ref, result.pieces):.1f}",
+              help="sacrebleu's BLEU of the text, cased, on its own 13a tokens (the model writes pieces)"
+              if result.pieces else "on lower-cased spaCy tokens, as the model's own tokens are")
     c2.metric("Loss per reference token", f"{scored.loss:.3f}")
     c3.metric("Perplexity", f"{scored.ppl:.2f}")
     st.caption("Teacher forcing: the decoder is fed the reference, and at each step we read the probability the "
@@ -130,7 +136,7 @@ def reference_view(ctx: Context):
         chart(viz.attention_heatmap(weights, rows, r.src_tokens, key_unknown=r.src_unknown, title=title),
               key=f"reference_{key}", width="content")
         map_table(weights, table_labels(rows), table_labels(r.src_tokens, r.src_unknown),
-                  f"{title}; rows: English steps (the token read → the token chosen), columns: German tokens",
+                  f"{title}; rows: {target} steps (the token read → the token chosen), columns: {source} tokens",
                   key=f"reference_{key}_table", corner="query \\ key",
                   label=f"Show the {'teacher-forced' if r is forced else 'own output'} map as a table")
     downloads(ctx, extra=[("Reference, teacher-forced (CSV)", "reference-steps.csv", "text/csv",

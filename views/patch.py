@@ -88,8 +88,10 @@ def patch_view(ctx: Context):
     st.caption("Change one word and see where the change travels: every activation of one run is put, one site at a "
                "time, into the other run, and the change of the logit difference between the two words says how "
                "much of the difference that site carries (Vig et al., 2020; Meng et al., 2022).")
-    pairs = contrast_pairs()
-    suggestions = swapped(result.source)
+    german = ctx.translator.origin["languages"][0] == "de"  # the contrast pairs and swaps are German sentences
+    pairs = contrast_pairs() if german else []
+    length = len(result.src_tokens)  # a swap that changes the token count (a word of other pieces) cannot be patched
+    suggestions = [x for x in swapped(result.source) if len(ctx.translator.source_ids(x[1])[0]) == length]
     if not st.session_state.get("s2") and suggestions:
         st.session_state.s2 = suggestions[0][1]  # a swap the contrast set uses, on this sentence
     left, right = st.columns([3, 2])

@@ -43,7 +43,9 @@ def default_dims(d_model: int) -> list[int]:
 @page_view
 def positions_view(ctx: Context):
     tables, result = position_tables(ctx.checkpoint), ctx.result
-    kind = "learned" if ctx.cfg.positions == "learned" else "the paper's fixed sinusoids"
+    kind = {"learned": "learned", "halves": "fixed sinusoids of the paper's angles, Marian's layout: all the sines in "
+            "the first half of each vector, all the cosines in the second"}.get(ctx.cfg.positions,
+                                                                                "the paper's fixed sinusoids")
     st.caption(f"The model adds a position vector to every token embedding. This model's are {kind} (one row "
                "per position); the paper's sinusoids are shown for comparison. Orange marks the positions this "
                "sentence uses.")
@@ -70,6 +72,10 @@ def positions_view(ctx: Context):
 def why_noise(ctx: Context):
     """The learned rows past the training sentences' lengths, against the sinusoids."""
     st.markdown("**Why the learned rows turn to noise**")
+    if ctx.translator.origin["family"] == "marian":
+        st.info("Not shown for this model: its positions are a formula (no row is learned), and how long its "
+                "training sentences were is not known here; the shipped model (`checkpoints/`) shows it.")
+        return
     data = train_lengths()
     src, tgt = ({int(k): v for k, v in data[side].items()} for side in ("source", "target"))
     longest = max(src)

@@ -115,10 +115,10 @@ def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
     return False
 
 
-def forceable(result: Translation, t: int, word: str | None, vocabulary, notes: list) -> bool:
-    """Whether the decoding trace can force step t to a word from the link: any word of the model's English
-    vocabulary (its Vocab), as `model.translate --force` takes, but the two it never writes and the word step t
-    chose anyway (no word at all passes); a note when not."""
+def forceable(result: Translation, t: int, word: str | None, vocabulary, notes: list, target: str = "English") -> bool:
+    """Whether the decoding trace can force step t to a word from the link: any word of the model's target
+    vocabulary (its Vocab; `target`: what the page calls that language), as `model.translate --force` takes, but
+    the two it never writes and the word step t chose anyway (no word at all passes); a note when not."""
     if word in (None, MODEL_CHOICE):
         return True
     if word == result.steps[t].token:
@@ -126,7 +126,7 @@ def forceable(result: Translation, t: int, word: str | None, vocabulary, notes: 
     elif word in vocabulary.never_written:
         notes.append(f"whatif={word[:40]!r} is a token the model never writes")
     elif word not in vocabulary.stoi:
-        notes.append(f"whatif={word[:40]!r} is not a word of the model's English vocabulary")
+        notes.append(f"whatif={word[:40]!r} is not a word of the model's {target} vocabulary")
     else:
         return True
     return False

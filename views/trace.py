@@ -1,11 +1,12 @@
 """The decoding trace: step through greedy decoding, and ask what if a step had said something else: one of its
-candidates, from the box the browser draws, or any word of the model's English vocabulary (`model.translate --force`
+candidates, from the box the browser draws, or any word of the model's target vocabulary (`model.translate --force`
 takes any), from the box under it."""
 
 
 import streamlit as st
 
 import viz
+from model.languages import language_names
 from viz.labels import plain, positioned
 
 from . import Context, guess
@@ -31,8 +32,9 @@ def judge_link(result, notes: list):
     """The link's what-if word, dropped with a note unless its step (clamped as the view clamps it) can say it: any
     word of the model's English vocabulary, as the command line's --force takes."""
     t = min(st.session_state.get("trace_step", 1), len(result.steps)) - 1
-    vocabulary = load_translator(models().get(st.session_state.get("model"))).tgt_vocab
-    if not forceable(result, t, st.session_state.get("what_if"), vocabulary, notes):
+    translator = load_translator(models().get(st.session_state.get("model")))
+    target = language_names(translator.origin["languages"])[1]
+    if not forceable(result, t, st.session_state.get("what_if"), translator.tgt_vocab, notes, target):
         st.session_state.what_if = MODEL_CHOICE
 
 
@@ -137,28 +139,30 @@ def trace_data(ctx: Context, t: int) -> dict:
                  "maps": packed(r.decoder_attentions, step=WEIGHT_STEP), "labels": positioned(r.tgt_tokens),
                  "axes": self_axes(r.tgt_tokens, n),
                  "table": {"cols": table_labels(r.tgt_tokens), "caption": "Decoder self-attention at step {step}; rows: "
-                           "layer and head, columns: the English tokens so far"}},
+                           f"layer and head, columns: the {ctx.names[1]} tokens so far"}},
         "cross": {"figure": figure_json(viz.heads_at_step(r.cross_attentions[:, :, t, :], r.src_tokens,
                                                           key_unknown=r.src_unknown, title="Cross-attention at this "
                                                           "step: where each head read the source")),
                   "maps": packed(r.cross_attentions, step=WEIGHT_STEP),
                   "table": {"cols": table_labels(r.src_tokens, r.src_unknown), "caption": "Cross-attention at step "
-                            "{step}; rows: layer and head, columns: the German tokens"}},
+                            f"{{step}}; rows: layer and head, columns: the {ctx.names[0]} tokens"}},
         "heads": heads, "heads_short": [f"L{i + 1} H{h + 1}" for i in range(L) for h in range(H)],
         "lens": {"chosen": ll.chosen_prob.round(4).tolist(), "top": ll.top_tokens.tolist(),
                  "probs": ll.top_probs.round(3).tolist()},
     }
 
 
-ONLY_SOS = "key: " + plain("<sos>, the only token so far,") + "<br>so every head must give it weight 1"
+def only_start(start: str) -> str:
+    """Step 1's key axis title: the decoder's start token (<sos>, or a Marian model's <pad>) is its only key."""
+    return "key: " + plain(f"{start}, the only token so far,") + "<br>so every head must give it weight 1"
 
 
 def self_axes(tgt_tokens: list, n: int) -> list[dict]:
     """The key axis of the decoder self-attention at each of n steps (views/trace.js sets each step's own). At step
-    1 its title says why the map is one solid column: <sos> is the only key, and a softmax over one key gives it
-    weight 1 whatever the scores."""
+    1 its title says why the map is one solid column: the start token is the only key, and a softmax over one key
+    gives it weight 1 whatever the scores."""
     axes = [viz.step_keys_axis(tgt_tokens[:i + 1]) for i in range(n)]
-    axes[0] = {**axes[0], "title": {"text": ONLY_SOS}}
+    axes[0] = {**axes[0], "title": {"text": only_start(tgt_tokens[0])}}
     return axes
 
 
@@ -202,7 +206,8 @@ def any_word_box(ctx: Context, t: int):
     words = [*candidates, *(w for w in english_words(ctx.checkpoint) if w not in candidates and w != chose)]
     forced = st.session_state.what_if
     st.session_state.whatif_word = None if forced == ANY_WORD else forced
-    st.selectbox(f"Step {t + 1}, any word of the model's English vocabulary ({len(words):,} words: type to find one)",
+    st.selectbox(f"Step {t + 1}, any word of the model's {ctx.names[1]} vocabulary ({len(words):,} words: type to "
+                 "find one)",
                  words, index=None, key="whatif_word", on_change=any_word_picked, args=(t + 1,),
                  placeholder="type a word", help="The step's candidates come first, then the rest of the vocabulary, "
                                                  "most frequent first: as `python -m model.translate --force` takes")
@@ -247,6 +252,7 @@ def what_if(ctx: Context, t: int):
                 chart(viz.heads_at_step(run.cross_attentions[:, :, t + 1], run.src_tokens,
                                         title=f"{name}: cross-attention at step {t + 2}"), key=key)
                 heads_table(run.cross_attentions[:, :, t + 1], run.src_tokens, run.src_unknown,
-                            f"{name}: cross-attention at step {t + 2}; rows: layer and head, columns: the German "
-                            "tokens", key=f"{key}_table", label=f"Show the {name.lower()} map as a table")
+                            f"{name}: cross-attention at step {t + 2}; rows: layer and head, columns: the "
+                            f"{ctx.names[0]} tokens", key=f"{key}_table", label=f"Show the {name.lower()} map as a "
+                            "table")
     return alt

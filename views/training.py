@@ -90,6 +90,12 @@ def over_time(points: list, stat: str, kind: str) -> np.ndarray | None:
 
 @page_view
 def training_view(ctx: Context):
+    if ctx.translator.origin["family"] == "marian":
+        st.info("No training replay for this model: its makers trained it with Marian NMT and kept no snapshots of "
+                "the run. The shipped model's run is replayed here when the page opens it (without "
+                "$TRANSFORMER_CHECKPOINT); a model trained with `python -m model.train ... --snapshots` gets its own "
+                "(`python -m model.replay`).")
+        return
     m = manifest()
     if not m:
         st.info("No training replay ships with this copy (checkpoints/replay/replay.json). Train with "

@@ -43,13 +43,22 @@ FINAL_NORM = {6: r"x^{(l+1)} = \mathrm{EncoderLayer}(x^{(l)}), \quad \mathrm{mem
                  r"y_t = \arg\max p"}
 
 
+# The feed-forward network's activation, by ModelConfig.activation: its name and its formula in LaTeX (the paper's
+# ReLU; Marian's swish, x·sigmoid(x), Ramachandran et al. 2017; GELU, Hendrycks and Gimpel 2016)
+ACTIVATIONS = {"relu": ("ReLU", r"\max(0,\, "), "swish": ("swish", r"\mathrm{swish}("),
+               "gelu": ("GELU", r"\mathrm{GELU}(")}
+
+
 def equation(n: int, cfg) -> str:
-    """Stop n's equation as this model computes it: the paper's, or the pre-LN and final-norm variants."""
+    """Stop n's equation as this model computes it: the paper's, or the pre-LN and final-norm variants, with the
+    model's own activation in the feed-forward network."""
     if cfg.norm_position == "pre" and n in PRE_LN:
-        return PRE_LN[n]
-    if cfg.final_norm and n in FINAL_NORM:
-        return FINAL_NORM[n]
-    return STOPS[n].equation
+        found = PRE_LN[n]
+    elif cfg.final_norm and n in FINAL_NORM:
+        found = FINAL_NORM[n]
+    else:
+        found = STOPS[n].equation
+    return found.replace(ACTIVATIONS["relu"][1], ACTIVATIONS[cfg.activation][1])
 
 
 # The views a stop opens, by their names on the view switch (views/registry.py; the attention views are named by kind)
@@ -69,7 +78,7 @@ STOPS = [
          r"\mathrm{memory} = x^{(N)}", "enc"),
     Stop("8. Masked decoder self-attention", r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V, "
          r"\quad M_{ij} = -\infty \text{ for } j > i", "dec"),
-    Stop("9. Cross-attention: the decoder reads the German", r"Q = \text{decoder state},\ "
+    Stop("9. Cross-attention: the decoder reads the source", r"Q = \text{decoder state},\ "
          r"K = V = \text{memory (encoder output)}", "cross"),
     Stop("10. The output layer and softmax: the next word", r"p(y_t \mid y_{<t}, x) = "
          r"\mathrm{softmax}(h_t W_{out} + b_{out}), \quad y_t = \arg\max p", "trace"),
@@ -112,7 +121,8 @@ def walk_view(ctx: Context):
     st.markdown(f"#### {stop.title}")
     st.latex(equation(n, ctx.cfg))
     ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
-    word = 1 if len(r.src_tokens) > 2 else 0  # the first real word: the token the pictures follow
+    first = int(ctx.cfg.source_start)  # after <sos>, where the source starts with it (not a Marian model's)
+    word = first if len(r.src_tokens) > first + 1 else 0  # the first real word: the token the pictures follow
     q = question(ctx, ins, word, n) if guess.on() else None
     if guess.hidden(q):  # guess first: the stop's picture (and its text, which would tell) wait for the answer
         return
@@ -131,7 +141,7 @@ def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
     tok = ins.src_tokens[word]
     a = ins.sublayers["enc"]
     if n == 0:
-        return guess.token_count_question(r)
+        return guess.token_count_question(r, ctx.cfg.source_start)
     if n == 1:
         e = ins.embedding["src"]
         return guess.longer_question(r, e["tokens"][word], e["positions"][word], tok, word)
@@ -142,7 +152,7 @@ def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
         stream = a["x"] if ctx.cfg.norm_position == "post" else a["residual"] - a["attn_out"]
         return guess.residual_question(r, stream[0, word], a["attn_out"][0, word], a["residual"][0, word], tok)
     if n == 5:
-        return guess.relu_question(r, ins.ffn["encoder"]["hidden"][0, word], tok)
+        return guess.relu_question(r, ins.ffn["encoder"]["hidden"][0, word], tok, ACTIVATIONS[ctx.cfg.activation][0])
     if n == 6:
         return guess.stack_question(r, np.stack([a["x"][0, word], *a["layer_output"][:, word]]), tok)
     if n == 10:
@@ -152,7 +162,7 @@ def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
     if n == 7:
         return guess.mask_question(r)
     if n == 8:
-        found = guess.map_question(r, "cross", r.cross_attentions.shape[0] - 1)
+        found = guess.map_question(r, "cross", r.cross_attentions.shape[0] - 1, source=ctx.names[0])
         return found and found[0]
     if n == 9:
         return guess.next_word_question(r, 0)
@@ -173,17 +183,27 @@ def text(*sentences: str):
 def tokens_and_ids(ctx: Context, ins, word: int, q=None):
     r = ctx.result
     ids = ctx.translator.source_ids(r.source)[1]
-    text("The German is lowercased and cut into tokens (spaCy's rules), and each token is looked up in the "
-         f"model's vocabulary of {ctx.cfg.src_vocab_size:,} German tokens; an unknown one becomes `<unk>` (id 0).",
-         "`<sos>` and `<eos>` mark where the sentence starts and ends.")
+    v, source = ctx.translator.src_vocab, ctx.names[0]
+    if v.pieces is None:
+        text(f"The {source} is {'lowercased and ' if v.lower else ''}cut into tokens (spaCy's rules), and each token "
+             f"is looked up in the model's vocabulary of {ctx.cfg.src_vocab_size:,} {source} tokens; an unknown one "
+             f"becomes `{v.unk}` (id {v.unk_id}).", f"`{v.sos}` and `{v.eos}` mark where the sentence starts and ends.")
+    else:  # a Marian model's: SentencePiece pieces (Kudo and Richardson, 2018), "▁" where a word starts
+        text(f"The {source} is cut into pieces by the model's own SentencePiece model: a frequent word is one piece, "
+             "a rare one several, and “▁” marks a piece that starts a word. Each piece is looked up in the "
+             f"model's vocabulary of {ctx.cfg.src_vocab_size:,} pieces (an unknown one becomes `{v.unk}`, id "
+             f"{v.unk_id}).",
+             f"`{v.eos}` marks where the sentence ends; there is no start token.")
     st.dataframe({"position": list(range(len(ids))), "token": r.src_tokens, "id": ids}, hide_index=True)
 
 
 def embedding(ctx: Context, ins, word: int, q=None):
     e, tok = ins.embedding["src"], ins.src_tokens[word]
     D = e["tokens"].shape[1]
+    kind = {"halves": "Marian's sinusoidal table: all the sines, then all the cosines"}.get(ctx.cfg.positions,
+                                                                                             ctx.cfg.positions)
     text(f"Token “{literal(tok)}” at position {word}: its learned embedding row times √{D} = "
-         f"{np.sqrt(D):.1f}, plus the vector of position {word} ({ctx.cfg.positions} positions).",
+         f"{np.sqrt(D):.1f}, plus the vector of position {word} ({kind} positions).",
          "Their sum is what the first encoder layer reads.")
     rows = np.stack([e["tokens"][word], e["positions"][word], e["tokens"][word] + e["positions"][word]])
     chart(viz.vector_strips(rows, ["embedding × √d", f"position {word}", "sum: x"], value="value",
@@ -241,11 +261,14 @@ def feed_forward(ctx: Context, ins, word: int, q=None):
     f, a = ins.ffn["encoder"], ins.sublayers["enc"]
     hidden = f["hidden"][0, word]
     pre = ctx.cfg.norm_position == "pre"
+    name, formula = ACTIVATIONS[ctx.cfg.activation]
+    kept = "keeps" if ctx.cfg.activation == "relu" else "leaves above 0"
     text(f"Each token then goes alone through the same two-layer network: {hidden.size} hidden units, of which "
-         f"ReLU keeps {int((hidden > 0).sum())} here, and back to {ctx.cfg.d_model}.",
+         f"{name} {kept} {int((hidden > 0).sum())} here, and back to {ctx.cfg.d_model}.",
          "Again a LayerNorm (before the network: this model is pre-LN) and a residual connection; the result is the "
          "layer's output." if pre else "Again a residual connection and a LayerNorm; the result is the layer's output.")
-    chart(viz.vector_strips(hidden[None], ["hidden units (after ReLU)"], title="max(0, x'W₁ + b₁)"),
+    chart(viz.vector_strips(hidden[None], [f"hidden units (after {name})"],
+                            title="max(0, x'W₁ + b₁)" if name == "ReLU" else f"{name}(x'W₁ + b₁)"),
           key="walk_hidden", name="walk-ffn-hidden")
     first = a["residual"] if pre else a["normed"]  # the FFN sublayer's input x': the attention sublayer's output
     rows = np.stack([first[0, word], f["residual"][0, word], a["layer_output"][0, word]])
@@ -257,7 +280,7 @@ def feed_forward(ctx: Context, ins, word: int, q=None):
 def encoder_stack(ctx: Context, ins, word: int, q=None):
     out = ins.sublayers["enc"]["layer_output"]
     text(f"{out.shape[0]} such layers, one after the other: each reads the previous one's output.",
-         "The last layer's vectors, one per German token, are the memory the decoder will read.")
+         f"The last layer's vectors, one per {ctx.names[0]} token, are the memory the decoder will read.")
     rows = np.stack([ins.sublayers["enc"]["x"][0, word], *out[:, word]])
     chart(viz.vector_strips(rows, ["input", *(f"after layer {i + 1}" for i in range(out.shape[0]))],
                             title=f"“{ins.src_tokens[word]}” through the encoder"), key="walk_stack",
@@ -266,7 +289,7 @@ def encoder_stack(ctx: Context, ins, word: int, q=None):
 
 def masked_self(ctx: Context, ins, word: int, q=None):
     r = ctx.result
-    text("The decoder writes English one token at a time. Its self-attention may look only at what is already "
+    text(f"The decoder writes {ctx.names[1]} one token at a time. Its self-attention may look only at what is already "
          "written: the future is masked (grey), so row t sees tokens 0 to t.")
     rows, _ = token_labels(r, "tgt")
     fig = viz.attention_heatmap(r.decoder_attentions[0].mean(0), rows, rows, causal=True,
@@ -278,7 +301,8 @@ def masked_self(ctx: Context, ins, word: int, q=None):
 def cross(ctx: Context, ins, word: int, q=None):
     r = ctx.result
     L = r.cross_attentions.shape[0]
-    text("In every decoder layer, after its self-attention, each English position asks the German: the queries "
+    text(f"In every decoder layer, after its self-attention, each {ctx.names[1]} position asks the {ctx.names[0]}: "
+         "the queries "
          "come from the decoder, the keys and values from the encoder's memory.",
          "Here, where the last layer's heads looked, on average, while choosing each word.")
     (rows, _), (k, k_unk) = token_labels(r, "tgt"), token_labels(r, "src")
@@ -292,7 +316,7 @@ def cross(ctx: Context, ins, word: int, q=None):
 def output_layer(ctx: Context, ins, word: int, q=None):
     s = ctx.result.steps[0]
     text(f"The decoder's last vector goes through one linear layer to a score for each of the "
-         f"{ctx.cfg.tgt_vocab_size:,} English tokens, and the softmax makes them probabilities.",
+         f"{ctx.cfg.tgt_vocab_size:,} {ctx.names[1]} tokens, and the softmax makes them probabilities.",
          f"Greedy decoding takes the most likely: “{literal(s.token)}” with {s.prob:.3f}.")
     fig = viz.candidates_bar(s.top, s.token, title="Step 1: the most likely next tokens")
     bars = [tok for tok, _ in s.top]  # the bars, most likely on top
@@ -302,7 +326,8 @@ def output_layer(ctx: Context, ins, word: int, q=None):
 def loop(ctx: Context, ins, word: int, q=None):
     steps = [s.token for s in ctx.result.steps]
     text("The chosen token is appended to the decoder's input and everything from stop 8 runs again for the "
-         f"next position, until the model chooses `<eos>`: {len(steps)} steps for this sentence.",
+         f"next position, until the model chooses `{ctx.translator.tgt_vocab.eos}`: {len(steps)} steps for this "
+         "sentence.",
          "The decoding trace goes through them one by one.")
     for t in range(min(len(steps), 6)):
         st.markdown(f"Step {t + 1}: " + token_chips(ctx.result.tgt_tokens[:t + 1]) + " → "

@@ -16,7 +16,7 @@ import streamlit as st
 
 from viz.labels import wrap_title
 
-from .calls import faithfulness_table, family
+from .calls import MARIAN, faithfulness_table, family
 from .instant import figure_json, show
 from .state import MAX_SENTENCE, MEAN
 
@@ -240,22 +240,27 @@ def tutorial_names(checkpoint: str | None) -> str:
     so a student finds them in the code they trained."""
     from model.convert import FAMILIES
 
-    f = FAMILIES[family(checkpoint)]
+    found = family(checkpoint)
+    title, theirs = (MARIAN, MARIAN_NAMES) if found == "marian" else (FAMILIES[found].title, FAMILIES[found].names)
     names = {"W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "scores": "the scores q·k",
              "d_model": "d_model", "d_ff": "d_ff", "generator": "the output layer"}
-    return (f"In the code of {f.title}: " + ", ".join(f"{names[k]} is `{v}`" for k, v in f.names.items())
-            + ".")
+    return f"In the code of {title}: " + ", ".join(f"{names[k]} is `{v}`" for k, v in theirs.items()) + "."
+
+
+# Hugging Face's names (transformers' models/marian/modeling_marian.py) for the parts the page names
+MARIAN_NAMES = {"W_Q": "q_proj", "W_K": "k_proj", "W_V": "v_proj", "W_O": "out_proj", "d_model": "d_model",
+                "d_ff": "encoder_ffn_dim (fc1, fc2)", "generator": "lm_head (and final_logits_bias)"}
 
 
 FAITHFULNESS = "faithfulness.json"  # the test-set table of model/faithfulness.py, beside each checkpoint
 
 
-def trust_line(checkpoint: str | None, methods: dict, side: str = "source") -> None:
+def trust_line(checkpoint: str | None, methods: dict, side: str = "source", names=("German", "English")) -> None:
     """One line under an explanation: how faithful (comprehensiveness against random orders) and how plausible
     (alignment error) its method was on the test set, from the checkpoint's faithfulness.json; nothing without it.
 
     methods: {label said in the line ("" for one method): method name in the table}, e.g. {"layer 1": "attention
-    L1", ...}."""
+    L1", ...}; names: what the page calls the source and the target (Context.names)."""
     shipped = faithfulness_table(checkpoint)
     if shipped is None:
         return
@@ -266,7 +271,7 @@ def trust_line(checkpoint: str | None, methods: dict, side: str = "source") -> N
     with_label = lambda label, x: f"{x:.2f}" + (f" ({label})" if label else "")  # noqa: E731
     drop = ", ".join(with_label(k, e.comprehensiveness.mean) for k, e in found.items())
     aer = [with_label(k, e.aer) for k, e in found.items() if e.aer is not None]
-    tokens = "German tokens" if side == "source" else "English words before the step"
+    tokens = f"{names[0]} tokens" if side == "source" else f"{names[1]} words before the step"
     diagonal = (shipped.baselines or {}).get("diagonal", {}).get("aer")
     st.caption(f"How far to trust it, on {shipped.n_sentences} test sentences (the Faithfulness view measures "
                f"every method): removing the {tokens} it ranks first lowers the probability of the word written by "

@@ -28,12 +28,12 @@ def link_classes(links, sure=None, possible=None) -> dict:
 
 
 def alignment_map(rows, en_tokens, de_tokens, links, sure=None, possible=None, *, title="", subtitle="",
-                  norms=False):
+                  norms=False, names=("German", "English")):
     """The (English words x German words) block of a map, with the links (German index, English index) drawn on
     it; given the reference's sure and possible links, each link is marked hit, possible or extra and each sure
-    link the model did not make as missed."""
+    link the model did not make as missed. names: the source's and the target's language, as the axes say them."""
     fig = attention_heatmap(rows, en_tokens, de_tokens, title=title, subtitle=subtitle, norms=norms,
-                            stretch=not norms, query_axis="English word", key_axis="German word")
+                            stretch=not norms, query_axis=f"{names[1]} word", key_axis=f"{names[0]} word")
     size = max(6, min(16, int(fig.layout.height / max(len(en_tokens), 1) * 0.45)))
     for name, cells in link_classes(links, sure, possible).items():
         if not cells:

@@ -11,28 +11,28 @@ import string
 import numpy as np
 
 ARROW = " → "
-# What one attention map of each kind shows, for the page and the HTML report (map_caption fills in the words and
-# escapes all of it: "<sos>" is text).
+# What one attention map of each kind shows, for the page and the HTML report (map_caption fills in the words, the
+# languages and the decoder's start token, and escapes all of it: "<sos>" is text).
 MAP_CAPTIONS = {
-    "enc": "Each German token (row) builds its new representation as a weighted mix of all German tokens "
+    "enc": "Each {src} token (row) builds its new representation as a weighted mix of all {src} tokens "
            "(columns). Each row sums to 1.",
-    "dec": "Each decoder row reads the English produced so far (columns) while predicting the next word: "
+    "dec": "Each decoder row reads the {tgt} produced so far (columns) while predicting the next word: "
            "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
-           "future positions, masked: the model cannot see them. The first row, “<sos> → {first}”, has only <sos> "
-           "to look at, so every head gives <sos> weight 1: by construction, not by choice.",
-    "cross": "While predicting the next English word, each decoder row reads from the German source (columns). "
-             "The row “<sos> → {first}” is where the model, with nothing written yet, chose “{first}”. "
+           "future positions, masked: the model cannot see them. The first row, “{start} → {first}”, has only "
+           "{start} to look at, so every head gives {start} weight 1: by construction, not by choice.",
+    "cross": "While predicting the next {tgt} word, each decoder row reads from the {src} source (columns). "
+             "The row “{start} → {first}” is where the model, with nothing written yet, chose “{first}”. "
              "Rows sum to 1.",
 }
-
-
-def map_caption(kind: str, steps: list, escape=html.escape) -> str:
-    """The caption of a map of this kind, its example rows named by the output's first words, all of it `escape`d.
+def map_caption(kind: str, steps: list, escape=html.escape, names=("German", "English"), start="<sos>") -> str:
+    """The caption of a map of this kind, its example rows named by the output's first words, the languages by
+    `names` (model.languages.language_names) and the decoder's first input by `start`, all of it `escape`d.
 
     The template's own text is escaped too (its "<sos>" is text, not a tag), piece by piece between its
     {placeholders}: escaping the whole template first would also escape the braces `format` needs
     (views.widgets.literal does)."""
-    words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0])
+    words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0], src=names[0],
+                 tgt=names[1], start=start)
     return "".join(escape(text) + (escape(words[name]) if name else "")
                    for text, name, _, _ in string.Formatter().parse(MAP_CAPTIONS[kind]))
 
