@@ -53,7 +53,8 @@ classes = Table("classes", metadata,
                 Column("revealed", Boolean, nullable=False, default=False))
 questions = Table("class_questions", metadata,
                   Column("code", String(CODE_LENGTH), primary_key=True),
-                  Column("number", Integer, primary_key=True),  # the exercise's number
+                  Column("number", Integer, primary_key=True),  # its place in the class, from 1
+                  Column("title", String(200), nullable=False),
                   Column("text", Text, nullable=False),
                   Column("options", Text, nullable=False),  # a JSON list of the choices
                   Column("answer", Integer, nullable=False),  # the right choice's index, computed from the model
@@ -80,9 +81,10 @@ class ClassError(InputError):
 
 @dataclass(frozen=True)
 class Asked:
-    """One question of a class: an exercise with choices (lesson/exercises.py), its answer computed from the model."""
+    """One question of a class: a walk stop's or an exercise with choices, its answer computed from the model."""
 
-    number: int
+    number: int  # its place in the class, from 1
+    title: str  # what the projector and the results call it: "Walk, stop 3" or "Exercise 7"
     text: str
     options: tuple
     answer: int  # index into options
@@ -163,7 +165,8 @@ class Store:
                     c.execute(insert(classes).values(code=code, key_hash=digest(key), sentence=text(sentence),
                                                      model=text(model, 200), created=now, expires=now + hours * 3600,
                                                      question=None, round=1, revealed=False))
-                    c.execute(insert(questions), [{"code": code, "number": q.number, "text": text(q.text),
+                    c.execute(insert(questions), [{"code": code, "number": q.number, "title": text(q.title, 200),
+                                                   "text": text(q.text),
                                                    "options": json.dumps([text(o, 500) for o in q.options]),
                                                    "answer": q.answer, "why": text(q.why)} for q in asked])
                 return code, key
@@ -223,7 +226,7 @@ class Store:
             q = qs[v.number]
             options = json.loads(q.options)
             row = table.setdefault((names.get(v.seat, "?"), v.seat, v.number), {
-                "nickname": names.get(v.seat, "?"), "question": v.number, "first answer": "", "second answer": "",
+                "nickname": names.get(v.seat, "?"), "question": q.title, "first answer": "", "second answer": "",
                 "right": "", "time": ""})
             row["first answer" if v.round == 1 else "second answer"] = options[v.choice]
             row["right"] = "yes" if v.choice == q.answer else "no"
@@ -313,7 +316,7 @@ class Store:
             row = c.execute(select(classes).where(classes.c.code == code)).first()
             if row is None or row.expires < now:
                 raise ClassError(no_class(code))
-            asked = tuple(Asked(q.number, q.text, tuple(json.loads(q.options)), q.answer, q.why) for q in
+            asked = tuple(Asked(q.number, q.title, q.text, tuple(json.loads(q.options)), q.answer, q.why) for q in
                           c.execute(select(questions).where(questions.c.code == code).order_by(questions.c.number)))
             counts, answered = {}, 0
             if row.question is not None:
@@ -365,7 +368,10 @@ def store() -> Store:
         return _store
 
 
-def asked_of(exercises) -> list[Asked]:
-    """The exercises a class can vote on: those with choices (a typed number has no bars to draw)."""
-    return [Asked(ex.number, ex.question, tuple(ex.options), ex.options.index(ex.answer), ex.why)
-            for ex in exercises if ex.options]
+def asked_of(exercises, walk=()) -> list[Asked]:
+    """A class's questions: the walk's (stop index from 0, a question with options, answer and why: views/guess.py)
+    in its order, then the exercises with choices (a typed number has no bars to draw), numbered from 1."""
+    found = [(f"Walk, stop {n + 1}", q.text, tuple(q.options), q.options.index(q.answer), q.why) for n, q in walk]
+    found += [(f"Exercise {ex.number}", ex.question, tuple(ex.options), ex.options.index(ex.answer), ex.why)
+              for ex in exercises if ex.options]
+    return [Asked(i, *rest) for i, rest in enumerate(found, start=1)]

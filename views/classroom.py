@@ -20,6 +20,7 @@ from lesson.classroom import ClassError, asked_of, store
 from lesson.exercises import lesson_params
 
 from .state import CODE, KEY, SEAT
+from .walk import questions as walk_questions
 from .widgets import chart, literal, server
 
 # The panels' redraws: the projector's often, so that a vote shows there within 2 s of its click; a student's less
@@ -27,13 +28,17 @@ from .widgets import chart, literal, server
 PROJECTOR_S, STUDENT_S = 1.0, 2.0
 
 
-def start(sentence: str, model: str | None, exercises, here: str):
-    """The teacher's button (views/exercises.py): a class for this sentence and these exercises, and its two links."""
-    asked = asked_of(exercises)
+def start(ctx, sentence: str, model: str | None, exercises, here: str):
+    """The teacher's button (views/exercises.py): a class for this sentence, the walk's questions (if picked) and
+    these exercises, and its two links."""
+    walk = st.checkbox("The walk's questions too (one per stop, asked before its picture)", value=True,
+                       key="class_walk")
+    asked = asked_of(exercises, walk_questions(ctx) if walk else ())
     if not asked:
-        st.info("A class votes on exercises with choices: pick at least one (typed numbers are left out).")
+        st.info("A class votes on questions with choices: pick the walk's or an exercise with choices (typed numbers "
+                "are left out).")
         return
-    if st.button(f"Start a class with the {len(asked)} exercises with choices", key="class_start"):
+    if st.button(f"Start a class with these {len(asked)} questions", key="class_start"):
         try:
             code, key = store().start(sentence, model or "", asked)
         except ClassError as e:
@@ -109,7 +114,7 @@ def student(code: str):
     if q is None:
         st.markdown(f"**Class {code}** · you are {literal(name)} · waiting for the teacher's first question.")
         return
-    st.markdown(f"**Class {code}** · {literal(name)} · question {q.number}"
+    st.markdown(f"**Class {code}** · {literal(name)} · {literal(q.title)}"
                 + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
     mine = db.my_vote(code, seat)
     if state.revealed:
@@ -158,7 +163,7 @@ def projector(code: str, key: str, here: str):
     st.markdown(f"**Class {code}** · {state.seats} joined · students open **{literal(here)}/?class={code}** (or the "
                 "link you gave them) and pick a nickname.")
     numbers = [q.number for q in state.questions]
-    titles = {q.number: f"Exercise {q.number}: {q.text[:70]}" for q in state.questions}
+    titles = {q.number: f"{q.title}: {q.text[:70]}" for q in state.questions}
     row = st.container(horizontal=True, vertical_alignment="bottom")
     pick = row.selectbox("Question", numbers, format_func=titles.get, key="class_pick",
                          index=numbers.index(state.question) if state.question in numbers else 0)
@@ -172,7 +177,7 @@ def projector(code: str, key: str, here: str):
     row.button("Reveal", key="class_reveal", on_click=act, args=("reveal", code, key), disabled=state.revealed)
     row.button("Vote again", key="class_again", on_click=act, args=("again", code, key),
                disabled=state.round == 2 or not state.revealed)
-    st.markdown(f"**Question {q.number}**" + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
+    st.markdown(f"**{literal(q.title)}**" + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
     st.markdown(f"**{state.answered} of {state.seats}** answered"
                 + (f": {literal(', '.join(db.voters(code, key)))}" if state.answered else "") + ".")
     counts(state, q, answer=state.revealed)
@@ -180,7 +185,8 @@ def projector(code: str, key: str, here: str):
         st.success(literal(f"The model's answer: “{q.options[q.answer]}”. {q.why}"))
     first = {n: v for n, v in db.first_try(code).items() if n != state.question or state.revealed}  # no hint early
     if first:
-        st.caption("Right at first try: " + ", ".join(f"question {n}: {r} of {k} ({r / k:.0%})"
+        titles = {q.number: q.title for q in state.questions}
+        st.caption("Right at first try: " + ", ".join(f"{titles[n]}: {r} of {k} ({r / k:.0%})"
                                                       for n, (r, k) in sorted(first.items())))
     cols = st.columns(2)
     cols[0].download_button("Results (CSV)", lambda: results_csv(code, key), f"class-{code}.csv", mime="text/csv",

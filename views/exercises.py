@@ -104,7 +104,7 @@ def teachers(ctx: Context, lesson):
                f"`python -m lesson.worksheet --out sheet.html --server URL --sentence \"…\" --exercises {numbers}`.")
     st.markdown("**A class, live**: every seat answers the question you open, the projector shows the class's "
                 "answers, then the model's.")
-    classroom.start(lesson.sentence, None if model == "learned" else model, exs, here)
+    classroom.start(ctx, lesson.sentence, None if model == "learned" else model, exs, here)
 
 
 def picked(exs) -> list:

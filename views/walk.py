@@ -169,6 +169,17 @@ def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
     return None
 
 
+def questions(ctx: Context) -> list[tuple[int, "guess.Question"]]:
+    """Every stop's question on this sentence, (stop index, question), as the walk asks them (a class votes on them:
+    views/classroom.py); a stop this translation cannot ask is left out."""
+    r = ctx.result
+    ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
+    first = int(ctx.cfg.source_start)
+    word = first if len(r.src_tokens) > first + 1 else 0
+    found = [(n, question(ctx, ins, word, n)) for n in range(len(STOPS))]
+    return [(n, q) for n, q in found if q is not None]
+
+
 def marked(q, fig, where, xaxis="x"):
     """The learner's guess and the answer outlined on the stop's picture; `where` gives a cell (x, y) per option."""
     if q is not None and guess.given(q) is not None:

@@ -55,7 +55,7 @@ def test_a_class_votes_and_the_projector_follows_live(browser, class_server):
     asked = classroom.Store(f"sqlite:///{folder / 'classes.sqlite'}").state(code).asked()  # what the page opened
     for i, (_, pg, _) in enumerate(students):
         box = pg.locator(".st-key-class_panel")
-        box.get_by_text(f"question {asked.number}").wait_for(timeout=5_000)  # the question came without a reload
+        box.get_by_text(asked.title).wait_for(timeout=5_000)  # the question came without a reload
         box.get_by_role("button", name=asked.options[i % len(asked.options)], exact=True).click()
         box.get_by_text("Your answer is in").wait_for(timeout=10_000)
         t = time.monotonic()

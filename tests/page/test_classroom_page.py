@@ -8,6 +8,7 @@ import pytest
 
 from conftest import from_url, shown
 from lesson import classroom
+from model.translator import Translator
 
 SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
 
@@ -47,6 +48,9 @@ def test_a_class_votes_and_the_projector_reveals(classes, monkeypatch):
     store = classroom.store()
     state = store.state(code)
     assert state.questions and all(q.options for q in state.questions)
+    tokens = state.questions[0]  # the walk's first stop: how many tokens the model reads, counted a second way
+    assert tokens.title == "Walk, stop 1"
+    assert tokens.options[tokens.answer] == str(len(Translator.load().source_ids(SENTENCE)[0]))
 
     ana = from_url(monkeypatch, **params(student_link))
     assert f"Class {code}" in text_of(ana) and "join with a nickname" in text_of(ana)
@@ -75,7 +79,7 @@ def test_a_class_votes_and_the_projector_reveals(classes, monkeypatch):
     assert not teacher.success  # the answer waits for the reveal
     assert "Right at first try" not in text_of(teacher)  # a share right would give it away too
     teacher.button(key="class_reveal").click().run()
-    assert f"question {first.number}: 0 of 1 (0%)" in text_of(teacher)
+    assert f"{first.title}: 0 of 1 (0%)" in text_of(teacher)
     assert any(first.options[first.answer] in shown(s.value) for s in teacher.success)
 
     reloaded = from_url(monkeypatch, **params(student_link), seat=seat)  # a reload: the link keeps the seat

@@ -11,8 +11,8 @@ from sqlalchemy import select, update
 from lesson import classroom
 from lesson.classroom import Asked, ClassError, Store
 
-QUESTIONS = [Asked(3, "Which head?", ("L1 H1", "L2 H3", "L3 H8"), 1, "L2 H3 weighs 0.91."),
-             Asked(7, "How sure?", ("under 0.5", "0.5 to 0.9", "over 0.9"), 2, "0.97.")]
+QUESTIONS = [Asked(3, "Exercise 5", "Which head?", ("L1 H1", "L2 H3", "L3 H8"), 1, "L2 H3 weighs 0.91."),
+             Asked(7, "Walk, stop 10", "How sure?", ("under 0.5", "0.5 to 0.9", "over 0.9"), 2, "0.97.")]
 
 
 @pytest.fixture
@@ -43,8 +43,9 @@ def test_a_class_from_start_to_end(db):
     assert (s.round, s.revealed, s.counts, s.answered) == (2, False, {1: [0, 2, 1], 2: [0, 1, 0]}, 1)
     assert db.first_try(code) == {3: (2, 3)}
     rows = db.results(code, key)
-    assert [(r["nickname"], r["first answer"], r["second answer"], r["right"]) for r in rows] == [
-        ("Ana", "L3 H8", "L2 H3", "yes"), ("Ben", "L2 H3", "", "yes"), ("Cem", "L2 H3", "", "yes")]
+    assert [(r["nickname"], r["question"], r["first answer"], r["second answer"], r["right"]) for r in rows] == [
+        ("Ana", "Exercise 5", "L3 H8", "L2 H3", "yes"), ("Ben", "Exercise 5", "L2 H3", "", "yes"),
+        ("Cem", "Exercise 5", "L2 H3", "", "yes")]
     db.end(code, key)
     with pytest.raises(ClassError, match="there is no class"):
         db.state(code)
@@ -142,3 +143,15 @@ def test_the_schema_is_versioned(db):
         c.execute(update(classroom.meta).values(value=str(classroom.SCHEMA_VERSION + 1)))
     with pytest.raises(RuntimeError, match="newer than this app"):
         Store(db.url)
+
+
+def test_a_classs_questions_are_the_walks_then_the_exercises_with_choices():
+    from types import SimpleNamespace as Q
+
+    walk = [(0, Q(text="How many tokens?", options=("7", "9", "11"), answer="9", why="9 tokens.")),
+            (9, Q(text="Next word?", options=("a", "two"), answer="two", why="p 0.8."))]
+    exercises = [Q(number=4, question="Which head?", options=("L1 H1", "L2 H3"), answer="L2 H3", why="0.9."),
+                 Q(number=6, question="How many?", options=(), answer="3", why="3.")]  # a typed number: left out
+    asked = classroom.asked_of(exercises, walk)
+    assert [(a.number, a.title, a.options[a.answer]) for a in asked] == [
+        (1, "Walk, stop 1", "9"), (2, "Walk, stop 10", "two"), (3, "Exercise 4", "L2 H3")]
