@@ -27,6 +27,7 @@ of them at once would take both cores from the rest of the class: `TakeTurns` ru
 time, session by session (see its docstring), and tells each waiting caller how many are ahead of it.
 """
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -123,6 +124,17 @@ class _Ticket:
     started: float = 0.0  # time.monotonic() when its turn came
 
 
+def nicer(steps: int):
+    """This thread's nice value `steps` higher (Linux keeps one per thread), up to 19; nothing where it cannot."""
+    try:
+        tid = threading.get_native_id()
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        if now < 19:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, now + steps))
+    except (OSError, AttributeError):  # not Linux, or not allowed
+        pass
+
+
 class TakeTurns:
     """At most `at_once` computations at a time, plus `spare` more for light sessions; each session (`who`) holds or
     waits for at most one at a time; when a turn is free, the waiting session served longest ago goes next (a session
@@ -136,13 +148,18 @@ class TakeTurns:
     computation four such sessions had queued (93 s instead of 0.9 s in a red-team run). What the queue holds is
     bounded by the sessions: one waiting ticket (no data) each, and the caller's own arguments.
 
-    Turns do not nest: a holder that asks again waits for itself."""
+    Turns do not nest: a holder that asks again waits for itself.
+
+    `heavy_nice`: a session that is not light computes its turn `heavy_nice` steps nicer (Linux: the calling thread's
+    own nice value, where torch computes with one thread, as the page's does), so a light session's turn beside it
+    gets the larger share of the cores; the thread stays nicer after the turn (only root may lower it again), which
+    on the page is the rest of that heavy session's run."""
 
     def __init__(self, at_once: int = 1, asker: Callable[[], object] | None = None, spare: int = 0,
-                 light_seconds: float = 10.0, window: float = 600.0):
+                 light_seconds: float = 10.0, window: float = 600.0, heavy_nice: int = 0):
         """asker: called in the asking thread, says which session asks when `turn` is not told (None: nobody's)."""
         self.at_once, self.asker, self.spare = at_once, asker, spare
-        self.light_seconds, self.window = light_seconds, window
+        self.light_seconds, self.window, self.heavy_nice = light_seconds, window, heavy_nice
         self._waiting: list[_Ticket] = []
         self._running: list[_Ticket] = []
         self._served: dict = {}  # who -> when it was last given a turn (the ticket counter's value)
@@ -191,6 +208,7 @@ class TakeTurns:
                     order = self._next()
                     if self._may_start(ticket, order):
                         self._waiting.remove(ticket)
+                        heavy = self.held(ticket.who, time.monotonic()) >= self.light_seconds
                         ticket.started = time.monotonic()
                         self._running.append(ticket)
                         self._served[ticket.who] = next(self._counter)
@@ -205,6 +223,8 @@ class TakeTurns:
                     self._waiting.remove(ticket)
                 self._changed.notify_all()
             raise
+        if heavy and self.heavy_nice:
+            nicer(self.heavy_nice)
         try:
             if waiting is not None:
                 waiting(0)

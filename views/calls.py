@@ -177,9 +177,10 @@ def session_id() -> str | None:
 # session of this server, one at a time, one per session, the session served longest ago first (model/batching.py),
 # so that one student's 100-token sentence never takes both cores from the class. A light session (under 10 s of
 # turns in the last 10 minutes) takes a spare second turn when the first is held, so a student's Contributions never
-# waits for a visitor's minute of faithfulness on a long sentence. Only a computation that is not in the cache
+# waits for a visitor's minute of faithfulness on a long sentence, and a session that is not light computes 10 steps
+# nicer, so the light one beside it gets the larger share of the cores. Only a computation that is not in the cache
 # waits: the turn is taken inside the cached function, in the session's own thread.
-HEAVY = TakeTurns(at_once=1, asker=session_id, spare=1)
+HEAVY = TakeTurns(at_once=1, asker=session_id, spare=1, heavy_nice=10)
 
 
 def outside_cache(update):
