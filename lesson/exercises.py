@@ -460,7 +460,10 @@ def costliest_head(c: Sheet) -> tuple:
 
 @question("interventions", "The head a gender change travels through", PATCHING)
 def gender_carrying_head(c: Sheet) -> tuple:
-    gender = c.table("patching.json")["categories"]["gender"]["denoising"]["heads"]["cross"]["mean"]
+    categories = c.table("patching.json")["categories"]
+    if "gender" not in categories:
+        raise NotAsked("no gender pair of the contrast set changes this model's translation (patching.json)")
+    gender = categories["gender"]["denoising"]["heads"]["cross"]["mean"]
     carried = sorted(heads_of(gender, "cross"), key=lambda hv: -hv[1])
     return c.ask("Activation patching over the contrast set: a sentence's gender word changed (Mann ↔ Frau). "
                  "Through which cross-attention head does the change travel most (denoising)?", "patch",

@@ -82,6 +82,15 @@ def add_corpus(p: argparse.ArgumentParser, ref: bool = True):
     add_device(p)
 
 
+def add_parallel(p: argparse.ArgumentParser):
+    """--corpus FILE: a parallel corpus the training and step indexes are built from (model.familiarity,
+    model.tables) instead of Multi30k's training split."""
+    p.add_argument("--corpus", default=None, metavar="FILE",
+                   help="build the training and step indexes from this parallel corpus instead of Multi30k's "
+                        "training split: a pair a line, the source sentence, a tab, its translation (plain or .gz); "
+                        "for a model trained on other data, such as a converted Marian model")
+
+
 def whole(text: str) -> int:
     """argparse type of a whole-number option: an optional sign and 1 to 18 ASCII digits.
 

@@ -11,6 +11,11 @@ A step: the decoder's last-layer state while it chooses the step's word (the inp
 the same state at every step of 5,000 training pairs, teacher-forced on their references (step_index.npz beside
 each checkpoint: the states projected on their 64 principal components and stored as int8 rows, with the line
 and the step of each). The nearest by cosine are the training moments the model was in the most similar state.
+
+A model trained on another corpus (a converted Marian model: its makers' corpus is not shipped) gets both from a
+parallel corpus one has (`python -m model.tables --corpus FILE`, a pair a line: source, a tab, target): the corpus
+is kept beside the checkpoint (corpus.tsv.gz), its lexicon counts the model's own tokens with no aligner's links
+(lexicon.json.gz), and the step index is of its pairs.
 """
 
 import functools
@@ -26,12 +31,15 @@ import torch
 
 from . import files
 from .data import pad
+from .errors import InputError
 from .vocab import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 LEXICON = ROOT / "assets/alignments/train.lexicon.json.gz"
 TRAIN_TEXTS = {"de": ROOT / "assets/multi30k/train.de.gz", "en": ROOT / "assets/multi30k/train.en.gz"}  # the split
 STEP_FILE = "step_index.npz"
+CORPUS_FILE = "corpus.tsv.gz"  # the corpus the indexes beside a checkpoint were built from (model.tables --corpus)
+CORPUS_LEXICON = "lexicon.json.gz"  # its lexicon, beside the checkpoint
 STEP_SENTENCES = 5_000  # training lines 0, 5, 10, ..., 24,995
 DIMS = 64  # principal components kept of the decoder's D-dimensional state
 SHOWN_PAIRS = 5  # training pairs kept per word
@@ -46,6 +54,40 @@ def quantise(vectors: np.ndarray) -> np.ndarray:
 def training_texts() -> dict:
     """The training split, {"de": [...], "en": [...]}, read once for every index and view that shows it."""
     return {lang: gzip.decompress(p.read_bytes()).decode("utf-8").splitlines() for lang, p in TRAIN_TEXTS.items()}
+
+
+def read_corpus(path) -> dict:
+    """A parallel corpus, a pair a line (source, a tab, target; plain or .gz), as {"de": sources, "en": targets}
+    (the keys training_texts has: the source side, the target side); InputError for a line that is not a pair."""
+    from .data import read_lines
+
+    out = {"de": [], "en": []}
+    for n, line in enumerate(read_lines(path), 1):
+        parts = line.split("\t")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise InputError(f"{path}:{n}: a corpus line is a source sentence, a tab and its translation")
+        out["de"].append(parts[0].strip())
+        out["en"].append(parts[1].strip())
+    if not out["de"]:
+        raise InputError(f"{path} holds no pair")
+    return out
+
+
+def keep_corpus(texts: dict, folder) -> None:
+    """The corpus written beside a checkpoint, whole or not at all (CORPUS_FILE: its indexes' lines point into it)."""
+    text = "".join(f"{s}\t{t}\n" for s, t in zip(texts["de"], texts["en"]))
+    with files.replacing(Path(folder) / CORPUS_FILE) as tmp:
+        with gzip.open(tmp, "wt", encoding="utf-8") as f:
+            f.write(text)
+    texts_of.cache_clear()
+
+
+@functools.lru_cache(maxsize=4)
+def texts_of(folder) -> dict:
+    """The sentences the indexes beside a checkpoint point into: its corpus (CORPUS_FILE) where it has one, else the
+    training split (training_texts). Read once per folder."""
+    path = Path(folder) / CORPUS_FILE
+    return read_corpus(path) if path.is_file() else training_texts()
 
 
 def principal_components(rows: np.ndarray, dims: int = None, centred: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -89,13 +131,15 @@ class StepNeighbour:
 
 
 class Lexicon:
-    """The training side's words, read once: {token: [sentences, occurrences, [[en, links], ...], [lines]]}."""
+    """The training side's words, read once: {token: [sentences, occurrences, [[en, links], ...], [lines]]}; one
+    built from a corpus beside a checkpoint (CORPUS_LEXICON) points into that corpus and has no links."""
 
     def __init__(self, path=LEXICON):
-        self.table = json.loads(gzip.decompress(Path(path).read_bytes()))
+        self.path = Path(path)
+        self.table = json.loads(gzip.decompress(self.path.read_bytes()))
 
     def texts(self) -> dict:
-        return training_texts()
+        return texts_of(self.path.parent) if self.path.name == CORPUS_LEXICON else training_texts()
 
     def word(self, token: str, src_vocab) -> WordEvidence:
         sentences, occurrences, aligned, lines = self.table.get(token, [0, 0, [], []])
@@ -123,8 +167,17 @@ def lexicon_table(de_tokens: list, en_tokens: list, links: list, keep_aligned: i
             for t, (s, o, c, lines) in sorted(table.items())}
 
 
+def write_lexicon(translator, sources: list, path: Path) -> None:
+    """The lexicon of a corpus's sources in the model's own tokens (its pieces, or its words), without links: no
+    aligner has read that corpus (the shipped one's links are eflomal's, python -m model.silver --lexicon)."""
+    tokens = [translator.src_vocab.tokenize(s, "de") for s in sources]
+    table = lexicon_table(tokens, [[] for _ in tokens], [[] for _ in tokens])
+    with files.replacing(path) as tmp:
+        Path(tmp).write_bytes(gzip.compress(json.dumps(table, ensure_ascii=False).encode("utf-8"), mtime=0))
+
+
 def step_lines(n_train: int) -> list[int]:
-    return list(range(0, n_train, n_train // STEP_SENTENCES))[:STEP_SENTENCES]
+    return list(range(0, n_train, max(1, n_train // STEP_SENTENCES)))[:STEP_SENTENCES]
 
 
 @torch.no_grad()
@@ -166,13 +219,15 @@ class StepIndex:
         """(N, D) -> (N, DIMS) unit rows in the principal components."""
         return projected(states, self.mean, self.basis)
 
-    def nearest(self, state: np.ndarray, texts: dict, k: int = 5) -> list[StepNeighbour]:
+    def nearest(self, state: np.ndarray, texts: dict, k: int = 5, split=None) -> list[StepNeighbour]:
+        """The k training steps nearest to `state`; split(text): a reference's tokens as the model reads them
+        (default: spaCy's, lower-cased; a model of pieces: its Vocab's tokenize)."""
         cos = self.vectors @ torch.from_numpy(self.project(state[None]).astype(np.float32)[0])
-        top = torch.topk(cos, k)
+        top = torch.topk(cos, min(k, len(cos)))
         found = []
         for c, i in zip(top.values.tolist(), top.indices.tolist()):
             line, step = int(self.line[i]), int(self.step[i])
-            en = tokenize(texts["en"][line], "en")
+            en = split(texts["en"][line]) if split else tokenize(texts["en"][line], "en")
             found.append(StepNeighbour(line, step, en[:step], en[step] if step < len(en) else "<eos>",
                                        texts["de"][line], round(max(0.0, 1 - c), 4)))
         return found
@@ -184,16 +239,23 @@ def step_state(translator, result, t: int) -> np.ndarray:
     return decoder_states(translator, [forced.src_ids], [forced.tgt_ids])[0][t]
 
 
-def build(translator, folder, data_dir, log=print) -> dict:
-    """Write step_index.npz beside a checkpoint."""
+def build(translator, folder, data_dir, log=print, corpus=None) -> dict:
+    """Write step_index.npz beside a checkpoint: of the Multi30k training split in data_dir, or of a corpus (a file,
+    read_corpus's), which is kept beside the checkpoint with its lexicon (CORPUS_FILE, CORPUS_LEXICON)."""
     from . import cli
 
     start = time.perf_counter()
-    de, en = cli.read_split(data_dir, "train")
+    if corpus is None:
+        de, en = cli.read_split(data_dir, "train")
+    else:
+        texts = read_corpus(corpus)
+        keep_corpus(texts, folder)
+        de, en = texts["de"], texts["en"]
+        write_lexicon(translator, de, Path(folder) / CORPUS_LEXICON)
     lines = step_lines(len(de))
     keep = translator.cfg.max_positions - 2
-    sv, tv = translator.src_vocab, translator.tgt_vocab
-    src = [[sv.sos_id, *sv.encode(sv.tokenize(de[i], "de")[:keep]), sv.eos_id] for i in lines]
+    tv = translator.tgt_vocab
+    src = [translator.source_ids(de[i])[1] for i in lines]  # <sos> first where the model's source has one
     tgt = [[tv.sos_id, *tv.encode(tv.tokenize(en[i], "en")[:keep - 1])] for i in lines]
     states = decoder_states(translator, src, tgt)
     flat = np.concatenate(states)
@@ -204,7 +266,7 @@ def build(translator, folder, data_dir, log=print) -> dict:
     with files.replacing(Path(folder) / STEP_FILE) as tmp:
         with open(tmp, "wb") as f:
             np.savez_compressed(f, mean=mean, basis=basis, line=rows, step=steps, vectors=quantise(z))
-    report = {"pairs": len(lines), "states": len(flat), "dims": DIMS,
+    report = {"pairs": len(lines), "states": len(flat), "dims": DIMS, "corpus": corpus and Path(corpus).name,
               "bytes": (Path(folder) / STEP_FILE).stat().st_size, "seconds": round(time.perf_counter() - start, 1)}
     log(files.dumps(report))
     return report

@@ -1,6 +1,6 @@
 """Know what the model knows: how far a sentence is from the 29,000 photo descriptions the model learned from.
 
-    python -m model.familiarity [--checkpoint DIR] [--data-dir DIR]   # the index, thresholds and step index (once)
+    python -m model.familiarity [--checkpoint DIR] [--data-dir DIR] [--corpus FILE]   # the indexes (once)
 
 The model learned German from Multi30k's captions of photos (a man rides a bike, two dogs play in the snow).
 A sentence like none of them ("Ich habe heute keine Zeit.") comes back as nonsense, and its maps show a model out
@@ -26,6 +26,12 @@ sentence is unusual; above the one for 99.5%, unfamiliar. A sentence longer than
 (their lengths are in familiarity.json too) is unusual whatever its score; one that looks English, or not German at
 all, is unfamiliar. The training sentences are read from assets/multi30k/ (a copy of the data set's training split,
 so that the app needs no data folder).
+
+A model trained on another corpus (a converted Marian model: its makers' corpus is not shipped) is compared with a
+parallel corpus one has instead (`--corpus FILE`, a pair a line: source, a tab, target; model/evidence.py
+read_corpus): its last CALIBRATION lines (at most a tenth) set the thresholds, the others make the index, and the
+corpus is kept beside the checkpoint for the neighbours it names. The language measure needs word vocabularies
+sorted by frequency: a model of pieces is not measured by it.
 """
 
 import itertools
@@ -42,7 +48,7 @@ import torch
 from . import files
 from .data import pad
 from .errors import InputError
-from .evidence import principal_components, projected, quantise, training_texts, unit
+from .evidence import keep_corpus, principal_components, projected, quantise, read_corpus, texts_of, unit
 from .evidence import build as build_steps
 from .vocab import SPECIALS
 
@@ -53,6 +59,8 @@ UNUSUAL, UNFAMILIAR = 0.95, 0.995  # shares of each calibration set (validation,
 LONGER = 0.999  # quantile of the training sources' lengths: a sentence longer than it is unusual (docs/contract.md)
 VERDICTS = ("familiar", "unusual", "unfamiliar")
 FREQUENT = 100  # most frequent words of each vocabulary that count as its language's marks
+CALIBRATION = 1000  # a corpus's last lines held out of its index to set the thresholds (at most a tenth of it)
+NOT_MEASURED = "not measured"  # the language of a model of pieces (its vocabulary is not sorted by frequency)
 # The direction in which each measure moves away from the training data: +1 larger is stranger, -1 smaller is.
 MEASURES = {"unknown_share": +1, "mean_logprob": -1, "nearest_distance": +1}
 
@@ -123,7 +131,7 @@ class Familiarity:
     unknown_share: float
     mean_logprob: float
     logprob_percentile: float  # % of validation sentences whose translation the model was surer of
-    language: str  # German, English or not German
+    language: str  # German, English, not German, or not measured (a model of pieces)
     language_counts: dict
     nearest_distance: float
     distance_percentile: float  # % of validation sentences nearer to their nearest training sentence
@@ -139,10 +147,12 @@ class Familiarity:
 
 
 class Index:
-    """The training sources' encoder states and the thresholds of one checkpoint (files beside it)."""
+    """The training sources' encoder states and the thresholds of one checkpoint (files beside it); `corpus`: the
+    file name of the corpus they were built from (None: Multi30k's training split)."""
 
     def __init__(self, folder):
         folder = Path(folder)
+        self.folder = folder
         with np.load(folder / INDEX_FILE) as f:
             self.mean, self.basis = f["mean"], f["basis"]  # the principal components the rows are stored in
             self.vectors = unit(f["vectors"])  # (N, DIMS)
@@ -151,6 +161,7 @@ class Index:
             raise InputError(f"{folder / THRESHOLDS_FILE} has no training lengths (made before the length measure): "
                              f"python -m model.familiarity --checkpoint {folder}")
         self.lengths = {int(n): c for n, c in self.thresholds["length"]["counts"].items()}  # JSON keys are text
+        self.corpus = self.thresholds.get("corpus")
 
     @staticmethod
     def exists(folder) -> bool:
@@ -168,8 +179,9 @@ class Index:
         return cls(folder)
 
     def texts(self) -> dict:
-        """The training split, German and English, one list each."""
-        return training_texts()
+        """The sentences the index points into, source and target, one list each: the training split, or the
+        corpus kept beside the checkpoint."""
+        return texts_of(self.folder)
 
     def nearest(self, vector: np.ndarray, k: int = 3) -> list[Neighbour]:
         """The k training sentences whose encoder state (a sentence_vectors row) is nearest to `vector` by cosine in
@@ -245,7 +257,8 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
     """Every measure of a translated sentence, its verdict and the nearest training sentences."""
     t = index.thresholds
     ws, unknown = words(result.src_tokens), unknown_words(result)
-    lang, counts = language(result.src_tokens, translator.src_vocab, translator.tgt_vocab)
+    lang, counts = (language(result.src_tokens, translator.src_vocab, translator.tgt_vocab)
+                    if translator.src_vocab.pieces is None else (NOT_MEASURED, {}))
     neighbours = index.nearest(sentence_vectors(translator, [result.source])[0], k)
     values = {"unknown_share": len(unknown) / max(1, len(ws)), "mean_logprob": mean_logprob(result),
               "nearest_distance": neighbours[0].distance}
@@ -253,40 +266,63 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
     total = score(tails)
     length, shorter = len(result.src_tokens), shorter_share(index.lengths, len(result.src_tokens))
     too_long = length > t["length"]["longest_usual"]
-    verdict = ("unfamiliar" if total > t["score"]["unfamiliar"] or lang != "German" else
+    foreign = lang not in ("German", NOT_MEASURED)
+    held_out = "held-out sentences of its corpus" if index.corpus else "held-out photo descriptions"
+    framing = "<sos> and <eos>" if translator.cfg.source_start else translator.src_vocab.eos
+    verdict = ("unfamiliar" if total > t["score"]["unfamiliar"] or foreign else
                "unusual" if total > t["score"]["unusual"] or too_long else "familiar")
     reasons = []
     if verdict != "familiar":
-        if lang != "German":
+        if foreign:
             reasons.append("it does not look German: " + ("it reads like English" if lang == "English" else
                                                           "few of its words are German words the model knows"))
         if unknown:
-            reasons.append(f"{len(unknown)} of its {len(ws)} words never occurred in training "
+            said = ("words never occurred in training" if translator.src_vocab.pieces is None else
+                    "pieces are not in the model's vocabulary")
+            reasons.append(f"{len(unknown)} of its {len(ws)} {said} "
                            f"({', '.join(unknown[:6])}{', …' if len(unknown) > 6 else ''})")
         if too_long:  # the share rounded down, so that "longer than" stays true
             reasons.append(f"it is longer than {math.floor(1000 * shorter) / 10:g}% of the training sentences: "
-                           f"{length} tokens, <sos> and <eos> included, where half of them have "
+                           f"{length} tokens, {framing} included, where half of them have "
                            f"{length_quantile(index.lengths, 0.5)} or fewer")
         if tails["nearest_distance"] < 0.25:
             reasons.append(f"even the nearest training sentence is further from it than for "
-                           f"{100 * (1 - tails['nearest_distance']):.0f}% of held-out photo descriptions")
+                           f"{100 * (1 - tails['nearest_distance']):.0f}% of {held_out}")
         if tails["mean_logprob"] < 0.25:
             reasons.append(f"the model is less sure of its translation than for "
-                           f"{100 * (1 - tails['mean_logprob']):.0f}% of held-out photo descriptions")
+                           f"{100 * (1 - tails['mean_logprob']):.0f}% of {held_out}")
     return Familiarity(verdict, reasons, len(ws), unknown, round(values["unknown_share"], 4),
                        round(values["mean_logprob"], 4), round(100 * (1 - tails["mean_logprob"]), 1), lang,
                        counts, neighbours[0].distance, round(100 * (1 - tails["nearest_distance"]), 1),
                        length, round(100 * shorter, 2), round(total, 3), neighbours)
 
 
-def build(translator, folder, data_dir, log=print) -> dict:
+def split_corpus(path) -> tuple[list, list, dict]:
+    """A corpus's sources for the index and for the thresholds (its last CALIBRATION lines, at most a tenth), and
+    the corpus itself."""
+    texts = read_corpus(path)
+    n = len(texts["de"])
+    held = min(CALIBRATION, n // 10)
+    if held < 1:
+        raise InputError(f"{path} has {n} pairs: a corpus needs at least 10, a tenth of them to set the thresholds")
+    return texts["de"][:n - held], texts["de"][n - held:], texts
+
+
+def build(translator, folder, data_dir, log=print, corpus=None) -> dict:
     """Write training_index.npz and familiarity.json beside a checkpoint; returns the thresholds written: the
-    score's (quantiles over the validation sentences) and the length's (a quantile of the training sources')."""
+    score's (quantiles over the validation sentences) and the length's (a quantile of the training sources').
+    Given a corpus (a file, read_corpus's), of it instead of Multi30k, which it keeps beside the checkpoint."""
     from . import cli
 
     folder = Path(folder)
     start = time.perf_counter()
-    train_de, _ = cli.read_split(data_dir, "train")
+    if corpus is None:
+        train_de, _ = cli.read_split(data_dir, "train")
+        val_de, test_de = cli.read_split(data_dir, "val")[0], cli.read_split(data_dir, "test")[0]
+    else:
+        train_de, val_de, texts = split_corpus(corpus)
+        test_de = []
+        keep_corpus(texts, folder)
     vectors = sentence_vectors(translator, train_de)
     mean, basis = principal_components(vectors, centred=False)  # centred, it moved which sentences look near:
     # 31 of the 36 everyday sentences flagged instead of 35 (the cosine of unit rows is about their angle at 0)
@@ -296,8 +332,7 @@ def build(translator, folder, data_dir, log=print) -> dict:
             np.savez_compressed(f, mean=mean, basis=basis, vectors=stored)
     log(f"index: {len(train_de):,} training sources in {time.perf_counter() - start:.0f} s, "
         f"{(folder / INDEX_FILE).stat().st_size / 1e6:.1f} MB")
-    val_de, test_de = cli.read_split(data_dir, "val")[0], cli.read_split(data_dir, "test")[0]
-    in_domain = val_de + test_de  # the calibration sentences: validation, then test2016
+    in_domain = val_de + test_de  # the calibration sentences: validation, then test2016 (a corpus's held-out part)
     results = translator.translate_batch(in_domain, with_maps=False)
     cos = torch.from_numpy(projected(sentence_vectors(translator, in_domain), mean, basis)) @ unit(stored).T
     measured = {"unknown_share": [len(unknown_words(r)) / max(1, len(words(r.src_tokens))) for r in results],
@@ -312,11 +347,13 @@ def build(translator, folder, data_dir, log=print) -> dict:
               "validation_sentences": len(val_de), "calibration_sentences": len(in_domain),
               "training_sentences": len(train_de),
               "quantiles": {"unusual": UNUSUAL, "unfamiliar": UNFAMILIAR, "length": LONGER},
-              **thresholds_from(val, [val, {m: v[len(val_de):] for m, v in measured.items()}]),
-              "length": {"counts": lengths, "longest_usual": length_quantile(lengths, LONGER)}}
+              **thresholds_from(val, [val, *([{m: v[len(val_de):] for m, v in measured.items()}] if test_de else [])]),
+              "length": {"counts": lengths, "longest_usual": length_quantile(lengths, LONGER)},
+              "corpus": corpus and Path(corpus).name}
     report["seconds"] = round(time.perf_counter() - start, 1)
     files.write_text(folder / THRESHOLDS_FILE, files.dumps(report) + "\n")
-    log(f"thresholds from {len(in_domain):,} validation and test2016 sentences: score {report['score']}; a source "
+    log(f"thresholds from {len(in_domain):,} {'held-out' if corpus else 'validation and test2016'} sentences: score "
+        f"{report['score']}; a source "
         f"longer than {report['length']['longest_usual']} positions is unusual; {report['seconds']} s")
     return report
 
@@ -335,15 +372,19 @@ def command(argv):
     cli.add_checkpoint(p)
     cli.add_device(p)
     p.add_argument("--data-dir", default=None, help="the Multi30k folder (default: $MULTI30K_DIR, else ../shared)")
+    cli.add_parallel(p)
     args = p.parse_args(argv)
     from .checkpoint import checkpoint_folder
     from .data import default_data_dir
 
     translator = cli.load_translator(args)
     data_dir = args.data_dir or default_data_dir()
-    cli.read_split(data_dir, "val"), cli.read_split(data_dir, "test")  # fail now, not after the index
-    build(translator, checkpoint_folder(args.checkpoint), data_dir)
-    build_steps(translator, checkpoint_folder(args.checkpoint), data_dir)  # the training evidence's step index
+    if args.corpus:
+        read_corpus(args.corpus)  # fail now, not after the index
+    else:
+        cli.read_split(data_dir, "val"), cli.read_split(data_dir, "test")
+    build(translator, checkpoint_folder(args.checkpoint), data_dir, corpus=args.corpus)
+    build_steps(translator, checkpoint_folder(args.checkpoint), data_dir, corpus=args.corpus)  # the step index
     return 0
 
 

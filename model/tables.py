@@ -1,7 +1,7 @@
 """Every table the page reads beside a checkpoint, built in one run, for a checkpoint of one's own.
 
-    python -m model.tables --checkpoint DIR [--quick] [--force] [--estimate] [--data-dir DIR] [--device D]
-                           [--no-progress]
+    python -m model.tables --checkpoint DIR [--quick] [--force] [--estimate] [--data-dir DIR] [--corpus FILE]
+                           [--device D] [--no-progress]
 
 The shipped checkpoints come with their tables (head statistics, importance, source share, alignment,
 faithfulness, patching, the training and step indexes); a converted or retrained one (python -m model.convert,
@@ -18,6 +18,9 @@ estimate of each table's time, then shows a bar over the tables (and each comman
 - The estimate: each table's units (sentences, pairs) times its seconds per unit on the reference model on 2 CPU
   cores (SECONDS), scaled by how long this model takes here to translate the first PROBE test sentences against the
   same on the reference model (PROBE_SECONDS): a slower machine or a larger model scales every table alike.
+- `--corpus FILE`: the training and step indexes (the familiarity note, the training evidence) from this parallel
+  corpus (a pair a line: source, a tab, target) instead of Multi30k's training split: for a model trained on other
+  data. A converted Marian model's makers' corpus is not known here, so without it those two are skipped, saying so.
 - A table that cannot be made for this model (a gold sentence longer than its positions, say) is skipped with one
   line saying why, the others built; the exit status is then 1. Errors before any work (no checkpoint, no data
   set) are one line and status 2, as every tool's (model/cli.py).
@@ -199,14 +202,20 @@ def spread(path) -> list[str]:
     return [v[i] for i in range(rounds) for v in by_category.values() if i < len(v)]
 
 
-def build(step: Step, folder: Path, inputs: Inputs, translator, shared: list[str], write, progress=True) -> None:
+def build(step: Step, folder: Path, inputs: Inputs, translator, shared: list[str], write, progress=True,
+          corpus=None) -> None:
     """Build one table: its command in this process (its summary line through `write`), or for the indexes the
-    library function the command calls. InputError when it cannot be made for this model."""
+    library function the command calls (of `corpus`, a file, where given). InputError when it cannot be made for
+    this model."""
     import importlib
 
     t = step.table
     if t.unit == "index":
-        importlib.import_module(f"model.{t.name}").build(translator, folder, inputs.data_dir, log=write)
+        if corpus is None and translator.origin["family"] == "marian":
+            raise InputError("its training data is not known here (a Marian model's makers trained it on their own), "
+                             "so it is not compared with Multi30k's: give a parallel corpus with --corpus FILE")
+        importlib.import_module(f"model.{t.name}").build(translator, folder, inputs.data_dir, log=write,
+                                                         corpus=corpus)
         return
     module = importlib.import_module(f"model.{t.name}")
     with contextlib.redirect_stdout(io.StringIO()) as said:
@@ -235,17 +244,21 @@ def command(argv):
     p.add_argument("--estimate", action="store_true", help="print the plan and its estimate, build nothing")
     p.add_argument("--data-dir", default=None, help="the Multi30k folder (default: $MULTI30K_DIR, else ../shared)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    cli.add_parallel(p)
     args = p.parse_args(argv)
 
     from tqdm import tqdm
 
     from .checkpoint import checkpoint_folder
     from .data import default_data_dir
+    from .evidence import read_corpus
 
     folder = checkpoint_folder(args.checkpoint)
     data_dir = args.data_dir or default_data_dir()
-    for split in ("test", "val", "train"):
+    for split in ("test",) if args.corpus else ("test", "val", "train"):
         cli.read_split(data_dir, split)  # every file there now, not after an hour
+    if args.corpus:
+        read_corpus(args.corpus)
     translator = cli.load_translator(args)
     steps = plan(folder, available(data_dir), args.quick, args.force)
     todo = [s for s in steps if s.build]
@@ -276,7 +289,7 @@ def command(argv):
                 bar.set_postfix_str(s.table.files[0])
                 began = time.perf_counter()
                 try:
-                    build(s, folder, inputs, translator, shared, write, not args.no_progress)
+                    build(s, folder, inputs, translator, shared, write, not args.no_progress, args.corpus)
                 except InputError as e:  # this model cannot have it: said, and the next table goes on
                     skipped.append(s.table)
                     write(f"skipped {', '.join(s.table.files)}: {e}")

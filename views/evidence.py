@@ -13,7 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from model.checkpoint import DEFAULT_CHECKPOINT
-from model.evidence import LEXICON, Lexicon, StepIndex, step_state, training_texts
+from model.evidence import CORPUS_LEXICON, LEXICON, Lexicon, StepIndex, step_state, texts_of
+from model.vocab import WORD_START
 from model.tables import command_line
 
 from . import Context
@@ -34,7 +35,14 @@ def owned(key, make):
         return _OWNED[key]
 
 
-def lexicon() -> Lexicon | None:
+def lexicon(checkpoint: str | None) -> Lexicon | None:
+    """The lexicon of the corpus beside the checkpoint (model.tables --corpus), else the shipped one of Multi30k's
+    training split, except for a model that did not learn from it (a converted Marian model: None)."""
+    folder = Path(checkpoint or DEFAULT_CHECKPOINT)
+    if (folder / CORPUS_LEXICON).is_file():
+        return owned(("lexicon", folder), lambda: Lexicon(folder / CORPUS_LEXICON))
+    if load_translator(checkpoint).origin["family"] == "marian":
+        return None
     return owned("lexicon", lambda: Lexicon() if LEXICON.is_file() else None)
 
 
@@ -43,9 +51,10 @@ def step_index(checkpoint: str | None) -> StepIndex | None:
     return owned(("steps", folder), lambda: StepIndex(folder) if StepIndex.exists(folder) else None)
 
 
-def word_positions(result) -> list[int]:
-    """The source positions that hold a word (a letter or a digit): what the word pick offers."""
-    return [i for i, t in enumerate(result.src_tokens[1:-1], 1) if any(c.isalnum() for c in t)]
+def word_positions(result, first: int = 1) -> list[int]:
+    """The source positions that hold a word (a letter or a digit), after <sos> where the source starts with it
+    (first: 1) and before <eos>: what the word pick offers."""
+    return [i for i, t in enumerate(result.src_tokens[first:-1], first) if any(c.isalnum() for c in t)]
 
 
 def read_link(params, cfg, notes: list):
@@ -65,19 +74,34 @@ def link_params(cfg) -> dict:
             if v is not None}
 
 
-def marked(sentence: str, word: str) -> str:
-    """A training sentence as escaped HTML, every whole-word occurrence of `word` (any case) marked."""
-    parts = re.split(rf"(?<!\w)({re.escape(word)})(?!\w)", sentence, flags=re.IGNORECASE)
+def marked(sentence: str, word: str, pieces: bool = False) -> str:
+    """A training sentence as escaped HTML, every whole-word occurrence of `word` (any case) marked; with pieces
+    (a SentencePiece piece: "▁Hund", "nd"), every occurrence of its text, at a word's start where it starts one."""
+    if pieces:
+        at_start = r"(?<!\w)" if word.startswith(WORD_START) else ""
+        pattern = at_start + f"({re.escape(word.removeprefix(WORD_START))})"
+    else:
+        pattern = rf"(?<!\w)({re.escape(word)})(?!\w)"
+    parts = re.split(pattern, sentence, flags=re.IGNORECASE)
     return "".join(f"<mark>{literal(p)}</mark>" if i % 2 else literal(p) for i, p in enumerate(parts))
 
 
 @st.fragment
 @page_view
 def evidence_view(ctx: Context):
-    result, lex = ctx.result, lexicon()
-    st.caption("What the model saw in training: the model learned from 29,000 German descriptions of photos and "
+    result, lex, folder = ctx.result, lexicon(ctx.checkpoint), Path(ctx.checkpoint or DEFAULT_CHECKPOINT)
+    corpus = (folder / CORPUS_LEXICON).is_file()  # built from a corpus one gave (model.tables --corpus)
+    if lex is None and ctx.translator.origin["family"] == "marian":
+        st.info("No training evidence for this model: its training corpus is not known here (its makers trained it on "
+                f"their own data). `{command_line(ctx.checkpoint)} --corpus FILE` builds the evidence from a parallel "
+                "corpus you have (a pair a line: the sentence, a tab, its translation).")
+        return
+    n = len(texts_of(folder)["de"]) if corpus else 29_000
+    st.caption(f"The corpus the indexes beside this checkpoint were built from ({n:,} pairs): not necessarily all the "
+               "model learned from, and the words are the model's own tokens." if corpus else
+               "What the model saw in training: the model learned from 29,000 German descriptions of photos and "
                "their English translations (Multi30k), nothing else.")
-    positions = word_positions(result)
+    positions = word_positions(result, int(ctx.cfg.source_start))
     if lex is None or not positions:
         st.info("No training evidence here: " + ("this sentence has no word." if lex is not None else
                                                   "the lexical table is not installed (python -m model.silver)."))
@@ -90,23 +114,26 @@ def evidence_view(ctx: Context):
                              format_func=lambda i: literal(result.src_tokens[i]))
     ev = lex.word(result.src_tokens[i], ctx.translator.src_vocab)
     word = literal(ev.word)
+    where = "the corpus" if corpus else "the training data"
     if ev.sentences == 0:
-        st.markdown(f"“{word}” never occurs in the training data: the model reads it as `<unk>`, a word it does not "
-                    "know, and guesses from the rest of the sentence.")
+        st.markdown(f"“{word}” never occurs in {where}" + (": the model reads it as `<unk>`, a word it does not know, "
+                                                           "and guesses from the rest of the sentence." if not corpus
+                                                           else "."))
     else:
         rare = "" if ev.known else (" Too rare to get its own vector (a word needs two occurrences), it reads as "
                                     "`<unk>` all the same.")
-        st.markdown(f"“{word}” occurs in **{ev.sentences:,}** of the 29,000 training sentences ({ev.occurrences:,} "
-                    f"times).{rare}")
+        st.markdown(f"“{word}” occurs in **{ev.sentences:,}** of the {n:,} {'corpus' if corpus else 'training'} "
+                    f"sentences ({ev.occurrences:,} times).{rare}")
     if ev.aligned:
         total = sum(n for _, n in ev.aligned)
         st.markdown("The English words a statistical aligner (eflomal) linked it to in those sentences:")
         st.dataframe(pd.DataFrame({"English word": [w for w, _ in ev.aligned], "links": [n for _, n in ev.aligned],
                                    "share of these links": [round(n / total, 3) for _, n in ev.aligned]}),
                      hide_index=True)
+    pieces = ctx.translator.src_vocab.pieces is not None
     if ev.pairs:
-        st.markdown(f"Training pairs that contain it (the first {len(ev.pairs)}):")
-        st.markdown("".join(f"<p>{marked(de, ev.word)}<br><i>{literal(en)}</i> <small>(line {line + 1:,})"
+        st.markdown(f"{'Corpus' if corpus else 'Training'} pairs that contain it (the first {len(ev.pairs)}):")
+        st.markdown("".join(f"<p>{marked(de, ev.word, pieces)}<br><i>{literal(en)}</i> <small>(line {line + 1:,})"
                             "</small></p>" for line, de, en in ev.pairs), unsafe_allow_html=True)
     steps_view(ctx)
     downloads(ctx)
@@ -127,12 +154,22 @@ def steps_view(ctx: Context):
     st.markdown(f"Step {t + 1}: " + token_chips(result.tgt_tokens[:t + 1]) + " → "
                 + token_chips([result.steps[t].token], current=0), unsafe_allow_html=True)
     tr = load_translator(ctx.checkpoint)
-    near = found.nearest(step_state(tr, result, t), training_texts(), k=5)
-    st.caption("The moments of training (5,000 pairs, teacher-forced on their references) when the decoder's last "
-               "layer was in the most similar state before choosing a word (cosine over the state's 64 principal "
-               "components). Similar states, similar choices: what the model does here, it learned there.")
+    folder = Path(ctx.checkpoint or DEFAULT_CHECKPOINT)
+    texts, vocab = texts_of(folder), tr.tgt_vocab
+    split = None if vocab.pieces is None else (lambda text: vocab.tokenize(text, "en"))
+    near = found.nearest(step_state(tr, result, t), texts, k=5, split=split)
+    if (folder / CORPUS_LEXICON).is_file():
+        st.caption(f"The moments of the corpus ({len(set(found.line.tolist())):,} pairs, teacher-forced on their "
+                   "translations) when the decoder's last layer was in the most similar state before choosing a word "
+                   "(cosine over the state's 64 principal components): a corpus one gave, not necessarily the "
+                   "model's training data.")
+    else:
+        st.caption("The moments of training (5,000 pairs, teacher-forced on their references) when the decoder's "
+                   "last layer was in the most similar state before choosing a word (cosine over the state's 64 "
+                   "principal components). Similar states, similar choices: what the model does here, it learned "
+                   "there.")
     st.dataframe(pd.DataFrame({"training sentence": [n.de for n in near],
-                               "English so far": [" ".join(n.prefix) for n in near],
+                               f"{ctx.names[1]} so far": [vocab.join(list(n.prefix)) for n in near],
                                "its next word": [n.word for n in near],
                                "distance": [n.distance for n in near], "line": [n.line + 1 for n in near]}),
                  hide_index=True)

@@ -58,19 +58,36 @@ def familiarity_note(checkpoint: str | None, sentence: str):
         log.exception("familiarity of %r failed", sentence)
         return
     if f is None:
-        st.caption(f"No training index beside this checkpoint, so no sentence is compared with the training data: "
-                   f"`{command_line(checkpoint)}` writes it.")
+        if load_translator(checkpoint).origin["family"] == "marian":
+            st.caption(f"No training index beside this checkpoint: this model's training corpus is not known here "
+                       "(its makers trained it on their own data), so no sentence is compared with it. "
+                       f"`{command_line(checkpoint)} --corpus FILE` builds one from a parallel corpus you have (a "
+                       "pair a line: the sentence, a tab, its translation).")
+        else:
+            st.caption(f"No training index beside this checkpoint, so no sentence is compared with the training "
+                       f"data: `{command_line(checkpoint)}` writes it.")
         return
     if f.verdict == "familiar":
         return
     box = st.warning if f.verdict == "unfamiliar" else st.info
-    head = ("This sentence is unlike anything the model learned from" if f.verdict == "unfamiliar" else
-            "This sentence is unusual for the model")
-    box(f"**{head}.** It learned German only from 29,000 short descriptions of photos (Multi30k: people, animals "
-        f"and what they do). Here {literal('; '.join(f.reasons))}. Its translation and maps show a model out of its "
-        "depth, not how it works at its best. Sentences from its training data that are nearest to this one:",
+    found = index(checkpoint)
+    if found.corpus:  # built from a corpus one gave (model.tables --corpus), not from what the model learned
+        head = ("This sentence is unlike anything in the corpus" if f.verdict == "unfamiliar" else
+                "This sentence is unusual for the corpus")
+        learned = (f"It is compared with the {found.thresholds['training_sentences']:,} sentences of "
+                   f"{literal(found.corpus)}, the corpus its index was built from (not all the model learned from)")
+        nearest = "Sentences of that corpus that are nearest to this one:"
+    else:
+        head = ("This sentence is unlike anything the model learned from" if f.verdict == "unfamiliar" else
+                "This sentence is unusual for the model")
+        learned = ("It learned German only from 29,000 short descriptions of photos (Multi30k: people, animals and "
+                   "what they do)")
+        nearest = "Sentences from its training data that are nearest to this one:"
+    box(f"**{head}.** {learned}. Here {literal('; '.join(f.reasons))}. Its translation and maps show a model out of "
+        f"its depth, not how it works at its best. {nearest}",
         icon=":material/explore:" if f.verdict == "unusual" else ":material/warning:")  # bundled: no emoji font needed
     row = st.container(horizontal=True, gap="small")
     for i, n in enumerate(f.neighbours):
         row.button(literal(n.de), key=f"neighbour_{i}", on_click=try_sentence, args=(n.de,),
-                   help=f"Training sentence {n.line + 1:,}: “{literal(n.en)}”. Click to translate it.")
+                   help=f"{'Corpus' if found.corpus else 'Training'} sentence {n.line + 1:,}: “{literal(n.en)}”. "
+                        "Click to translate it.")

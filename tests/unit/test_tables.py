@@ -100,7 +100,7 @@ def fake_builds(monkeypatch, fails=()):
     """Replace each table's build: write its files (or fail with InputError for the names in `fails`)."""
     built = []
 
-    def build(step, folder, inputs, translator, shared, write, progress=True):
+    def build(step, folder, inputs, translator, shared, write, progress=True, corpus=None):
         built.append(step.table.name)
         if step.table.name in fails:
             raise InputError("this model cannot have it")
