@@ -148,7 +148,7 @@ def greedy_ids(model, memory, src_mask, max_len=50, head_mask=None) -> list[list
 class Hypothesis:
     ids: list  # generated token ids, <eos> included when finished
     score: float  # summed log-probability
-    normalized: float  # score / len ** alpha: what beams are ranked by
+    normalized: float  # score / len ** alpha: what beams are ranked by (Hugging Face's sequences_scores)
 
 
 @dataclass
@@ -158,17 +158,28 @@ class BeamResult:
     #              "kept" (stays in the beam), "finished" (ended with <eos>) or "pruned" (fell out)
 
 
+EARLY_STOPPING = (False, True, "never")  # Hugging Face's generation setting of that name
+
+
 @torch.no_grad()
-def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> BeamResult:
+def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None, early_stopping=False) -> BeamResult:
     """src (1, S) -> the n-best Hypotheses and the search trace, with beam width `beam`.
 
-    Scores are summed log-probabilities, ranked after dividing by length ** alpha (GNMT's
-    length normalisation, simplified). Search stops once `beam` hypotheses have ended and
-    no live one can still beat them. Width 1 is exactly greedy decoding.
+    Hugging Face's beam search (transformers' generate with num_beams, docs/contract.md "Beam search as Hugging
+    Face ranks it"), whose settings keep their names there: `alpha` is its length_penalty, `early_stopping` its
+    early_stopping. Scores are summed log-probabilities; a hypothesis that ends (with <eos>, or at max_len) among
+    the top K candidates of a step is ranked by score / length ** alpha (GNMT's length normalisation, simplified).
+    The search stops when every candidate of a step ends (max_len), or once `beam` hypotheses have ended and
+    early_stopping is True; or, when it is False, once no live one can still beat them at its current length (at
+    max_len where it is "never" and alpha > 0). Width 1 is exactly greedy decoding. A model that starts decoding
+    from <pad> (Marian) never writes it: its log-probability is set to -inf after the softmax, without
+    renormalising, as Hugging Face's bad_words_ids does.
     """
     assert src.size(0) == 1, "beam search takes one sentence at a time"
+    assert early_stopping in EARLY_STOPPING, f"early_stopping is one of {EARLY_STOPPING}, got {early_stopping!r}"
     K = beam
     max_len = min(max_len, model.cfg.max_positions)
+    no_pad = model.cfg.sos_id == model.cfg.pad_id
     memory, _ = model.encode(src, Extras(head_mask, need_weights=False))
     memory = memory.expand(K, -1, -1)  # (K, S, D)
     src_mask = model.src_mask(src).expand(K, -1, -1, -1)
@@ -182,7 +193,10 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
     trace = []
     for t in range(max_len):
         logits, _, _ = model.decode(y, memory, src_mask, t, extras)
-        cand = scores[:, None] + logits[:, -1].float().log_softmax(-1)  # (K, V)
+        logp = logits[:, -1].float().log_softmax(-1)  # (K, V)
+        if no_pad:
+            logp[:, model.cfg.pad_id] = float("-inf")
+        cand = scores[:, None] + logp  # (K, V)
         V = cand.size(1)
         top_s, top_i = cand.view(-1).topk(2 * K)
         keep_beams, keep_toks, keep_scores, step = [], [], [], []
@@ -206,10 +220,13 @@ def beam_search(model, src, beam=4, max_len=50, alpha=0.6, head_mask=None) -> Be
         if not keep_beams:
             break
         if len(finished) >= K:
-            # Done when no live beam can still beat the K-th best finished one. A live beam's
-            # log-probability only falls; we compare it at its current length, as Hugging Face does.
+            if early_stopping is True:
+                break
+            # Done when no live beam can still beat the K-th best finished one. A live beam's log-probability only
+            # falls; Hugging Face compares it at its current length, or at max_len ("never", alpha > 0).
+            best_len = max_len if early_stopping == "never" and alpha > 0 else t + 1
             kth = sorted((h.normalized for h in finished), reverse=True)[K - 1]
-            if kth >= max(keep_scores) / (t + 1) ** alpha:
+            if kth >= max(keep_scores) / best_len ** alpha:
                 break
         while len(keep_beams) < K:  # fewer live candidates than beams: fill with dead copies
             keep_beams.append(keep_beams[0])
