@@ -19,8 +19,8 @@ import viz
 from lesson.classroom import ClassError, asked_of, store
 from lesson.exercises import lesson_params
 
+from . import guess
 from .state import CODE, KEY, SEAT
-from .walk import questions as walk_questions
 from .widgets import chart, literal, server
 
 # The panels' redraws: the projector's often, so that a vote shows there within 2 s of its click; a student's less
@@ -33,7 +33,7 @@ def start(ctx, sentence: str, model: str | None, exercises, here: str):
     these exercises, and its two links."""
     walk = st.checkbox("The walk's questions too (one per stop, asked before its picture)", value=True,
                        key="class_walk")
-    asked = asked_of(exercises, walk_questions(ctx) if walk else ())
+    asked = asked_of(exercises, guess.stop_questions(ctx) if walk else ())
     if not asked:
         st.info("A class votes on questions with choices: pick the walk's or an exercise with choices (typed numbers "
                 "are left out).")

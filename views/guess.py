@@ -17,9 +17,10 @@ import streamlit as st
 
 import viz
 from model.heads import KIND_NAMES
-from viz.labels import token_labels
+from viz.labels import ACTIVATIONS, token_labels
 
-from .state import ANSWERS
+from .calls import inside
+from .state import ANSWERS, opening_layer
 from .widgets import chart, focus, literal
 
 GUESS = "guess"  # the switch's key; the link's guess=1
@@ -306,3 +307,61 @@ def steps_question(result) -> Question:
     return Question(qid(result, "steps"), "How many steps does the loop take for this sentence (each step writes "
                                           "one token, <eos> included)?", options, str(n),
                     f"{n} steps: the last wrote “{result.steps[-1].token}”.")
+
+
+# --- the walk's questions, one per stop ---------------------------------------------------------------------------
+
+
+def stop_question(ctx, ins, word: int, n: int) -> Question | None:
+    """The walk's stop n's guess-first question (views/walk.py), computed from what its picture draws: `ins` the
+    translation's Inside (views/calls.py inside), `word` the source token its pictures follow. Every stop asks one;
+    the mask's (stop 8) needs 3 steps, so a translation of one or two tokens skips it."""
+    r = ctx.result
+    tok = ins.src_tokens[word]
+    a = ins.sublayers["enc"]
+    if n == 0:
+        return token_count_question(r, ctx.cfg.source_start)
+    if n == 1:
+        e = ins.embedding["src"]
+        return longer_question(r, e["tokens"][word], e["positions"][word], tok, word)
+    if n == 3:
+        layer = opening_layer(r, "enc")
+        return diagonal_head_question(r, r.encoder_attentions[layer], layer)
+    if n == 4:
+        stream = a["x"] if ctx.cfg.norm_position == "post" else a["residual"] - a["attn_out"]
+        return residual_question(r, stream[0, word], a["attn_out"][0, word], a["residual"][0, word], tok)
+    if n == 5:
+        return relu_question(r, ins.ffn["encoder"]["hidden"][0, word], tok, ACTIVATIONS[ctx.cfg.activation][0])
+    if n == 6:
+        return stack_question(r, np.stack([a["x"][0, word], *a["layer_output"][:, word]]), tok)
+    if n == 10:
+        return steps_question(r)
+    if n == 2:
+        return head_question(r, ins.head("enc", 0, 0, word), "enc", 0, 0, word)
+    if n == 7:
+        return mask_question(r)
+    if n == 8:
+        found = map_question(r, "cross", r.cross_attentions.shape[0] - 1, source=ctx.names[0])
+        return found and found[0]
+    if n == 9:
+        return next_word_question(r, 0)
+    return None
+
+
+WALK_STOPS = 11  # the walk's stops (views/walk.py STOPS; tests/unit/test_structure.py holds them equal)
+
+
+def followed_word(ctx) -> int:
+    """The source token the walk's pictures follow: the first word after <sos> (where the source starts with it: not a
+    Marian model's), or the first token of a source that has no other."""
+    first = int(ctx.cfg.source_start)
+    return first if len(ctx.result.src_tokens) > first + 1 else 0
+
+
+def stop_questions(ctx) -> list[tuple[int, Question]]:
+    """Every stop's question on this sentence, (stop index, question), as the walk asks them (a class votes on them:
+    views/classroom.py); a stop this translation cannot ask is left out."""
+    r = ctx.result
+    ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
+    found = [(n, stop_question(ctx, ins, followed_word(ctx), n)) for n in range(WALK_STOPS)]
+    return [(n, q) for n, q in found if q is not None]

@@ -17,7 +17,7 @@ import streamlit as st
 import viz
 from model.head_stats import head_divergence
 from model.heads import KIND_NAMES
-from viz.labels import token_labels
+from viz.labels import ACTIVATIONS, token_labels
 
 from . import Context, guess
 from .calls import inside
@@ -43,10 +43,6 @@ FINAL_NORM = {6: r"x^{(l+1)} = \mathrm{EncoderLayer}(x^{(l)}), \quad \mathrm{mem
                  r"y_t = \arg\max p"}
 
 
-# The feed-forward network's activation, by ModelConfig.activation: its name and its formula in LaTeX (the paper's
-# ReLU; Marian's swish, x·sigmoid(x), Ramachandran et al. 2017; GELU, Hendrycks and Gimpel 2016)
-ACTIVATIONS = {"relu": ("ReLU", r"\max(0,\, "), "swish": ("swish", r"\mathrm{swish}("),
-               "gelu": ("GELU", r"\mathrm{GELU}(")}
 
 
 def equation(n: int, cfg) -> str:
@@ -121,9 +117,8 @@ def walk_view(ctx: Context):
     st.markdown(f"#### {stop.title}")
     st.latex(equation(n, ctx.cfg))
     ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
-    first = int(ctx.cfg.source_start)  # after <sos>, where the source starts with it (not a Marian model's)
-    word = first if len(r.src_tokens) > first + 1 else 0  # the first real word: the token the pictures follow
-    q = question(ctx, ins, word, n) if guess.on() else None
+    word = guess.followed_word(ctx)  # the first real word: the token the pictures follow
+    q = guess.stop_question(ctx, ins, word, n) if guess.on() else None
     if guess.hidden(q):  # guess first: the stop's picture (and its text, which would tell) wait for the answer
         return
     DRAW[n](ctx, ins, word, q)
@@ -132,52 +127,6 @@ def walk_view(ctx: Context):
                  "cross": ctx.cfg.n_dec_layers - 1}.get(stop.opens)
         st.button(f"Open “{OPENS[stop.opens]}” for every detail", on_click=open_view, args=(stop.opens, layer),
                   key="walk_open")
-
-
-def question(ctx: Context, ins, word: int, n: int) -> "guess.Question | None":
-    """The stop's guess-first question, computed from what its picture draws. Every stop asks one; the mask's (stop
-    8) needs 3 steps, so a translation of one or two tokens skips it."""
-    r = ctx.result
-    tok = ins.src_tokens[word]
-    a = ins.sublayers["enc"]
-    if n == 0:
-        return guess.token_count_question(r, ctx.cfg.source_start)
-    if n == 1:
-        e = ins.embedding["src"]
-        return guess.longer_question(r, e["tokens"][word], e["positions"][word], tok, word)
-    if n == 3:
-        layer = opening_layer(r, "enc")
-        return guess.diagonal_head_question(r, r.encoder_attentions[layer], layer)
-    if n == 4:
-        stream = a["x"] if ctx.cfg.norm_position == "post" else a["residual"] - a["attn_out"]
-        return guess.residual_question(r, stream[0, word], a["attn_out"][0, word], a["residual"][0, word], tok)
-    if n == 5:
-        return guess.relu_question(r, ins.ffn["encoder"]["hidden"][0, word], tok, ACTIVATIONS[ctx.cfg.activation][0])
-    if n == 6:
-        return guess.stack_question(r, np.stack([a["x"][0, word], *a["layer_output"][:, word]]), tok)
-    if n == 10:
-        return guess.steps_question(r)
-    if n == 2:
-        return guess.head_question(r, ins.head("enc", 0, 0, word), "enc", 0, 0, word)
-    if n == 7:
-        return guess.mask_question(r)
-    if n == 8:
-        found = guess.map_question(r, "cross", r.cross_attentions.shape[0] - 1, source=ctx.names[0])
-        return found and found[0]
-    if n == 9:
-        return guess.next_word_question(r, 0)
-    return None
-
-
-def questions(ctx: Context) -> list[tuple[int, "guess.Question"]]:
-    """Every stop's question on this sentence, (stop index, question), as the walk asks them (a class votes on them:
-    views/classroom.py); a stop this translation cannot ask is left out."""
-    r = ctx.result
-    ins = inside(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
-    first = int(ctx.cfg.source_start)
-    word = first if len(r.src_tokens) > first + 1 else 0
-    found = [(n, question(ctx, ins, word, n)) for n in range(len(STOPS))]
-    return [(n, q) for n, q in found if q is not None]
 
 
 def marked(q, fig, where, xaxis="x"):

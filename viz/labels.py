@@ -130,3 +130,9 @@ def check_weights(weights, ndim: int, what: str, signed: bool = False) -> np.nda
         raise ValueError(f"{what} must hold {'differences of ' if signed else ''}attention weights in "
                          f"[{low:g}, 1], got values in [{np.nanmin(w):.3g}, {np.nanmax(w):.3g}]")
     return w
+
+
+# The feed-forward network's activation, by ModelConfig.activation: its name and its formula in LaTeX (the paper's
+# ReLU; Marian's swish, x·sigmoid(x), Ramachandran et al. 2017; GELU, Hendrycks and Gimpel 2016)
+ACTIVATIONS = {"relu": ("ReLU", r"\max(0,\, "), "swish": ("swish", r"\mathrm{swish}("),
+               "gelu": ("GELU", r"\mathrm{GELU}(")}

@@ -66,6 +66,13 @@ def test_views_never_import_one_another():
             assert not views_imported(path) & views, f"{path.name} imports {sorted(views_imported(path) & views)}"
 
 
+def test_guess_first_knows_how_many_stops_the_walk_has():
+    from views.guess import WALK_STOPS
+    from views.walk import STOPS
+
+    assert WALK_STOPS == len(STOPS)
+
+
 def test_the_walk_names_the_views_it_opens_as_the_switch_does():
     from views.registry import VIEWS
     from views.walk import OPENS, STOPS
