@@ -473,6 +473,11 @@ def convert_marian(folder: Path) -> tuple:
     gen = _json(folder / "generation_config.json", need=False) or {}
     generation = {k: gen[k] for k in ("num_beams", "length_penalty", "early_stopping", "max_length", "bad_words_ids")
                   if k in gen}
+    if generation.get("early_stopping", False) not in (False, True, "never"):
+        raise InputError(f"generation_config.json's early_stopping {generation['early_stopping']!r} is not true, "
+                         "false or \"never\"")
+    if type(generation.get("length_penalty", 1.0)) not in (int, float):
+        raise InputError(f"generation_config.json's length_penalty {generation['length_penalty']!r} is not a number")
     tok = _json(folder / "tokenizer_config.json", need=False) or {}
     languages = [tok.get("source_lang"), tok.get("target_lang")]
     return cfg, ours, src_vocab, tgt_vocab, generation, languages

@@ -148,6 +148,15 @@ class Translator:
                                         force=force)[0]
         return self.beam(sentence, beam, top_k, max_len, heads_off).best
 
+    def beam_rule(self) -> dict:
+        """How beam search ranks and stops for this model: a converted Marian model's own generation settings, with
+        Hugging Face's defaults (length_penalty 1.0, early_stopping false) where they are not given; ours: GNMT's
+        length normalisation with alpha 0.6."""
+        if self.origin["family"] != "marian":
+            return {"alpha": 0.6, "early_stopping": False}
+        gen = self.origin["generation"]
+        return {"alpha": float(gen.get("length_penalty", 1.0)), "early_stopping": gen.get("early_stopping", False)}
+
     def beam(self, sentence: str, beam: int = 4, top_k: int = 5, max_len: int = MAX_OUTPUT,
              heads_off: str | None = None) -> BeamSearch:
         """Beam search: the best Translation, the n-best Candidates and the trace of every step."""
@@ -155,7 +164,7 @@ class Translator:
             raise InputError(f"beam width must be a whole number of at least 1, got {beam}")
         src_tokens, ids, cut = self.source_ids(sentence)
         src = torch.tensor([ids], device=self.device)
-        res = beam_search(self.model, src, beam, max_len, head_mask=self.head_mask(heads_off))
+        res = beam_search(self.model, src, beam, max_len, head_mask=self.head_mask(heads_off), **self.beam_rule())
         best = self.analyze(sentence, res.hypotheses[0].ids, top_k=top_k, heads_off=heads_off)
         itos = self.tgt_vocab.itos
         nbest = [Candidate([itos[i] for i in h.ids], h.score, h.normalized) for h in res.hypotheses]

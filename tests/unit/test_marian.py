@@ -197,6 +197,21 @@ def test_beam_search_is_generates_with_the_checkpoints_settings(pairs, name):
         same_beams(*beams(p, text, gen["length_penalty"], gen["early_stopping"]), text)
 
 
+@variants
+def test_the_pages_beam_search_follows_the_checkpoints_settings(pairs, name):
+    """Translator.beam (the page's and model.translate --beam's) ranks as generate(num_beams=4) with the length
+    penalty and early stopping of the checkpoint's generation_config.json, not with our model's GNMT alpha 0.6."""
+    p = pairs(name)
+    gen = p.tr.origin["generation"]
+    assert p.tr.beam_rule() == {"alpha": gen["length_penalty"], "early_stopping": gen["early_stopping"]} != {
+        "alpha": 0.6, "early_stopping": False}
+    for text in sentences(2):
+        found = p.tr.beam(text, beam=4, max_len=N)
+        _, theirs = beams(p, text, gen["length_penalty"], gen["early_stopping"])
+        assert [[p.tr.tgt_vocab.stoi[t] for t in c.tokens] for c in found.nbest] == theirs[0]
+        assert [c.normalized for c in found.nbest] == pytest.approx(theirs[1], abs=1e-4)
+
+
 STOPPING = [(0.6, False), (0.6, True), (0.6, "never"), (1.0, False), (1.0, "never"), (-0.5, "never"), (2.0, False)]
 
 
