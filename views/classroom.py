@@ -64,15 +64,16 @@ def panel():
     code = st.session_state.get(CODE)
     if not code:
         return
+    db = store()
     try:
-        db = store()
-        teacher = db.teacher(code, st.session_state.get(KEY, ""))
+        sentence = db.state(code).sentence  # a wrong or old code says so here, in one line
     except ClassError as e:
         st.warning(literal(str(e)))
         return
+    teacher = db.teacher(code, st.session_state.get(KEY, ""))
     with st.container(border=True, key="class_panel"):
         if not st.session_state.get("sentence"):  # the short link (?class=CODE): the class's sentence
-            st.session_state.sentence = db.state(code).sentence
+            st.session_state.sentence = sentence
         if teacher:
             projector(code, st.session_state[KEY], server())
         elif st.session_state.get(KEY):
@@ -114,6 +115,8 @@ def student(code: str):
     if q is None:
         st.markdown(f"**Class {code}** · you are {literal(name)} · waiting for the teacher's first question.")
         return
+    if st.session_state.get("class_seen") != (q.number, state.round):  # a new question: an old note is not its
+        st.session_state.class_seen, st.session_state.class_note = (q.number, state.round), None
     st.markdown(f"**Class {code}** · {literal(name)} · {literal(q.title)}"
                 + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
     mine = db.my_vote(code, seat)

@@ -88,8 +88,9 @@ def test_a_class_votes_and_the_projector_reveals(classes, monkeypatch):
 
 
 def test_a_wrong_code_or_key_says_so(classes, monkeypatch):
-    at = from_url(monkeypatch, s=SENTENCE, **{"class": "ZZZZZZ"})
-    assert any("there is no class 'ZZZZZZ'" in shown(w.value) for w in at.warning)
+    for link in ({"s": SENTENCE, "class": "ZZZZZZ"}, {"class": "ZZZZZZ"}):  # with the sentence, and the short link
+        at = from_url(monkeypatch, **link)
+        assert any("there is no class 'ZZZZZZ'" in shown(w.value) for w in at.warning) and not at.exception
     code, student_link, _ = started_class(monkeypatch)
     at = from_url(monkeypatch, **params(student_link), key="not-the-teachers-key")
     assert any("teacher key is not this class's" in shown(w.value) for w in at.warning)
