@@ -326,3 +326,22 @@ def test_what_is_not_a_marian_model_is_refused_in_one_line(pairs, tmp_path, caps
     torch.save({**weights, "extra": Exploit()}, evil / "pytorch_model.bin")
     assert "holds Python objects" in refusal(evil, tmp_path / "o5", capsys)
     assert not (Path(__file__).parent / "ran").exists()
+
+
+def test_a_hub_id_without_a_network_says_which_folder_to_give(call, monkeypatch, tmp_path):
+    """Offline, a hub id is one line naming the command that downloads the folder on a machine that is online; a
+    path that is neither a folder nor a hub id says what to give."""
+    import huggingface_hub
+
+    from model import convert
+
+    def offline(*args, **kwargs):
+        raise huggingface_hub.errors.LocalEntryNotFoundError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    status, _, err = call(convert.main, "marian", "Helsinki-NLP/opus-mt-de-en", "--out", tmp_path / "out")
+    assert status == 2 and err.count("\n") == 1
+    assert "hf download Helsinki-NLP/opus-mt-de-en --local-dir DIR" in err
+    status, _, err = call(convert.main, "marian", tmp_path / "no" / "such" / "folder", "--out", tmp_path / "out")
+    assert status == 2 and err.count("\n") == 1 and "is not a folder" in err
+    assert not (tmp_path / "out").exists()
