@@ -57,7 +57,7 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
               lambda: maps_npz(result, numbered(prov()))),
              ("For BertViz (.npz)", f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
              ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result)),
-             ("Download as an HTML page", f"{stem}.html", "text/html", lambda: report_html(result, prov()))]
+             ("Download as an HTML page", f"{stem}.html", "text/html", lambda: report_html(result, prov(), ctx.names))]
     if shown_map is not None:
         name, weights, q_tokens, k_tokens = shown_map
         files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv",

@@ -167,9 +167,16 @@ def beam_view(ctx: Context):
                "log-probability divided by length^0.6.")
     cli_hint(result.source, "--beam", str(width))
     st.markdown("**n-best list**")
-    st.dataframe([{"rank": i + 1, "hypothesis": " ".join(c.tokens), "log-probability": round(c.score, 3),
+    vocab = ctx.translator.tgt_vocab
+
+    def text(tokens):  # words by spaces, or a Marian model's pieces into text; the end token apart
+        ended = bool(tokens) and tokens[-1] == vocab.eos
+        return vocab.join(list(tokens[:-1] if ended else tokens)) + (f" {vocab.eos}" if ended else "")
+
+    st.dataframe([{"rank": i + 1, "hypothesis": text(c.tokens), "log-probability": round(c.score, 3),
                    "normalised score": round(c.normalized, 3)} for i, c in enumerate(search.nbest)], hide_index=True)
-    st.markdown("**The search, step by step** (kept: stays in the beam; finished: ended with `<eos>`; pruned: fell out)")
+    st.markdown(f"**The search, step by step** (kept: stays in the beam; finished: ended with "
+                f"`{ctx.translator.tgt_vocab.eos}`; pruned: fell out)")
     table = viz.beam_table(search.trace)
     st.dataframe(table, hide_index=True)
     downloads(ctx, result=search.best, beam=width,

@@ -25,6 +25,7 @@ import plotly.io as pio
 import plotly.offline
 
 from model import files
+from model.languages import language_names
 from model.result import KIND_NAMES
 
 from .attention import attention_heatmap, causal_mask
@@ -114,20 +115,22 @@ def _plotly_js() -> str:
     return plotly.offline.get_plotlyjs()
 
 
-def report_html(result, provenance: dict) -> str:
+def report_html(result, provenance: dict, names=("German", "English")) -> str:
     """The whole report of one Translation (with its maps) and its provenance (model.export.provenance): one HTML
-    document, plotly.js included. Deterministic: the same arguments give the same string."""
+    document, plotly.js included; names: the source's and the target's language as the captions say them
+    (model.languages.language_names). Deterministic: the same arguments give the same string."""
     if any(np.asarray(result.maps(kind)).ndim != 4 for kind in KIND_NAMES):
         raise ValueError("this result has no attention maps: translate with with_maps=True to report them")
     data = {"kinds": {}}
     sections = []
+    steps = [s.token for s in result.steps]
     for kind, name in KIND_NAMES.items():
         maps = result.maps(kind)  # (L, H, Q, K)
         L, H = maps.shape[:2]
         data["kinds"][kind] = {"name": name, "figure": _figure(result, kind),
                                "maps": _cells(maps, causal=kind == "dec")}
         sections.append(f'<section id="{kind}"><h2>{name}</h2>\n'
-                        f'<p class="caption">{map_caption(kind, [s.token for s in result.steps])}</p>\n'
+                        f'<p class="caption">{map_caption(kind, steps, names=names, start=result.tgt_tokens[0])}</p>\n'
                         f'<p>{_select(kind, "layer", L)} {_select(kind, "head", H)}</p>\n'
                         f'<div id="{kind}-map" class="map"></div></section>')
     blob = files.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True
@@ -202,7 +205,8 @@ def write_report(argv):
 
     out = files.check_output(args.out)  # before the model runs
     translator = cli.load_translator(args)
-    text = report_html(translator.translate(args.sentence), provenance(translator))
+    text = report_html(translator.translate(args.sentence), provenance(translator),
+                       language_names(translator.origin["languages"]))
     files.write_text(out, text)  # whole or not at all: a failure leaves no half page
     return 0
 

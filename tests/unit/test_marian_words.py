@@ -3,6 +3,8 @@ pieces grouped into words and its maps summed into them by the stated rule (mode
 alignment"), BLEU of its joined text on sacrebleu's own tokens, its source framed without <sos>, the page's names
 for its languages, and a corpus of one's own for the training and step indexes."""
 
+import re
+
 import numpy as np
 import pytest
 import sacrebleu
@@ -104,3 +106,16 @@ def test_without_a_corpus_a_marian_models_training_indexes_are_skipped_saying_wh
         with pytest.raises(InputError, match="its training data is not known here.*--corpus FILE"):
             build(Step(BY_NAME[name], 1, True), tmp_path, None, translator, [], print)
     assert not list(tmp_path.iterdir())
+
+
+def test_the_html_report_names_the_models_languages():
+    from model.export import provenance
+    from viz.report import report_html
+
+    translator = seeded_translator()
+    result = translator.translate("ein hund läuft im park .")
+    text = report_html(result, provenance(translator), language_names(("ko", "en")))
+    captions = re.findall(r'<p class="caption">(.*?)</p>', text, re.S)  # (plotly.js inside names Germany)
+    assert any("Each source (ko) token (row)" in c for c in captions)
+    assert any("the next target (en) word" in c for c in captions)
+    assert not [c for c in captions if "German" in c or "English" in c]
