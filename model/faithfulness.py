@@ -296,9 +296,10 @@ def aligning_head(folder) -> tuple[int, int] | None:
     return int(layer), int(head)
 
 
-def positions(side: str, S: int, t: int) -> list[int]:
-    """The content tokens a step may lose on one side: source 1..S-2 (not <sos>, <eos>); prefix 1..t."""
-    return list(range(1, S - 1)) if side == "source" else list(range(1, t + 1))
+def positions(side: str, S: int, t: int, first: int = 1) -> list[int]:
+    """The content tokens a step may lose on one side: source first..S-2 (not <sos>, <eos>; first 0 for a source
+    without <sos>, a Marian model's); prefix 1..t."""
+    return list(range(first, S - 1)) if side == "source" else list(range(1, t + 1))
 
 
 def random_orders(n: int, count: int, seed: int) -> list[np.ndarray]:
@@ -319,6 +320,7 @@ class SentenceFaithfulness:
     steps: tuple  # T dicts {"source": StepMeasures | None, "prefix": ...}, or None
     methods: dict = field(default_factory=dict)  # side -> method names, in order
     orders: int = ORDERS
+    first: int = 1  # the first source position that may be removed: 0 where the source has no <sos>
 
     def to_json(self, digits: int = 6) -> dict:
         """The `python -m model.inspect faithfulness` object: per step and side, every method's scores and
@@ -331,7 +333,7 @@ class SentenceFaithfulness:
                 if m is None:
                     entry[side] = None
                     continue
-                pos = positions(side, len(self.src_tokens), t)
+                pos = positions(side, len(self.src_tokens), t, self.first)
                 labels = self.src_tokens if side == "source" else self.tgt_tokens
                 deletion = m.random.deletion
                 entry[side] = {
@@ -368,14 +370,15 @@ def measure(translator, sentence: str, output_tokens: list | None = None, steps=
     a = Attributor(translator, translator.force(sentence, output_tokens))
     scores = explanations(translator, sentence, output_tokens, steps, heads) if scores is None else \
         add_integrated_gradients(a, scores, steps)
-    S = len(a.src_tokens)
+    S, first = len(a.src_tokens), int(translator.cfg.source_start)
     probe = Removals(translator.model, a.src[0], a.tgt[0], a.out)
-    order_sets = {"source": random_orders(S - 2, orders, seed), "prefix": random_orders(T - 1, orders, seed + 1)}
+    order_sets = {"source": random_orders(S - 1 - first, orders, seed),
+                  "prefix": random_orders(T - 1, orders, seed + 1)}
 
     def one_step(t, p_of):
         found = {}
         for side in ("source", "prefix"):
-            pos = positions(side, S, t)
+            pos = positions(side, S, t, first)
             if not pos:
                 found[side] = None
                 continue
@@ -397,7 +400,8 @@ def measure(translator, sentence: str, output_tokens: list | None = None, steps=
         measured[t] = one_step(t, probe.p)
     return SentenceFaithfulness(src_tokens=a.src_tokens, tgt_tokens=a.tgt_tokens, output_tokens=output_tokens,
                                 p=p, steps=tuple(measured),
-                                methods={side: list(scores[side]) for side in ("source", "prefix")}, orders=orders)
+                                methods={side: list(scores[side]) for side in ("source", "prefix")}, orders=orders,
+                                first=first)
 
 
 # --- over a test set ---------------------------------------------------------------------------------------------
@@ -565,12 +569,12 @@ def sides(summaries: list[dict], alignment: dict | None, methods: dict) -> dict:
     return out
 
 
-def agreement(scores: dict, steps: list[int], methods: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def agreement(scores: dict, steps: list[int], methods: list[str], first: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Kendall tau between every two methods' source scores at the given steps: (M, M) sums and counts (a tau is
     NaN where a method's scores are constant), to add over sentences; the table shows sums / counts."""
     M = len(methods)
     total, count = np.zeros((M, M)), np.zeros((M, M))
-    pos = positions("source", scores["source"][methods[0]].shape[1], 0)
+    pos = positions("source", scores["source"][methods[0]].shape[1], 0, first)
     for t in steps:
         rows = [np.asarray(scores["source"][m][t])[pos] for m in methods]
         for i in range(M):
@@ -654,7 +658,7 @@ def evaluate(translator, src_lines: list[str], ref_lines: list[str] | None = Non
         f = measure(translator, src_lines[line], outputs[line], steps, scores=scores)
         methods = f.methods
         summaries.append(sentence_summary(f, steps))
-        t, c = agreement(scores, steps, methods["source"])
+        t, c = agreement(scores, steps, methods["source"], f.first)
         total, count = total + t, count + c
     tau = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     result = Table(

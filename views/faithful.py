@@ -136,10 +136,12 @@ def faithful_view(ctx: Context):
                 "step, or remove source tokens.")
         return
     methods, rand = m["methods"], m["random"]
+    first = int(ctx.cfg.source_start) if side == "source" else 1  # the position of the side's first content token
     n = len(m["tokens"])
     chart(deletion_curves({F.display_name(k): v["deletion"] for k, v in methods.items()}, rand["deletion"],
                           rand["deletion_range"],
-                          removed_first={F.display_name(k): [token(m, p) for p in v["order"]] for k, v in methods.items()},
+                          removed_first={F.display_name(k): [token(m, p, first) for p in v["order"]]
+                                         for k, v in methods.items()},
                           title=f"Step {step}: p(“{tokens[t]}”)<br>as each method's top "
                                 f"{WHAT[side].format(**names)} go",
                           subtitle=subtitle(result.source)),
@@ -157,14 +159,16 @@ def faithful_view(ctx: Context):
                            lambda: json.dumps(measured, ensure_ascii=False))])
 
 
-def token(m: dict, position: int) -> str:
-    """The label of a removed token: source positions and decoder inputs both count the first content token as 1."""
-    return m["tokens"][position - 1]
+def token(m: dict, position: int, first: int = 1) -> str:
+    """The label of a removed token: its place among the side's content tokens, the first of which is at position
+    `first` (1 after <sos> on both sides of ours; 0 on a Marian model's source, which has no <sos>)."""
+    return m["tokens"][position - first]
 
 
 def step_table(ctx: Context, methods: dict, rand: dict, m: dict, side: str):
+    first = int(ctx.cfg.source_start) if side == "source" else 1
     rows = [{"method": F.display_name(k), "comprehensiveness": v["comprehensiveness"], "sufficiency": v["sufficiency"],
-             "τ with leave-one-out": v["tau"], "removed first": token(m, v["order"][0]),
+             "τ with leave-one-out": v["tau"], "removed first": token(m, v["order"][0], first),
              "drawn in": link_to(ctx, k, side)} for k, v in methods.items()]
     rows.sort(key=lambda r: -r["comprehensiveness"])
     low, high = rand["comprehensiveness_range"]

@@ -119,3 +119,12 @@ def test_the_html_report_names_the_models_languages():
     assert any("Each source (ko) token (row)" in c for c in captions)
     assert any("the next target (en) word" in c for c in captions)
     assert not [c for c in captions if "German" in c or "English" in c]
+
+
+def test_faithfulness_may_remove_every_source_token_of_a_source_without_a_start_token():
+    from model import faithfulness as F
+
+    for start in (True, False):
+        translator = seeded_translator(source_start=start)
+        found = F.measure(translator, "ein hund läuft im park .", steps=[1], orders=2).to_json()
+        assert found["steps"][1]["source"]["tokens"] == found["src_tokens"][int(start):-1]  # <sos> and <eos> stay
