@@ -99,12 +99,13 @@ def is_punctuation(token: str) -> bool:
 
 
 # one sentence ------------------------------------------------------------------------------------
-def sentence_stats(maps: dict, src_tokens: list, tgt_tokens: list, eos_step: bool) -> dict:
+def sentence_stats(maps: dict, src_tokens: list, tgt_tokens: list, eos_step: bool, source_start: bool = True) -> dict:
     """Every statistic of one sentence: {stat: {kind: (L, H) float array, NaN where undefined, or None}}.
 
     maps: {"enc": (L, H, S, S), "dec": (L, H, T, T), "cross": (L, H, T, S)} (a Translation's
     maps, or the `--json` lists); src_tokens: the S labels, tgt_tokens: the T decoder inputs;
-    eos_step: whether the last step emitted <eos> (False when the output was cut at max length).
+    eos_step: whether the last step emitted <eos> (False when the output was cut at max length);
+    source_start: whether the source starts with <sos> (a Marian model's does not: its share on the source is NaN).
     """
     out = {stat: dict.fromkeys(KINDS) for stat in STATS}
     for kind in KINDS:
@@ -113,14 +114,16 @@ def sentence_stats(maps: dict, src_tokens: list, tgt_tokens: list, eos_step: boo
         assert w.ndim == 4 and w.shape[-1] == len(keys), f"{kind} map {w.shape} does not fit {len(keys)} keys"
         for stat, value in _kind_stats(kind, w, keys, eos_step).items():
             out[stat][kind] = value
+        if kind != "dec" and not source_start:  # key 0 is the first source token, not <sos>
+            out["sos_share"][kind] = np.full(w.shape[:2], np.nan)
     return out
 
 
-def translation_stats(result) -> dict:
+def translation_stats(result, source_start: bool = True) -> dict:
     """sentence_stats of a Translation (model/result.py) made with its maps."""
     maps = {k: result.maps(k) for k in KINDS}  # (L, H, Q, K) each
     eos_step = len(result.steps) > len(result.output_tokens)  # the last step wrote <eos> (not an output token)
-    return sentence_stats(maps, result.src_tokens, result.tgt_tokens, eos_step)
+    return sentence_stats(maps, result.src_tokens, result.tgt_tokens, eos_step, source_start)
 
 
 def _kind_stats(kind: str, w: np.ndarray, keys: list, eos_step: bool) -> dict:
@@ -212,7 +215,7 @@ def corpus_stats(translator, sentences: list, batch_size: int = BATCH_SIZE, prog
             chunk = order[start:start + batch_size]
             results = translator.translate_batch([sentences[i] for i in chunk], batch_size=len(chunk), top_k=1)
             for i, r in zip(chunk, results, strict=True):
-                stats[i] = translation_stats(r)
+                stats[i] = translation_stats(r, translator.cfg.source_start)
             bar.update(len(chunk))
     used = sorted(stats)
     return [stats[i] for i in used], used

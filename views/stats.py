@@ -61,7 +61,7 @@ def row_picked(df: pd.DataFrame):
 
 @page_view
 def stats_view(ctx: Context):
-    mine = translation_stats(ctx.result)
+    mine = translation_stats(ctx.result, ctx.cfg.source_start)
     corpus = checkpoint_json(ctx.checkpoint, "head_stats.json")
     st.caption("One number per head for what its attention does, for this sentence and, where the file ships "
                "beside the model, averaged over the 1,000 sentences of the test set: sharper or more uniform, near "
@@ -75,6 +75,7 @@ def stats_view(ctx: Context):
     grids = {(name, k): np.asarray(values[stat][k], dtype=float) for name, values in sources for k in kinds
              if values[stat].get(k) is not None}
     finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()]) if grids else np.zeros(1)
+    finite = finite if finite.size else np.zeros(1)  # every head undefined (a source without <sos>, one step)
     low, high = float(finite.min()), float(finite.max())  # one colour range: sentence and test set compare
     for name, _ in sources:
         st.markdown(f"**{name.capitalize()}**")

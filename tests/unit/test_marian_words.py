@@ -128,3 +128,12 @@ def test_faithfulness_may_remove_every_source_token_of_a_source_without_a_start_
         translator = seeded_translator(source_start=start)
         found = F.measure(translator, "ein hund läuft im park .", steps=[1], orders=2).to_json()
         assert found["steps"][1]["source"]["tokens"] == found["src_tokens"][int(start):-1]  # <sos> and <eos> stay
+
+
+def test_a_source_without_a_start_token_has_no_share_on_it():
+    from model.head_stats import translation_stats
+
+    result = seeded_translator(source_start=False).translate("ein hund läuft im park .")
+    stats = translation_stats(result, source_start=False)["sos_share"]
+    assert np.isnan(stats["enc"]).all() and np.isnan(stats["cross"]).all()
+    assert np.isfinite(stats["dec"]).all()  # the decoder's first input is its start token still
