@@ -163,8 +163,9 @@ def beam_view(ctx: Context):
         search = beam(ctx.checkpoint, result.source, width, _waiting=waiting)
     st.markdown(f"**Beam search (width {width}):** " +
                 diff_chips(viz.token_diff(result.output_tokens, search.best.output_tokens)), unsafe_allow_html=True)
+    alpha = ctx.translator.beam_rule()["alpha"]  # ours GNMT's 0.6, a Marian model's length_penalty
     st.caption("Struck through: only in the greedy output; green: only in the beam output. Hypotheses are ranked by "
-               "log-probability divided by length^0.6.")
+               f"log-probability divided by length^{alpha:g}.")
     cli_hint(result.source, "--beam", str(width))
     st.markdown("**n-best list**")
     vocab = ctx.translator.tgt_vocab
