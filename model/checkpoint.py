@@ -156,16 +156,18 @@ def _read_pieces(folder: Path, names) -> dict:
 
 def origin(folder) -> dict:
     """Where a checkpoint's model came from, from its config.json's "training" entry: {"family": ours or a converted
-    one's ("tutorial", "marian", ...), "languages": (source, target) codes, "generation": a converted Marian model's
-    generation settings ({} for others)}."""
+    one's ("tutorial", "marian", ...), "languages": (source, target) codes, None where a converted model names none,
+    "generation": a converted Marian model's generation settings ({} for others)}."""
     raw = _read_json(Path(folder) / CONFIG)
     training = raw.get("training") if isinstance(raw, dict) else None
     training = training if isinstance(training, dict) else {}
-    languages = training.get("languages")
-    ok = isinstance(languages, list) and len(languages) == 2 and all(isinstance(x, str) for x in languages)
+    family, languages = str(training.get("family", "ours")), training.get("languages")
+    if isinstance(languages, list) and len(languages) == 2:  # a converted Marian model's: each a code or unknown
+        languages = tuple(x[:20] if isinstance(x, str) and x else None for x in languages)
+    else:  # ours and the tutorials' read German and write English; another family's without codes: unknown
+        languages = ("de", "en") if family in ("ours", "tutorial", "pytorch", "annotated") else (None, None)
     generation = training.get("generation")
-    return {"family": str(training.get("family", "ours")), "languages": tuple(languages) if ok else ("de", "en"),
-            "generation": generation if isinstance(generation, dict) else {}}
+    return {"family": family, "languages": languages, "generation": generation if isinstance(generation, dict) else {}}
 
 
 def _read_json(path: Path):

@@ -602,7 +602,8 @@ def marian_command(args, out: Path, t0: float) -> int:
     print(f"marian model converted in {time.time() - t0:.1f} s: {cfg.n_params:,} parameters, "
           f"{cfg.n_enc_layers} + {cfg.n_dec_layers} layers, d_model {cfg.d_model}, vocabularies "
           f"{cfg.src_vocab_size:,} / {cfg.tgt_vocab_size:,} -> {out}")
-    print(f"next: TRANSFORMER_CHECKPOINT={out} streamlit run app.py")
+    print(f"next: TRANSFORMER_CHECKPOINT={out} streamlit run app.py   (python -m model.tables --checkpoint {out} "
+          "--corpus FILE builds the tables the views read, and the familiarity note's index from a corpus of yours)")
     return 0
 
 

@@ -345,3 +345,18 @@ def test_a_hub_id_without_a_network_says_which_folder_to_give(call, monkeypatch,
     status, _, err = call(convert.main, "marian", tmp_path / "no" / "such" / "folder", "--out", tmp_path / "out")
     assert status == 2 and err.count("\n") == 1 and "is not a folder" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("training, languages", [
+    ({}, ("de", "en")),  # ours
+    ({"family": "tutorial"}, ("de", "en")),
+    ({"family": "marian", "languages": ["ko", "en"]}, ("ko", "en")),
+    ({"family": "marian", "languages": [None, None]}, (None, None)),  # the page then says "source" and "target"
+    ({"family": "marian"}, (None, None)),
+    ({"family": "marian", "languages": ["", 7]}, (None, None)),
+])
+def test_a_checkpoints_languages_are_known_or_said_unknown(tmp_path, training, languages):
+    from model.checkpoint import origin
+
+    (tmp_path / "config.json").write_text(json.dumps({"d_model": 8, "training": training}))
+    assert origin(tmp_path)["languages"] == languages
