@@ -3,8 +3,11 @@
     exercises.py   questions in the walk's order, one small registered function each, every answer computed from
                    the model and the measurements shipped beside its checkpoint; `check` judges an answer
     worksheet.py   `python -m lesson.worksheet`: the exercises as a printable worksheet and its answer key
+    qti.py         the exercises as an IMS QTI 2.1 package, for a learning platform's quiz import
+    classroom.py   a class, live: its questions, seats and votes in SQLite or PostgreSQL (SQLAlchemy)
 
-It reads model/ (the translator, its checkpoints, cli.py for the command); the page (views/exercises.py) reads it.
+It reads model/ (the translator, its checkpoints, cli.py for the command); the page (views/exercises.py,
+views/classroom.py) reads it.
 Nothing here imports views/, viz/ or app.py.
 """
 
