@@ -99,7 +99,8 @@ def main():
     question = asked[0]
     store.ask(code, key, question.number)
 
-    run_dir = folder / "serve"
+    run_dir = ROOT / "runs" / f"class-load-{os.getpid()}"  # nginx's workers read the page code there: not in /tmp's
+    #                                                     private folder
     if args.replicas:
         server, stop = serve(args.replicas, {**env, "RUN_DIR": str(run_dir), "LISTEN_ADDRESS": "127.0.0.1"})
     else:
