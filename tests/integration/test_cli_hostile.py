@@ -136,7 +136,7 @@ BEFORE_THE_MODEL = {  # refused from the JSON alone, before the model is built
     "parameters past the total": (set_config(d_model=4096, d_ff=16384, n_heads=64, n_enc_layers=48, n_dec_layers=48),
                                   ["parameters, more than the 250,000,000"]),
     "pad_id not <pad>": (set_config(pad_id=4), ["says pad_id 4, but <pad> is token 1"]),
-    "pad_id is unk_id": (set_config(pad_id=0), ["pad_id, unk_id, sos_id and eos_id must be four different"]),
+    "pad_id is unk_id": (set_config(pad_id=0), ["pad_id, unk_id and eos_id must be three different indices"]),
     "sos_id not <sos>": (set_config(sos_id=5), ["says sos_id 5, but <sos> is token 2"]),
 }
 
