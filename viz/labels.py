@@ -20,7 +20,7 @@ MAP_CAPTIONS = {
            "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
            "future positions, masked: the model cannot see them. The first row, “{start} → {first}”, has only "
            "{start} to look at, so every head gives {start} weight 1: by construction, not by choice.",
-    "cross": "While predicting the next {tgt} word, each decoder row reads from the {src} source (columns). "
+    "cross": "While predicting the next {tgt} word, each decoder row reads from the {src} tokens (columns). "
              "The row “{start} → {first}” is where the model, with nothing written yet, chose “{first}”. "
              "Rows sum to 1.",
 }

@@ -25,7 +25,7 @@ def test_translate_view_heads_and_step_through_decoding(page):
     page.screenshot(path=str(ARTIFACTS / "encoder.png"), full_page=True)
 
     pick_view(page, "Cross-attention")
-    page.get_by_text("reads from the German source").wait_for(timeout=20_000)
+    page.get_by_text("reads from the German tokens").wait_for(timeout=20_000)
     head(page, 3).click()
     page.get_by_text("Cross-attention, layer 3, head 3").first.wait_for(timeout=20_000)
 
