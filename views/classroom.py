@@ -171,14 +171,14 @@ def projector(code: str, key: str, here: str):
     pick = row.selectbox("Question", numbers, format_func=titles.get, key="class_pick",
                          index=numbers.index(state.question) if state.question in numbers else 0)
     if pick != state.question:  # the open one is not asked again by a stray click: that would clear its answers
-        row.button("Ask", key="class_ask", on_click=act, args=("ask", code, key, pick),
+        row.button("Ask", key="class_ask", on_click=act, args=(db.ask, code, key, pick),
                    help="Opens it for every seat. A question asked before starts over.")
     q = state.asked()
     if q is None:
         st.caption("Pick a question and press Ask: every seat sees it and answers with a click.")
         return
-    row.button("Reveal", key="class_reveal", on_click=act, args=("reveal", code, key), disabled=state.revealed)
-    row.button("Vote again", key="class_again", on_click=act, args=("again", code, key),
+    row.button("Reveal", key="class_reveal", on_click=act, args=(db.reveal, code, key), disabled=state.revealed)
+    row.button("Vote again", key="class_again", on_click=act, args=(db.again, code, key),
                disabled=state.round == 2 or not state.revealed)
     st.markdown(f"**{literal(q.title)}**" + (", second round" if state.round == 2 else "") + f": {literal(q.text)}")
     st.markdown(f"**{state.answered} of {state.seats}** answered"
@@ -194,15 +194,16 @@ def projector(code: str, key: str, here: str):
     cols = st.columns(2)
     cols[0].download_button("Results (CSV)", lambda: results_csv(code, key), f"class-{code}.csv", mime="text/csv",
                             on_click="ignore", key="class_csv")
-    cols[1].button("End class", key="class_end", on_click=act, args=("end", code, key),
+    cols[1].button("End class", key="class_end", on_click=act, args=(db.end, code, key),
                    help="Deletes the class and every answer in it.")
     if st.session_state.get("class_note"):
         st.warning(literal(st.session_state.class_note))
 
 
-def act(what: str, code: str, key: str, *args):
+def act(step, *args):
+    """A teacher's button: one of the store's steps (ask, reveal, again, end); a refusal becomes the panel's note."""
     try:
-        getattr(store(), {"ask": "ask", "reveal": "reveal", "again": "again", "end": "end"}[what])(code, key, *args)
+        step(*args)
         st.session_state.class_note = None
     except ClassError as e:
         st.session_state.class_note = str(e)
