@@ -87,6 +87,9 @@ def joined(code: str):
     name = st.session_state.get("class_nickname", "")
     try:
         st.session_state[SEAT] = store().join(code, name)
+        # into the link now: the join runs in the panel's fragment, whose runs do not rewrite the link (state.write_url
+        # runs with the page), and a reload before the next whole run would lose the seat
+        st.query_params["seat"] = st.session_state[SEAT]
         st.session_state.class_note = None
     except ClassError as e:
         st.session_state.class_note = str(e)

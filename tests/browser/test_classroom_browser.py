@@ -30,6 +30,10 @@ def join(browser, link: str, name: str):
     pg.get_by_label("Nickname").fill(name)
     pg.get_by_role("button", name="Join").click()
     pg.get_by_text("waiting for the teacher's first question").wait_for(timeout=30_000)
+    pg.wait_for_url(re.compile(r"[?&]seat="), timeout=5_000)  # in the link at once: a reload keeps the seat
+    pg.reload()
+    pg.get_by_text("waiting for the teacher's first question").wait_for(timeout=30_000)
+    assert pg.get_by_label("Nickname").count() == 0
     return ctx, pg, errors
 
 
