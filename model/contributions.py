@@ -164,3 +164,55 @@ def contributions(capture: dict, model, row: int = 0) -> dict:
     return {"layers": {k: v.numpy() for k, v in layers.items()}, "encoder_rollout": R.numpy(),
             "rollout": total.numpy(), "source": last[:, :S].numpy(), "prefix": last[:, S:].numpy(),
             "source_share": last[:, :S].sum(-1).numpy()}
+
+
+@torch.no_grad()
+def direct_logits(capture: dict, model, output_ids, row: int = 0, split: dict | None = None) -> dict:
+    """The written words' logits split into what each part of the decoder wrote, along the residual stream
+    (docs/contract.md, "Feed-forward blocks in the logit").
+
+    Every sub-layer adds its output to the stream; a post-LN LayerNorm is linearised as ALTI+ does (its divisor
+    sigma held at its real value): L(v) = gamma (v - mean v) / sigma, its beta one more part. A part's vector at the
+    end is the chain of the later norms' L applied to it (a pre-LN block adds it unchanged; a final norm is one
+    more L). The parts: "embedding" (token x scale + position), "L{l} self", "L{l} cross", "L{l} ffn" (l from 1),
+    "norm biases" (every beta, carried on); their sum is the last state the generator reads (tested), so
+    logit_t(y_t) = sum of w_y . part + b_y exactly. split: {layer (from 0): {name: (T, D) or (T, n, D)}} reads a
+    feed-forward block's output as named pieces that sum to it (a transcoder's features and error), each its own
+    part; a piece (T, n, D) is n vectors per step (one per feature), summed into its part.
+
+    Returns {"parts": names, "logits": (T, P) float64 numpy (part p's share of the logit of output_ids[t] at
+    step t), "bias": (T,) the generator's bias, "total": (T,) the logits themselves, "pieces": {name: (T, n)} each
+    vector's share of a piece given as (T, n, D)}.
+    """
+    te = capture["tgt_embed"]
+    parts = {"embedding": te["tokens"][row] + te["positions"]}
+    biases = torch.zeros_like(parts["embedding"])
+    pre = model.cfg.norm_position == "pre"
+
+    def carry(ln, residual):
+        nonlocal parts, biases
+        sigma = ln.sigma(residual)  # (T, 1)
+        lin = lambda v: ln.weight * (v - v.mean(-1, keepdim=True)) / sigma.view(len(sigma), *[1] * (v.dim() - 1))  # noqa
+        parts = {k: lin(v) for k, v in parts.items()}
+        biases = lin(biases) + ln.bias
+
+    for l, (layer, cap) in enumerate(zip(model.decoder, capture["decoder"])):
+        for sub, ln in (("self", layer.ln_self), ("cross", layer.ln_cross), ("ffn", layer.ln_ffn)):
+            out = cap[sub]["out"] if sub == "ffn" else cap[sub]["attn_out"]
+            if sub == "ffn" and split and l in split:
+                parts.update({f"L{l + 1} ffn {name}": v for name, v in split[l].items()})
+            else:
+                parts[f"L{l + 1} {sub}"] = out[row]
+            if not pre:
+                carry(ln, cap[sub]["residual"][row])
+    if model.cfg.final_norm:
+        carry(model.dec_norm, capture["decoder"][-1]["output"][row])
+    parts["norm biases"] = biases
+    ids = torch.as_tensor(list(output_ids), device=biases.device)
+    w = model.generator.weight[ids]  # (T, D)
+    b = model.generator.bias[ids] if model.generator.bias is not None else torch.zeros(len(ids))
+    each = {k: (w.view(len(ids), *[1] * (v.dim() - 2), -1) * v).sum(-1).double() for k, v in parts.items()}
+    logits = torch.stack([v.reshape(len(ids), -1).sum(-1) for v in each.values()], 1)
+    return {"parts": list(parts), "logits": logits.cpu().numpy(), "bias": b.double().cpu().numpy(),
+            "total": (logits.sum(1) + b.double()).cpu().numpy(),
+            "pieces": {k: v.cpu().numpy() for k, v in each.items() if v.dim() > 1}}

@@ -49,19 +49,20 @@ def argmax(model, logits):
 
 @torch.no_grad()
 def greedy_decode(model, src, max_len=50, top_k=5, head_mask=None, need_weights=True,
-                  force: dict | None = None, pause=None) -> Decoded:
+                  force: dict | None = None, pause=None, patch: dict | None = None) -> Decoded:
     """src (B, S) padded source ids -> Decoded.
 
     force: {step: token id} makes step `step` (0-based) emit that token instead of the argmax,
     and greedy decoding goes on from there (what-if decoding).
     pause: called before each step; a decoding that must give way to others waits there (model/batching.py).
     It changes when a step runs, never what it computes.
+    patch: Extras.patch, for every step (a transcoder's features switched off or scaled, model/transcoders.py).
     """
     B = src.size(0)
     max_len = min(max_len, model.cfg.max_positions)  # the decoder input at step t sits at position t
-    memory, enc_maps = model.encode(src, Extras(head_mask, need_weights=need_weights))
+    memory, enc_maps = model.encode(src, Extras(head_mask, need_weights=need_weights, patch=patch))
     src_mask = model.src_mask(src)
-    extras = Extras(head_mask, model.new_cache(), need_weights=need_weights)  # the cache fills step by step
+    extras = Extras(head_mask, model.new_cache(), need_weights=need_weights, patch=patch)  # fills step by step
     y = torch.full((B, 1), model.cfg.sos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     lengths = torch.full((B,), max_len, dtype=torch.long, device=src.device)

@@ -8,6 +8,7 @@
     python -m model.inspect familiarity "Ein Hund läuft."
     python -m model.inspect attribute --method METHOD [--contrast WORD] [--reference TEXT] "Ein Hund läuft."
     python -m model.inspect faithfulness [--step T] "Ein Hund läuft."
+    python -m model.inspect features [--top-k K] "Ein Hund läuft."
 
 Each prints one JSON object; all but `decoderlens` teacher-force the greedy translation of
 the sentence in one pass. `head` (kind enc, dec or cross; layer, head and query count from 0; the queries
@@ -35,6 +36,10 @@ comprehensiveness_range, deletion, deletion_range}; `--step T` (from 0) measures
 unknown_share, mean_logprob, logprob_percentile, language, language_counts, nearest_distance,
 distance_percentile, length (positions, <sos> and <eos> included), length_percentile (the % of training
 sentences shorter), score and neighbours (line, de, en, distance), nearest first.
+`features` (model/transcoders.py; the checkpoint's transcoders): src_tokens, tgt_tokens and blocks, one per
+feed-forward block (enc.0 .. dec.M-1): block, tokens (its positions: the source tokens or the decoder inputs) and
+positions, one per token: features [[name, activation], ...] (the K strongest active ones, strongest first; names
+BLOCK.INDEX), error (||FFN(x) - T(x)||) and norm (||FFN(x)||).
 A bad option, sentence, checkpoint or device is one `error: ...` line and exit status 2.
 """
 
@@ -72,6 +77,9 @@ def main(argv=None):
     faith.add_argument("--step", type=cli.whole, default=None, help="one step, from 0 (default: every step)")
     sub.add_parser("familiarity", parents=[common], help="how far the sentence is from the training data: every "
                                                          "measure, the verdict and the nearest training sentences")
+    feats = sub.add_parser("features", parents=[common], help="the transcoders' strongest features at every position "
+                                                            "of every feed-forward block, and each block's error")
+    feats.add_argument("--top-k", type=cli.whole, default=5, help="features per position (default: 5)")
     args = p.parse_args(argv)
 
     translator = cli.load_translator(args)  # after argument parsing: --help stays fast
@@ -101,6 +109,19 @@ def main(argv=None):
         from .familiarity import Index, measure
 
         out = measure(translator, translator.translate(args.sentence), Index.of(args.checkpoint)).to_json()
+    elif args.command == "features":
+        from . import transcoders
+        from .checkpoint import checkpoint_folder
+
+        cli.check(args, top_k=cli.Range(1, 64))
+        dicts, _ = transcoders.load(checkpoint_folder(args.checkpoint), translator.device)
+        forced = translator.force(args.sentence)
+        out = {"src_tokens": list(forced.src_tokens), "tgt_tokens": list(forced.tgt_tokens),
+               "blocks": [{"block": b.block, "tokens": list(b.tokens),
+                           "positions": [{"features": [[f"{b.block}.{i}", round(v, 6)] for i, v in top],
+                                          "error": round(e, 6), "norm": round(n, 6)}
+                                         for top, e, n in zip(b.top, b.error, b.norm)]}
+                          for b in transcoders.sentence_features(translator, dicts, forced, args.top_k)]}
     else:
         from .head_importance import head_importance_for_sentence
 

@@ -123,10 +123,12 @@ class FeedForward(nn.Module):
         self.activation = ACTIVATIONS[cfg.activation]
 
     def forward(self, x, extras: Extras = Extras()):
-        """x (B, T, D) -> (B, T, D); a capture receives `hidden` (B, T, d_ff), after the activation."""
+        """x (B, T, D) -> (B, T, D); a capture receives `input` x, `hidden` (B, T, d_ff) after the activation, and
+        `out` (B, T, D), the block's output (a transcoder's input and target, model/transcoders.py)."""
         hidden = self.activation(self.fc1(x))
-        record(extras.capture, hidden=hidden)
-        return self.fc2(self.dropout(hidden))
+        out = self.fc2(self.dropout(hidden))
+        record(extras.capture, input=x, hidden=hidden, out=out)
+        return out
 
 
 class LayerNorm(nn.LayerNorm):
@@ -188,10 +190,12 @@ class Layer(nn.Module):
     inside its AddNorm (`ffn`, `ln_ffn`), whose output is the layer's."""
 
     def feed_forward(self, x, extras: Extras):
-        """x (B, T, D) -> the layer's output (B, T, D). A capture gets "ffn" and `output`."""
+        """x (B, T, D) -> the layer's output (B, T, D). A capture gets "ffn" and `output`; a patch may edit the
+        feed-forward network's output at the site "ffn" (edit(out, its input): a transcoder, model/transcoders.py)."""
         ffn = extras.sublayer("ffn")
         inner = self.ln_ffn.inner(x)
-        x = extras.patched("output", self.ln_ffn(x, self.ffn(inner, ffn), ffn, inner))
+        out = extras.patched("ffn", self.ffn(inner, ffn), inner)
+        x = extras.patched("output", self.ln_ffn(x, out, ffn, inner))
         record(extras.capture, output=x)
         return x
 

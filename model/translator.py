@@ -199,12 +199,13 @@ class Translator:
 
     def translate_batch(self, sentences: list, batch_size: int = 64, top_k: int = 5, max_len: int = MAX_OUTPUT,
                         with_maps: bool = True, heads_off: str | list | None = None, force: dict | None = None,
-                        pause=None) -> list:
+                        pause=None, patch: dict | None = None) -> list:
         """Greedy translations of many sentences, batched by length; order kept.
 
         heads_off: one SPEC for every sentence, or a list of one SPEC per sentence ("" or None: every head), decoded
         in the same batches with a mask per row (docs/contract.md, Head masks).
         pause: called before each decoding step (greedy_decode), for a batch that gives way to others.
+        patch: an edit of the forward pass on every step (model/extras.py; transcoders' features, model/transcoders.py).
         Raises InputError for an empty sentence; callers that must go on past one
         (model.translate) check each sentence with `source_ids` first.
         """
@@ -217,7 +218,7 @@ class Translator:
             chunk = order[start:start + batch_size]
             src = pad([prepared[i][1] for i in chunk], self.cfg.pad_id).to(self.device)
             rows = mask if mask is None or isinstance(heads_off, str) else {k: m[chunk] for k, m in mask.items()}
-            dec = greedy_decode(self.model, src, max_len, top_k, rows, with_maps, force_ids, pause)
+            dec = greedy_decode(self.model, src, max_len, top_k, rows, with_maps, force_ids, pause, patch)
             cpu = {k: (v.float() if v.is_floating_point() else v).cpu() for k, v in vars(dec).items()
                    if v is not None}
             for b, i in enumerate(chunk):

@@ -1,0 +1,256 @@
+"""Transcoders (model/transcoders.py): the forward against a literal loop, the patch sites against hand-made runs,
+training against a planted feature, the card's measures against literal counts."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from model import transcoders as T
+from model.errors import InputError
+from model.extras import Extras
+
+from conftest import BLOCKS, random_batch, seeded_translator
+
+
+def small(D=16, width=24, k=3, skip=True, seed=0) -> T.Transcoder:
+    """A transcoder with random weights (every parameter drawn, the skip and biases too)."""
+    g = torch.Generator().manual_seed(seed)
+    tc = T.Transcoder(D, width, k, skip)
+    with torch.no_grad():
+        for p in tc.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+        tc.unit_rows()
+    return tc.eval()
+
+
+def literal(tc: T.Transcoder, x: torch.Tensor) -> tuple:
+    """a(x) and T(x) for one vector, by loops over the features and the output's numbers."""
+    D, width = tc.W_enc.shape
+    pre = [float(tc.b_enc[f]) + sum(float(x[i]) * float(tc.W_enc[i, f]) for i in range(D)) for f in range(width)]
+    relu = [max(0.0, p) for p in pre]
+    keep = sorted(range(width), key=lambda f: -relu[f])[:tc.k] if tc.k else range(width)
+    a = [relu[f] if f in keep else 0.0 for f in range(width)]
+    y = []
+    for j in range(D):
+        v = float(tc.b_dec[j]) + sum(a[f] * float(tc.W_dec[f, j]) for f in range(width))
+        if tc.W_skip is not None:
+            v += sum(float(x[i]) * float(tc.W_skip[i, j]) for i in range(D))
+        y.append(v)
+    return np.array(a), np.array(y)
+
+
+@pytest.mark.parametrize("k,skip", [(3, True), (3, False), (0, True)])
+def test_forward_equals_a_literal_loop(k, skip):
+    tc = small(k=k, skip=skip)
+    x = torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
+    y, a = tc(x)
+    for row in range(5):
+        la, ly = literal(tc, x[row])
+        np.testing.assert_allclose(a[row].detach().numpy(), la, atol=1e-5)
+        np.testing.assert_allclose(y[row].detach().numpy(), ly, atol=1e-4)
+        assert (a[row] > 0).sum() <= (k or 24)
+    assert torch.allclose(tc.W_dec.norm(dim=1), torch.ones(24))  # unit rows: an activation is a length
+
+
+def dictionaries(model, width=24, k=3) -> dict:
+    return {b: small(model.cfg.d_model, width, k, seed=i) for i, b in enumerate(T.blocks(model.cfg))}
+
+
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_replaced_with_the_error_added_back_is_the_model(block):
+    """Each block's output replaced by T(x) + (FFN(x) - T(x)), with FFN(x) recomputed from the x the site hands over:
+    the model's logits (float rounding); without the error term they differ."""
+    tr = seeded_translator(**BLOCKS[block])
+    model = tr.model
+    src, tgt = random_batch(model.cfg)
+    dicts = dictionaries(model)
+    ffn = {b: (model.encoder if b.startswith("enc") else model.decoder)[int(b[-1])].ffn for b in dicts}
+    with_error = {T.site(b): (lambda out, x, b=b: dicts[b](x)[0] + (ffn[b](x) - dicts[b](x)[0])) for b in dicts}
+    with torch.no_grad():
+        plain = model(src, tgt, Extras(need_weights=False)).logits
+        back = model(src, tgt, Extras(patch=with_error, need_weights=False)).logits
+        replaced = model(src, tgt, Extras(patch=T.replace_patch(dicts), need_weights=False)).logits
+    torch.testing.assert_close(back, plain, atol=1e-5, rtol=1e-5)
+    assert (replaced - plain).abs().max() > 1e-2
+
+
+def test_switching_a_feature_off_equals_a_model_whose_block_was_edited_by_hand():
+    """The patch against a copy of the model whose block module itself writes FFN(x) - a_f(x) d_f (and scaled: plus
+    (s - 1) a_f d_f); the shared model is not changed."""
+    tr = seeded_translator()
+    model = tr.model
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    src, tgt = random_batch(model.cfg)
+    dicts = dictionaries(model)
+    for block in ("enc.1", "dec.0"):
+        tc = dicts[block]
+        with torch.no_grad():
+            x = torch.randn(64, model.cfg.d_model)
+            f = int((tc.encode(x) > 0).float().sum(0).argmax())  # a feature that fires
+        for scale in (0.0, 2.5):
+            hand = copy.deepcopy(model)
+            stack = hand.encoder if block.startswith("enc") else hand.decoder
+            inner = stack[int(block[-1])].ffn
+
+            class Edited(torch.nn.Module):
+                def forward(self, x, extras=Extras(), inner=inner):
+                    return inner(x, extras) + (scale - 1) * tc.encode(x)[..., f:f + 1] * tc.W_dec[f]
+
+            stack[int(block[-1])].ffn = Edited()
+            patch = T.edit_patch(dicts, T.parse_edits(f"{block}.{f}={scale}", dicts))
+            with torch.no_grad():
+                want = hand(src, tgt, Extras(need_weights=False)).logits
+                got = model(src, tgt, Extras(patch=patch, need_weights=False)).logits
+                plain = model(src, tgt, Extras(need_weights=False)).logits
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+            assert (got - plain).abs().max() > 1e-4
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+def test_switched_off_translation_follows_the_patch():
+    """translate_batch with a patch decodes with it at every step: its first step's probabilities are those of the
+    patched forward pass."""
+    tr = seeded_translator()
+    dicts = dictionaries(tr.model)
+    sentence = "Ein Hund läuft im Park."
+    edits = {("dec.1", f): 0.0 for f in range(24)}
+    r = tr.translate_batch([sentence], patch=T.edit_patch(dicts, edits))[0]
+    plain = tr.translate(sentence)
+    src = torch.tensor([tr.source_ids(sentence)[1]])
+    tgt = torch.tensor([[tr.tgt_vocab.sos_id]])
+    with torch.no_grad():
+        lp = tr.model(src, tgt, Extras(patch=T.edit_patch(dicts, edits))).logits[0, 0].log_softmax(-1)
+    assert r.steps[0].prob == pytest.approx(float(lp.max().exp()), abs=1e-5)
+    assert [s.prob for s in r.steps] != [s.prob for s in plain.steps]
+
+
+def test_training_recovers_a_planted_feature():
+    """A block that fires on one token only (token 7 of 20 writes a fixed vector; every row a linear map the skip
+    can take): the trained transcoder has one feature that is token 7's."""
+    g = torch.Generator().manual_seed(0)
+    D, V, N = 16, 20, 6000
+    table = torch.randn(V, D, generator=g)
+    tokens = torch.randint(0, V, (N,), generator=g)
+    X = table[tokens] + 0.05 * torch.randn(N, D, generator=g)
+    W = torch.randn(D, D, generator=g) * 0.3
+    planted = torch.randn(D, generator=g) * 3
+    Y = X @ W + (tokens == 7).float()[:, None] * planted
+    recipe = T.Recipe(width=32, k=4, epochs=30, batch=512, lr=3e-3, dead_after=5000)
+    tc = T.train_block(X.half(), Y.half(), recipe)
+    with torch.no_grad():
+        a = tc.encode(X.half().float())
+    on = tokens == 7
+    # a feature that is token 7's: weaker on every other row than on any of token 7's, and with 90% of its activation
+    # there (TopK keeps k features on every row, so the others' small activations are never all zero)
+    separation = a[on].min(0).values - a[~on].max(0).values
+    share = a[on].sum(0) / a.sum(0).clamp_min(1e-9)
+    best = int(separation.argmax())
+    assert separation[best] > 0 and share[best] >= 0.9
+
+
+def test_training_resumes_where_it_stopped(tmp_path):
+    """A run stopped after its second epoch of four, started again, ends where an unbroken run ends (same batches,
+    same optimiser state, same learning-rate schedule)."""
+    g = torch.Generator().manual_seed(2)
+    X, Y = torch.randn(300, 8, generator=g).half(), torch.randn(300, 8, generator=g).half()
+    recipe = T.Recipe(width=16, k=2, epochs=4, batch=64)
+    whole = T.train_block(X, Y, recipe)
+
+    class Stopped(Exception):
+        pass
+
+    def stop_after_two(message):
+        if message.startswith("epoch 2/"):
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        T.train_block(X, Y, recipe, tmp_path, log=stop_after_two)
+    assert torch.load(tmp_path / "state.pt", weights_only=True)["epoch"] == 2
+    resumed = T.train_block(X, Y, recipe, tmp_path)
+    for (name, p), q in zip(whole.named_parameters(), resumed.parameters()):
+        torch.testing.assert_close(p, q, msg=name)
+
+
+def test_block_measures_equal_literal_counts():
+    tc = small(width=24, k=3)
+    g = torch.Generator().manual_seed(4)
+    X, Y = torch.randn(200, 16, generator=g), torch.randn(200, 16, generator=g)
+    m = T.block_measures(tc, X.half(), Y.half(), batch=64)
+    X, Y = X.half().float(), Y.half().float()
+    with torch.no_grad():
+        y_hat, a = tc(X)
+    active = (a > 0).numpy()
+    dead = sum(1 for f in range(24) if not any(active[i, f] for i in range(200))) / 24
+    dense = sum(1 for f in range(24) if sum(active[:, f]) / 200 > T.DENSE) / 24
+    assert m["dead"] == pytest.approx(dead) and m["dense"] == pytest.approx(dense)
+    assert m["l0"] == pytest.approx(active.sum() / 200)
+    fvu = float(((Y - y_hat) ** 2).sum() / ((Y - Y.mean(0)) ** 2).sum())
+    assert m["fvu"] == pytest.approx(fvu, rel=1e-5)
+
+
+def test_names_and_edits_are_checked():
+    dicts = {b: small(seed=i) for i, b in enumerate(("enc.0", "dec.1"))}
+    assert T.parse_feature("enc.0.23", dicts) == ("enc.0", 23)
+    assert T.parse_edits("enc.0.3, dec.1.5=2.5", dicts) == {("enc.0", 3): 0.0, ("dec.1", 5): 2.5}
+    for bad in ("enc.0.24", "enc.3.1", "enc.0", "cross.0.1", "enc.0.x", "enc.0.1=nan", "enc.0.1=11", "enc.0.1=a"):
+        with pytest.raises(InputError):
+            T.parse_edits(bad, dicts)
+    assert T.site("dec.1") == ("decoder", 1, "ffn") and T.block_label("enc.2") == "encoder layer 3"
+
+
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_the_logit_splits_into_what_each_part_wrote(block):
+    """direct_logits: the parts sum to the written words' real logits (each post-LN norm linearised at its own
+    sigma, a final norm included); a block read as features, dense part and error gives the same total, and its
+    features' per-feature shares sum to its features' part."""
+    from model.contributions import direct_logits
+
+    tr = seeded_translator(**BLOCKS[block])
+    forced = tr.force("Ein Hund läuft im Park.", ["a", "dog", "runs", "<eos>"])
+    src, tgt, out = tr.inputs(forced)
+    with torch.no_grad():
+        logits = tr.model(src, tgt).logits[0]
+    real = logits.gather(-1, out[:, None]).squeeze(-1).double().numpy()
+    d = direct_logits(tr.capture(forced), tr.model, forced.output_ids)
+    np.testing.assert_allclose(d["total"], real, atol=1e-4)
+    assert "L2 ffn" in d["parts"] and "embedding" in d["parts"]
+    dicts = dictionaries(tr.model)
+    bl = T.block_logits(tr, dicts, forced)
+    col = d["parts"].index
+    for l in range(tr.cfg.n_dec_layers):
+        whole = d["logits"][:, col(f"L{l + 1} ffn")]
+        np.testing.assert_allclose(bl.features[:, l] + bl.dense[:, l] + bl.error[:, l], whole, atol=1e-4)
+    np.testing.assert_allclose(bl.logit, real, atol=1e-4)
+    for t, row in enumerate(bl.top):
+        for l, found in enumerate(row):
+            assert len(found) <= 3 and all(abs(found[i][1]) >= abs(found[i + 1][1]) for i in range(len(found) - 1))
+
+
+def test_per_feature_shares_are_the_features_part_taken_one_at_a_time():
+    """A feature's share of the logit equals the features' part of a run in which it is the only feature."""
+    from model.contributions import direct_logits
+
+    tr = seeded_translator()
+    forced = tr.force("Zwei Hunde laufen im Schnee.", ["a", "dog", "runs", "<eos>"])
+    dicts = dictionaries(tr.model, k=3)
+    capture = tr.capture(forced)
+    bl = T.block_logits(tr, dicts, forced)
+    t, l = 1, 0
+    x = capture["decoder"][l]["ffn"]["input"][0]
+    with torch.no_grad():
+        a = dicts[f"dec.{l}"].encode(x)
+    assert len(a[t].nonzero()) == 3
+    total = 0.0
+    for f in a[t].nonzero().squeeze(1).tolist():
+        piece = torch.zeros(len(forced.output_ids), tr.cfg.d_model)
+        piece[t] = a[t, f] * dicts[f"dec.{l}"].W_dec[f]
+        one = direct_logits(capture, tr.model, forced.output_ids, split={l: {"features": piece}})
+        share = one["logits"][t, one["parts"].index(f"L{l + 1} ffn features")]
+        shown = dict(bl.top[t][l])
+        if f in shown:
+            assert shown[f] == pytest.approx(share, abs=1e-5)
+        total += share
+    assert total == pytest.approx(bl.features[t, l], abs=1e-4)
