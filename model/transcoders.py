@@ -74,12 +74,12 @@ class Recipe:
     """How one block's transcoder is built and trained (docs/contract.md, "Transcoders")."""
 
     width: int = 2048  # F features
-    k: int = 32  # TopK: active features per token; 0: ReLU with an L1 penalty (Dunefsky et al.)
+    k: int = 16  # TopK: active features per token; 0: ReLU with an L1 penalty (Dunefsky et al.)
     skip: bool = True  # the affine skip x W_skip (Paulo et al.)
     l1: float = 0.0  # the L1 coefficient of the ReLU variant
-    epochs: int = 8
+    epochs: int = 6
     batch: int = 4096  # tokens per step
-    lr: float = 5e-4  # Adam; linear decay to 0 over the last fifth of the steps
+    lr: float = 1e-3  # Adam; linear decay to 0 over the last fifth of the steps
     aux_k: int = 256  # AuxK (Gao et al.): dead features reconstruct the error, with this many at most
     aux_coef: float = 1 / 32
     dead_after: int = 200_000  # a feature that has not fired for this many training tokens is dead (AuxK)
@@ -445,7 +445,7 @@ COMPARED = (  # (name, Recipe fields): the variants and widths `compare` measure
 )
 COMPARE_SENTENCES = 8000  # training pairs each variant is trained on in `compare`
 COMPARE_BLOCKS = ("enc.1", "dec.1")
-CHOICE = {"width": 2048, "k": 32, "skip": True}  # what `compare` chose (docs/contract.md, "Transcoders"): see the card
+CHOICE = {"width": 2048, "k": 16, "skip": True}  # `compare`'s choice (checkpoints/transcoders_compare.json, the card)
 MAX_L0 = 32  # the choice's sparsity cap: the configurations with more active features per token are not chosen
 
 

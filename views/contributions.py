@@ -19,7 +19,7 @@ from model.tables import command_line
 from viz.labels import subtitle, token_labels
 
 from . import Context
-from .calls import checkpoint_json, contributions, waiting_notice
+from .calls import checkpoint_json, contributions, load_translator, waiting_notice
 from .export import downloads
 from .state import page_view
 from .widgets import chart, literal, map_table, table_labels, trust_line
@@ -106,11 +106,65 @@ def contributions_view(ctx: Context):
             map_table(values, steps, columns, f"{what}; rows: steps (the token read → the token chosen)",
                       key=f"contrib_{key}_table", corner="step \\ token", masked=masked)
     aside.markdown(WHAT_IT_MEASURES.format(src=ctx.names[0], tgt=ctx.names[1]))
+    ffn = feed_forward_parts(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))
+    feed_forward_section(ffn, rows, c, result.source)
     downloads(ctx, extra=[
         ("Contributions (JSON)", "contributions.json", "application/json",
          lambda: json.dumps(c.to_json(), ensure_ascii=False)),
         ("Source share per step (CSV)", "source-share.csv", "text/csv", lambda: share_csv(c, threshold)),
         ("Contributions per step and token (CSV)", "contributions.csv", "text/csv", lambda: contributions_csv(c))])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def feed_forward_parts(checkpoint: str | None, sentence: str, output_tokens: tuple) -> dict:
+    """Each decoder feed-forward block's part of every written word's logit (model/contributions.py direct_logits),
+    split by the checkpoint's transcoders where it has them (model/transcoders.py block_logits)."""
+    from model import transcoders
+    from model.checkpoint import checkpoint_folder
+    from model.contributions import direct_logits
+    from model.errors import InputError
+
+    tr = load_translator(checkpoint)
+    forced = tr.force(sentence, list(output_tokens))
+    try:
+        dicts, _ = transcoders.load(checkpoint_folder(checkpoint), tr.device)
+    except InputError as e:
+        d = direct_logits(tr.capture(forced), tr.model, forced.output_ids)
+        L = tr.cfg.n_dec_layers
+        parts = np.stack([d["logits"][:, d["parts"].index(f"L{l + 1} ffn")] for l in range(L)], 1)
+        return {"blocks": [f"dec.{l}" for l in range(L)], "parts": parts, "error": None, "logit": d["total"],
+                "top": None, "missing": str(e)}
+    b = transcoders.block_logits(tr, dicts, forced)
+    return {"blocks": list(b.blocks), "parts": b.features + b.dense, "features": b.features, "error": b.error,
+            "logit": b.logit, "top": b.top, "missing": None}
+
+
+def feed_forward_section(ffn: dict, rows: list, c, sentence: str):
+    """The blind spot closed: what each decoder feed-forward block wrote into the chosen word's logit,
+    beside ALTI+'s source share, with the transcoder's error shown."""
+    st.markdown("**The feed-forward blocks in the chosen word's logit**")
+    st.caption("ALTI+ leaves the feed-forward blocks out. Here the chosen word's logit is split into what each part "
+               "of the decoder wrote along its residual stream (each LayerNorm held at its own spread, as ALTI+ holds "
+               "it): the bars are the decoder's feed-forward blocks' parts. The encoder's blocks reach the logit "
+               "only through cross-attention: switch their features off in the Feed-forward features view to see "
+               "what they do.")
+    labels = [f"decoder layer {int(b.split('.')[1]) + 1}" for b in ffn["blocks"]]
+    chart(viz.ffn_logit_bars(rows, labels, ffn["parts"], ffn["error"],
+                             title="Feed-forward blocks: their part of each chosen word's logit",
+                             subtitle=subtitle(sentence)), key="contrib_ffn", name="feed-forward-logit")
+    if ffn["missing"]:
+        st.caption(f"No transcoders for this checkpoint, so each block's part is not split into features: "
+                   f"{literal(ffn['missing'])}.")
+    table = {"step": [f"{t + 1}: {r}" for t, r in enumerate(rows)],
+             "logit": [round(float(v), 3) for v in ffn["logit"]],
+             "ALTI+ source share": [round(float(v), 3) for v in c.source_share]}
+    for l, label in enumerate(labels):
+        table[label] = [round(float(v), 3) for v in ffn["parts"][:, l]]
+        if ffn["error"] is not None:
+            table[f"{label}: error"] = [round(float(v), 3) for v in ffn["error"][:, l]]
+            table[f"{label}: strongest features"] = [
+                ", ".join(f"{ffn['blocks'][l]}.{f} {v:+.2f}" for f, v in ffn["top"][t][l]) for t in range(len(rows))]
+    st.dataframe(pd.DataFrame(table), hide_index=True, key="contrib_ffn_table")
 
 
 def flags(c, rows: list, table: dict | None, threshold: float | None):

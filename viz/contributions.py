@@ -136,3 +136,50 @@ def contribution_map(values, step_tokens, key_tokens, *, causal=False, title="",
             .replace("<br>key ", "<br>from ").replace("a future position", "a later decoder input")
     fig.update_layout(coloraxis_colorbar_title_text="contribution")
     return fig
+
+
+BLOCK_COLORS = ("#5b7db1", "#2a9d8f", "#b5838d", "#8d6e63")  # one per decoder feed-forward block (cycled)
+ERROR_COLOR = "rgba(128,128,128,0.75)"  # a transcoder's error: grey in either theme
+
+
+def ffn_logit_bars(step_tokens, blocks, parts, error=None, *, title: str = "", subtitle: str = ""):
+    """Each decoder feed-forward block's part of every written word's logit (model/contributions.py direct_logits):
+    one group of bars per step, one bar per block; with a transcoder, each bar splits into what its features (and
+    dense part) wrote and its error, the error stacked in grey on the same bar.
+
+    step_tokens: one label per step; blocks: labels of the blocks; parts: (T, B) the block's part (with error:
+    the transcoder's part, features and dense); error: (T, B) or None.
+    """
+    check_tokens(step_tokens, "step_tokens")
+    p = np.asarray(parts, dtype=float)
+    T, B = len(step_tokens), len(blocks)
+    if p.shape != (T, B) or (error is not None and np.shape(error) != (T, B)):
+        raise ValueError(f"parts (and error) must be (steps, blocks) = ({T}, {B}), got {p.shape}")
+    labels = numbered(step_tokens)
+    fig = go.Figure()
+    for b, name in enumerate(blocks):
+        color = BLOCK_COLORS[b % len(BLOCK_COLORS)]
+        what = "its features" if error is not None else "the block"
+        fig.add_trace(go.Bar(x=list(range(T)), y=p[:, b], name=f"{name}" + (": features" if error is not None else ""),
+                             offsetgroup=str(b), marker_color=color, customdata=np.array(labels, dtype=object),
+                             hovertemplate=f"step %{{customdata}}<br>{name}, {what}: %{{y:+.3f}}<extra></extra>"))
+        if error is not None:
+            e = np.asarray(error, dtype=float)[:, b]
+            fig.add_trace(go.Bar(x=list(range(T)), y=e, name=f"{name}: error", offsetgroup=str(b), base=p[:, b],
+                                 marker=dict(color=ERROR_COLOR, line=dict(color=color, width=1.5)),
+                                 showlegend=b == 0, legendgroup="error",
+                                 customdata=np.array(labels, dtype=object),
+                                 hovertemplate=f"step %{{customdata}}<br>{name}, error (FFN − transcoder): "
+                                               "%{y:+.3f}<extra></extra>"))
+    ticks = tick_labels(step_tokens)
+    cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
+    fig.update_layout(
+        title=dict(text=title, subtitle=dict(text=subtitle)), barmode="group", bargap=0.2,
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", font=dict(size=12)),
+        height=420 + 5 * max((len(t) for t in ticks), default=0),
+        margin=dict(l=10, r=10, t=(110 if subtitle else 85) if title else 40, b=10),
+        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
+                   tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
+                   range=[-0.6, T - 0.4], tickfont=dict(size=12)),
+        yaxis=dict(title=dict(text="part of the chosen word's logit"), automargin=True, zeroline=True))
+    return fig

@@ -59,6 +59,34 @@ def test_the_view_by_link_draws_the_translators_shares_and_flags_the_low_ones(mo
                                translator.translate(sentence).cross_attentions.mean(axis=(0, 1)), atol=1e-6)
 
 
+def test_the_feed_forward_blocks_parts_of_the_logit_are_the_translators(monkeypatch, translator):
+    """The bars are each decoder feed-forward block's part of the chosen word's logit, as direct_logits splits it (its
+    parts sum to the real logit); with the shipped transcoders each bar is their part plus the error stacked on it."""
+    from model.contributions import direct_logits
+
+    at = from_url(monkeypatch, s=PLAIN, view="contributions")
+    assert not at.exception and not at.error
+    forced = translator.force(PLAIN)
+    d = direct_logits(translator.capture(forced), translator.model, forced.output_ids)
+    src, tgt, out = translator.inputs(forced)
+    logits = translator.model(src, tgt).logits[0].detach()
+    np.testing.assert_allclose(d["total"], logits.gather(-1, out[:, None]).squeeze(-1).numpy(), atol=1e-3)
+    bars = chart(at, "Feed-forward blocks: their part")
+    whole = [d["logits"][:, d["parts"].index(f"L{l + 1} ffn")] for l in range(3)]
+    split = len(bars["data"]) == 6  # with transcoders: each block's features (and dense part), then its error
+    for l in range(3):
+        if split:
+            got = array(bars["data"][2 * l]["y"]) + array(bars["data"][2 * l + 1]["y"])
+            np.testing.assert_allclose(array(bars["data"][2 * l + 1]["base"]), array(bars["data"][2 * l]["y"]))
+        else:
+            got = array(bars["data"][l]["y"])
+        np.testing.assert_allclose(got, whole[l], atol=1e-4)
+    assert split == (CHECKPOINT / "transcoders.safetensors").is_file()
+    table = next(t.value for t in at.dataframe if "ALTI+ source share" in t.value.columns)
+    assert list(table["ALTI+ source share"]) == [round(float(v), 3) for v in translator.contributions(PLAIN).source_share]
+    assert list(table["logit"]) == [round(float(v), 3) for v in d["total"]]
+
+
 def test_without_the_shipped_distribution_the_view_says_so(monkeypatch):
     import views.contributions
 
