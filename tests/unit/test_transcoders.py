@@ -2,6 +2,7 @@
 training against a planted feature, the card's measures against literal counts."""
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -254,3 +255,81 @@ def test_per_feature_shares_are_the_features_part_taken_one_at_a_time():
             assert shown[f] == pytest.approx(share, abs=1e-5)
         total += share
     assert total == pytest.approx(bl.features[t, l], abs=1e-4)
+
+
+def test_the_index_holds_each_features_strongest_rows_counts_and_effects(tmp_path):
+    """build_index on a tiny model and corpus, against a literal pass over the same rows: each feature's density,
+    peak, histogram and top rows (strongest first, the largest activations of all), its label, and its effect
+    (decoder: the generator's reading of its direction; encoder: log p with it switched off, run by hand)."""
+    from conftest import TRAINING_PAIRS, write_multi30k
+
+    tr = seeded_translator()
+    data = write_multi30k(tmp_path / "data", TRAINING_PAIRS[:6])
+    dicts = dictionaries(tr.model, width=24, k=3)
+    arrays = T.build_index(tr, dicts, data, progress=False, log=lambda m: None)
+    src, tgt = T.training_pairs(tr, data)
+    acts = T.collect(tr.model, src, tgt)
+    for b in ("enc.1", "dec.0"):
+        with torch.no_grad():
+            a = dicts[b].encode(acts.X[b].float()).numpy()
+        where = acts.where[b[:3]].numpy()
+        N = len(a)
+        np.testing.assert_allclose(arrays[f"{b}.density"], (a > 0).sum(0) / N)
+        np.testing.assert_allclose(arrays[f"{b}.peak"], a.max(0), rtol=1e-6)
+        assert (arrays[f"{b}.hist"].sum(1) == (a > 0).sum(0)).all()
+        for f in range(24):
+            order = sorted(range(N), key=lambda i: -a[i, f])[:T.TOP]
+            expect = [a[i, f] for i in order if a[i, f] > 0]
+            got = arrays[f"{b}.top_val"][f][:len(expect)]
+            np.testing.assert_allclose(got, expect, rtol=1e-6)
+            for s, p, v in zip(arrays[f"{b}.top_sent"][f], arrays[f"{b}.top_pos"][f], got):
+                row = [i for i in range(N) if tuple(where[i]) == (s, p)]
+                assert len(row) == 1 and a[row[0], f] == pytest.approx(v, rel=1e-6)
+    eff = T.direction_effect(tr.model, "dec.0", dicts["dec.0"])
+    want = tr.model.generator.weight @ (dicts["dec.0"].W_dec[5] * tr.model.decoder[0].ln_ffn.weight)
+    torch.testing.assert_close(eff[5], want.detach())
+    assert list(arrays["dec.0.up_ids"][5]) == want.topk(T.EFFECT_WORDS).indices.tolist()
+    # one encoder feature switched off on one of its sentences, by hand (a copy whose block subtracts it)
+    f = int(np.argmax(arrays["enc.1.density"]))
+    s = int(arrays["enc.1.off_sent"][f][0])
+    hand = copy.deepcopy(tr.model)
+    inner, tc = hand.encoder[1].ffn, dicts["enc.1"]
+
+    class Off(torch.nn.Module):
+        def forward(self, x, extras=Extras()):
+            return inner(x, extras) - tc.encode(x)[..., f:f + 1] * tc.W_dec[f]
+
+    hand.encoder[1].ffn = Off()
+    x, y = torch.tensor([src[s]]), torch.tensor([tgt[s]])
+    with torch.no_grad():
+        lp = [m(x, y[:, :-1]).logits.log_softmax(-1)[0].gather(-1, y[0, 1:, None]).sum() for m in (tr.model, hand)]
+    assert arrays["enc.1.off_delta"][f][0] == pytest.approx(float(lp[1] - lp[0]), abs=1e-4)
+    labels = json.loads(arrays["labels"].tobytes())
+    assert len(labels["enc.0"]) == 24 and all(isinstance(x, str) for x in labels["dec.1"])
+
+
+def test_a_feature_page_reads_the_index(tmp_path):
+    """feature_page: the contexts' tokens are the training sentences' own (a decoder context: the prefix up to the
+    position, and the word written next), strongest first; the histogram's edges run from 0 to the peak."""
+    from conftest import TRAINING_PAIRS, write_multi30k
+
+    tr = seeded_translator()
+    data = write_multi30k(tmp_path / "data", TRAINING_PAIRS[:6])
+    dicts = dictionaries(tr.model, width=24, k=3)
+    arrays = T.build_index(tr, dicts, data, progress=False, log=lambda m: None)
+    np.savez_compressed(tmp_path / T.INDEX, **arrays)
+    index = T.read_index(tmp_path)
+    src, tgt = T.training_pairs(tr, data)
+    f = int(np.argmax(arrays["dec.1.density"]))
+    page = T.feature_page(tr, index, f"dec.1.{f}", dicts)
+    assert page["feature"] == f"dec.1.{f}" and page["where"] == "decoder layer 2"
+    assert page["histogram"]["edges"][0] == 0 and page["histogram"]["edges"][-1] == pytest.approx(page["peak"])
+    for c in page["contexts"]:
+        ids = tgt[c["sentence"]]
+        assert c["tokens"] == [tr.tgt_vocab.itos[i] for i in ids[:c["position"] + 1]]
+        assert c["next"] == tr.tgt_vocab.itos[ids[c["position"] + 1]]
+    assert [c["activation"] for c in page["contexts"]] == sorted((c["activation"] for c in page["contexts"]),
+                                                                  reverse=True)
+    assert len(page["effect"]["promotes"]) == T.EFFECT_WORDS
+    with pytest.raises(InputError):
+        T.read_index(tmp_path / "nowhere")
