@@ -58,6 +58,8 @@ Analyses (numbers about the model, for the page and the commands):
     familiarity.py      how far a sentence is from the training data (`python -m model.familiarity`: its index)
     evidence.py         where in the training data a step was learned (the step index)
     replay.py           the model at every snapshot of its training (`python -m model.replay`)
+    transcoders.py      the feed-forward blocks as sparse features: transcoders trained, measured and indexed (command
+                        too: compare, train, index, feature), features switched off or scaled per call
     export.py           results as JSON, CSV, .npz, BertViz arguments, with their provenance
 
 Commands (each shares cli.py's parser and its one-line errors; `python -m model.NAME --help`):
@@ -65,7 +67,7 @@ Commands (each shares cli.py's parser and its one-line errors; `python -m model.
     translate.py        German lines in, English lines out (--json: every map and the step trace)
     evaluate.py         BLEU, loss and perplexity on a parallel corpus
     inspect.py          one sentence as JSON: head, lens, importance, contributions, decoderlens, attribute,
-                        faithfulness, familiarity
+                        faithfulness, familiarity, features
     silver.py           the eflomal baseline alignment
     train.py            training (--snapshots, under torchrun too)
     train_lengths.py    the training sentences' lengths (assets/train_lengths.json)
