@@ -192,7 +192,10 @@ def direct_logits(capture: dict, model, output_ids, row: int = 0, split: dict | 
     def carry(ln, residual):
         nonlocal parts, biases
         sigma = ln.sigma(residual)  # (T, 1)
-        lin = lambda v: ln.weight * (v - v.mean(-1, keepdim=True)) / sigma.view(len(sigma), *[1] * (v.dim() - 1))  # noqa
+
+        def lin(v):  # v (T, D) or (T, n, D): each step's vectors by that step's sigma
+            return ln.weight * (v - v.mean(-1, keepdim=True)) / sigma.view(len(sigma), *[1] * (v.dim() - 1))
+
         parts = {k: lin(v) for k, v in parts.items()}
         biases = lin(biases) + ln.bias
 
