@@ -516,10 +516,11 @@ def card_measures(translator, dicts: dict, data_dir, progress: bool = True) -> d
         per_block[b] = m
     all_loss = corpus_loss(model, vsrc, vtgt, replace_patch(dicts))
     zero_all = corpus_loss(model, vsrc, vtgt, zero_patch(list(dicts)))
-    test_src, test_ref = load_split(data_dir, "test2016")
+    test_src, test_ref = load_split(data_dir, "test")
     bleu_model = corpus_bleu(translator, test_src, test_ref)
     bleu_all = corpus_bleu(translator, test_src, test_ref, replace_patch(dicts))
-    return {"blocks": per_block, "val_loss": clean, "val_loss_all_replaced": all_loss, "val_loss_all_zero": zero_all,
+    return {"measures": per_block, "val_loss": clean, "val_loss_all_replaced": all_loss,
+            "val_loss_all_zero": zero_all,
             "loss_recovered_all": (zero_all - all_loss) / (zero_all - clean),
             "test2016_bleu": bleu_model, "test2016_bleu_all_replaced": bleu_all,
             "bleu_drop": bleu_model - bleu_all}
@@ -558,7 +559,7 @@ def train(translator, folder: Path, data_dir, recipe: Recipe, progress: bool = T
 
 
 def page_summary(card: dict) -> str:
-    b = card["blocks"]
+    b = card["measures"]
     return " · ".join(f"{k}: fvu {v['fvu']:.3f}, L0 {v['l0']:.1f}, dead {v['dead']:.1%}" for k, v in b.items())
 
 
