@@ -336,7 +336,8 @@ def test_a_feature_page_reads_the_index(tmp_path):
 
 
 def test_train_writes_the_dictionaries_and_a_card_that_reads_them_back(tmp_path, monkeypatch):
-    """`train` end to end on a tiny model and corpus: the saved dictionaries load back, and the card's BLEU with all blocks replaced is the BLEU of a translation run with that patch."""
+    """`train` end to end on a tiny model and corpus: the saved dictionaries load back, and the card's BLEU with
+    all blocks replaced is the BLEU of a translation run with that patch."""
     import gzip
     import shutil
 
