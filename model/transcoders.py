@@ -77,12 +77,12 @@ class Recipe:
     k: int = 16  # TopK: active features per token; 0: ReLU with an L1 penalty (Dunefsky et al.)
     skip: bool = True  # the affine skip x W_skip (Paulo et al.)
     l1: float = 0.0  # the L1 coefficient of the ReLU variant
-    epochs: int = 6
+    epochs: int = 8
     batch: int = 4096  # tokens per step
     lr: float = 1e-3  # Adam; linear decay to 0 over the last fifth of the steps
     aux_k: int = 256  # AuxK (Gao et al.): dead features reconstruct the error, with this many at most
     aux_coef: float = 1 / 32
-    dead_after: int = 200_000  # a feature that has not fired for this many training tokens is dead (AuxK)
+    dead_after: int = 50_000  # a feature that has not fired for this many training tokens is dead (AuxK)
     seed: int = 0
 
 
@@ -211,14 +211,14 @@ def train_block(X: torch.Tensor, Y: torch.Tensor, recipe: Recipe, work: Path | N
     steps_per_epoch = math.ceil(N / recipe.batch)
     total = steps_per_epoch * recipe.epochs
     since = torch.zeros(recipe.width, dtype=torch.long)  # tokens since each feature last fired
-    epoch = 0
+    epoch, seconds, t0 = 0, 0.0, time.time()
     state_file = None if work is None else work / "state.pt"
     if state_file is not None and state_file.is_file():
         state = torch.load(state_file, weights_only=True)
         if state["recipe"] == asdict(recipe):
             tc.load_state_dict(state["model"])
             opt.load_state_dict(state["opt"])
-            since, epoch = state["since"], state["epoch"]
+            since, epoch, seconds = state["since"], state["epoch"], state.get("seconds", 0.0)
             if progress is not None:
                 progress(epoch * steps_per_epoch)
     for epoch in range(epoch, recipe.epochs):
@@ -254,10 +254,11 @@ def train_block(X: torch.Tensor, Y: torch.Tensor, recipe: Recipe, work: Path | N
         if state_file is not None:
             tmp = state_file.with_suffix(".tmp")
             torch.save({"recipe": asdict(recipe), "model": tc.state_dict(), "opt": opt.state_dict(), "since": since,
-                        "epoch": epoch + 1}, tmp)
+                        "epoch": epoch + 1, "seconds": seconds + time.time() - t0}, tmp)
             os.replace(tmp, state_file)
         if log is not None:
-            log(f"epoch {epoch + 1}/{recipe.epochs}: loss {float(loss):.4f}")
+            log(f"epoch {epoch + 1}/{recipe.epochs}: loss {float(loss.detach()):.4f}")
+    tc.seconds = seconds + time.time() - t0  # training time over every run of it (the card's)
     return tc.eval()
 
 
@@ -550,7 +551,8 @@ def train(translator, folder: Path, data_dir, recipe: Recipe, progress: bool = T
     card = {"recipe": asdict(recipe), "blocks": names}
     card.update(card_measures(translator, dicts, data_dir, progress))
     card["train_pairs"] = len(src)
-    card["seconds"] = {"train": round(train_seconds), "total": round(time.time() - t0)}
+    card["seconds"] = {"train_blocks": round(sum(tc.seconds for tc in dicts.values())),
+                       "this_run": round(time.time() - t0), "this_run_training": round(train_seconds)}
     comparison = folder / "transcoders_compare.json"
     if comparison.is_file():
         card["comparison"] = json.loads(comparison.read_text())
