@@ -330,6 +330,7 @@ def save(folder: Path, dicts: dict, card: dict):
              for name, p in tc.named_parameters()}
     tmp = folder / (WEIGHTS + ".tmp")
     save_file(state, tmp, metadata={"format": "pt"})
+    os.chmod(tmp, 0o644)  # readable by the server's user, as the checkpoint's other files
     os.replace(tmp, folder / WEIGHTS)
     from . import files
 

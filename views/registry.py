@@ -7,8 +7,8 @@ views (they never import one another).
 
 from dataclasses import dataclass
 
-from . import (View, alignment, attention, attributions, contributions, evidence, exercises, faithful, flow, importance,
-               inside, interventions, patch, positions, stats, trace, training, walk)
+from . import (View, alignment, attention, attributions, contributions, evidence, exercises, faithful, features, flow,
+               importance, inside, interventions, patch, positions, stats, trace, training, walk)
 
 # The views, in the order of their families on the switch (FAMILIES, below): the guided walk first.
 # Each entry: its slug in the link (?view=), its label on the switch, how it draws, what it reads from the link
@@ -30,6 +30,8 @@ VIEWS = {v.slug: v for v in (
     View("attribute", "Attributions", attributions.attributions_view, attributions.read_link,
          attributions.link_params, heavy=True),
     View("align", "Alignment", alignment.alignment_view, alignment.read_link, alignment.link_params, heavy=True),
+    View("features", "Feed-forward features", features.features_view, features.read_link, features.link_params,
+         heavy=True),
     View("ablate", "Ablate heads", interventions.ablation_view, interventions.read_ablation_link,
          interventions.ablation_link),
     View("importance", "Head importance", importance.importance_view, heavy=True),
@@ -64,6 +66,8 @@ FAMILIES = (
            ("cross", "enc", "dec", "inside", "trace", "stats")),
     Family("Where words come from", "How much each written word drew on each source word, by several methods, and "
            "how well each matches the word links people drew.", ("flow", "contributions", "attribute", "align")),
+    Family("Feed-forward", "What the feed-forward half of each layer writes, as sparse features you can read and "
+           "switch off.", ("features",)),
     Family("Testing explanations", "What switching heads off changes, which heads matter, the causes found by "
            "patching, and which explanations hold up.", ("ablate", "importance", "patch", "faithful")),
     Family("How it learned", "How the model learned, and the training sentences behind a word it writes.",

@@ -17,6 +17,7 @@ from .attention import (COLORSCALE, GAP, MASKED_COLOR, NORM_LABEL, attention_hea
                         heads_at_step, heat_scale, label_step, model_view, select_head, step_keys_axis)
 from .attributions import attribution_map, share_comparison
 from .classroom import class_votes
+from .features import feature_histogram
 from .contributions import (WEIGHT_NORM, contribution_map, ffn_logit_bars, low_steps, source_share_bars,
                             weights_and_norms)
 from .decoding import (beam_table, candidates_bar, head_grid, importance_heatmap, probability_change, steps_table,
@@ -29,7 +30,7 @@ from .training import heads_over_time, training_curve
 from .positions import (cosine_similarity, dimension_curves, neighbour_cosine, position_heatmap, position_reach,
                         similarity_heatmap, sinusoidal)
 
-__all__ = ["class_votes", "CHAIN", "MASKED_BAR", "WEIGHT_NORM", "aer_grid", "alignment_map", "attribution_map", "heads_over_time", "link_classes", "training_curve", "COLORSCALE", "GAP", "MASKED_COLOR", "NORM_LABEL", "attention_heatmap", "ffn_logit_bars", "attention_lines", "beam_table", "layer_lines",
+__all__ = ["class_votes", "CHAIN", "MASKED_BAR", "WEIGHT_NORM", "aer_grid", "alignment_map", "attribution_map", "heads_over_time", "link_classes", "training_curve", "COLORSCALE", "GAP", "MASKED_COLOR", "NORM_LABEL", "attention_heatmap", "ffn_logit_bars", "feature_histogram", "attention_lines", "beam_table", "layer_lines",
            "candidates_bar", "causal_mask", "cell_px", "check_norms", "contribution_map", "cosine_similarity",
            "coverage_bars", "dimension_curves", "head_grid", "heads_at_step", "heat_scale", "importance_heatmap", "label_step",
            "low_steps", "map_caption", "mark_guess", "model_view", "neighbour_cosine", "plain", "position_heatmap", "position_reach", "predicting",

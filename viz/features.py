@@ -1,0 +1,26 @@
+"""Feed-forward features (model/transcoders.py): a feature's activation histogram.
+
+Pure functions: numbers in, Plotly figures out (no torch).
+"""
+
+import numpy as np
+import plotly.graph_objects as go
+
+BAR_COLOR = "#2a9d8f"
+
+
+def feature_histogram(edges, counts, *, title: str = ""):
+    """How often a feature takes each activation on the training tokens (only where it is active): one bar per bin,
+    `edges` (n + 1) from 0 to its largest activation, `counts` (n); a log count axis (the strongest are rare)."""
+    e, c = np.asarray(edges, dtype=float), np.asarray(counts, dtype=float)
+    if e.ndim != 1 or c.shape != (len(e) - 1,):
+        raise ValueError(f"edges must be one longer than counts, got {e.shape} and {c.shape}")
+    mid, width = (e[:-1] + e[1:]) / 2, np.diff(e)
+    fig = go.Figure(go.Bar(x=mid, y=c, width=width, marker_color=BAR_COLOR,
+                           customdata=np.stack([e[:-1], e[1:]], -1),
+                           hovertemplate="activation %{customdata[0]:.2f}–%{customdata[1]:.2f}: %{y:,} tokens"
+                                         "<extra></extra>"))
+    fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10), bargap=0.05,
+                      xaxis=dict(title=dict(text="activation"), automargin=True),
+                      yaxis=dict(title=dict(text="tokens"), type="log", automargin=True))
+    return fig
