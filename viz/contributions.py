@@ -160,26 +160,33 @@ def ffn_logit_bars(step_tokens, blocks, parts, error=None, *, title: str = "", s
     for b, name in enumerate(blocks):
         color = BLOCK_COLORS[b % len(BLOCK_COLORS)]
         what = "its features" if error is not None else "the block"
-        fig.add_trace(go.Bar(x=list(range(T)), y=p[:, b], name=f"{name}" + (": features" if error is not None else ""),
+        fig.add_trace(go.Bar(x=list(range(T)), y=p[:, b], name=name,
                              offsetgroup=str(b), marker_color=color, customdata=np.array(labels, dtype=object),
                              hovertemplate=f"step %{{customdata}}<br>{name}, {what}: %{{y:+.3f}}<extra></extra>"))
         if error is not None:
             e = np.asarray(error, dtype=float)[:, b]
-            fig.add_trace(go.Bar(x=list(range(T)), y=e, name=f"{name}: error", offsetgroup=str(b), base=p[:, b],
+            fig.add_trace(go.Bar(x=list(range(T)), y=e, name="error (grey)", offsetgroup=str(b), base=p[:, b],
                                  marker=dict(color=ERROR_COLOR, line=dict(color=color, width=1.5)),
-                                 showlegend=b == 0, legendgroup="error",
+                                 showlegend=b == B - 1, legendgroup="error",
                                  customdata=np.array(labels, dtype=object),
                                  hovertemplate=f"step %{{customdata}}<br>{name}, error (FFN − transcoder): "
                                                "%{y:+.3f}<extra></extra>"))
     ticks = tick_labels(step_tokens)
     cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
+    ends = np.concatenate([p.ravel(), (p + (0 if error is None else np.asarray(error, dtype=float))).ravel(), [0.0]])
+    low, high = float(ends.min()), float(ends.max())
+    span = max(high - low, 1e-6)
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)), barmode="group", bargap=0.2,
-        legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", font=dict(size=12)),
+        # The legend inside the plot, in room left above the bars (as source_share_bars keeps it): above the plot it
+        # ran into a title wrapped for a phone.
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="top", font=dict(size=12),
+                    bgcolor="rgba(0,0,0,0)"),
         height=420 + 5 * max((len(t) for t in ticks), default=0),
-        margin=dict(l=10, r=10, t=(110 if subtitle else 85) if title else 40, b=10),
+        margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
         xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
                    tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
                    range=[-0.6, T - 0.4], tickfont=dict(size=12)),
-        yaxis=dict(title=dict(text="part of the chosen word's logit"), automargin=True, zeroline=True))
+        yaxis=dict(title=dict(text="part of the chosen word's logit"), automargin=True, zeroline=True,
+                   range=[low - 0.05 * span, high + 0.45 * span]))
     return fig
