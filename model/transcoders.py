@@ -694,7 +694,9 @@ def build_index(translator, dicts: dict, data_dir, progress: bool = True, log=pr
                 delta[f, j], word_sent[f, j], word_pos[f, j] = d, s, p
             arrays.update({f"{b}.off_delta": delta, f"{b}.off_sent": word_sent, f"{b}.off_pos": word_pos})
         log(f"{b}: indexed {Fw} features ({int((count == 0).sum())} never active on the training pairs)")
-    arrays["labels"] = np.frombuffer(json.dumps(labels).encode(), dtype=np.uint8)
+    from . import files
+
+    arrays["labels"] = np.frombuffer(files.dumps(labels).encode(), dtype=np.uint8)
     return arrays
 
 

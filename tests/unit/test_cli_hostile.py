@@ -21,7 +21,8 @@ import pytest
 from conftest import ROOT, assert_error_line, tiny_config, write_multi30k
 from lesson import worksheet
 from model import (align, cli, contrast, convert, evaluate, faithfulness, familiarity, files, head_importance,
-                   head_stats, inspect, patch, replay, silver, source_share, tables, train, train_lengths, translate)
+                   head_stats, inspect, patch, replay, silver, source_share, tables, train, train_lengths, transcoders,
+                   translate)
 from viz import report
 from model.errors import InputError
 from model.transformer import Transformer
@@ -185,7 +186,7 @@ def tool_modules() -> list[str]:
 TOOLS = {m.__name__.rpartition(".")[2]: m for m in (align, contrast, convert, evaluate, faithfulness, familiarity,
                                                       head_importance, head_stats, patch, tables,
                                                       inspect, replay, report, silver, source_share, train,
-                                                      train_lengths, translate, worksheet)}
+                                                      train_lengths, transcoders, translate, worksheet)}
 
 
 def test_the_ctrl_c_test_covers_every_tool():
