@@ -6,10 +6,12 @@ page, and features switched off or scaled for this request only.
     ?s=...&view=features&feat=enc.2.137&fedit=enc.2.137=0  with that feature switched off (several: commas)
 
 fblock names a block (enc.0 .. dec.2, counted from 0 as the model's arrays are), feat a feature (BLOCK.INDEX),
-fedit the edits in force (BLOCK.INDEX=SCALE, 0 switches a feature off). A value the checkpoint cannot have is a note.
+fedit the edits in force (BLOCK.INDEX=SCALE, 0 switches a feature off, scales from -10 to 10). A value the
+checkpoint cannot have is a note; a checkpoint without transcoders (a converted model) says which command makes them.
 """
 
-import html
+import functools
+import json
 
 import numpy as np
 import pandas as pd
@@ -22,11 +24,15 @@ from model.errors import InputError
 
 from . import Context
 from .calls import HEAVY, load_translator, waiting_notice
+from .export import downloads
 from .state import page_view, text_param
 from .widgets import chart, diff_chips, literal
 
 BLOCK_KEY, FEATURE_KEY, EDIT_KEY, SCALE_KEY = "feat_block", "feat_pick", "feat_edits", "feat_scale"
+TABLE_KEY = "features_table"
 SCALES = [-2.0, -1.0, 0.0, 0.5, 2.0, 4.0]  # the scales offered: 0 switches a feature off, 1 would change nothing
+MARK = "background:#ffe066; color:#1a1a1a"  # dark text on the marker in both themes (white on it is unreadable)
+RANKS = ("1st", "2nd", "3rd", "4th", "5th")  # the table's feature columns, strongest first (sentence_features' top)
 
 
 def read_link(params, cfg, notes: list):
@@ -44,14 +50,23 @@ def link_params(cfg) -> dict:
     return {k: v for k, v in out.items() if v and not (k == "fblock" and v == "enc.0")}
 
 
+# the calls, cached by their arguments ------------------------------------------------------------------------------
 @st.cache_resource(max_entries=4, show_spinner=False)
 def dictionaries(checkpoint: str | None):
-    """The checkpoint's transcoders on the model's device, loaded once per server (InputError where it has none)."""
+    """The checkpoint's transcoders on the model's device, loaded once per server (InputError where it has none).
+    Read, never changed: an edit is a per-call patch (transcoders.edit_patch)."""
     return transcoders.load(checkpoint_folder(checkpoint), load_translator(checkpoint).device)
+
+
+def labels(checkpoint: str | None) -> dict:
+    """{block: [label per feature]}: the index's labels (transcoders.read_index caches the index per process)."""
+    return transcoders.read_index(checkpoint_folder(checkpoint))["labels"]
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def sentence_features(checkpoint: str | None, sentence: str, output_tokens: tuple) -> list:
+    """Every block's strongest features over the page's output: one forced pass (about a fifth of the translation's
+    time: bench/features_speed.py), so it takes no turn."""
     tr = load_translator(checkpoint)
     dicts, _ = dictionaries(checkpoint)
     return transcoders.sentence_features(tr, dicts, tr.force(sentence, list(output_tokens)))
@@ -59,56 +74,45 @@ def sentence_features(checkpoint: str | None, sentence: str, output_tokens: tupl
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def feature_page(checkpoint: str | None, name: str) -> dict:
-    folder = checkpoint_folder(checkpoint)
     dicts, _ = dictionaries(checkpoint)
-    return transcoders.feature_page(load_translator(checkpoint), transcoders.read_index(folder), name, dicts)
+    return transcoders.feature_page(load_translator(checkpoint), transcoders.read_index(checkpoint_folder(checkpoint)),
+                                    name, dicts)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def edited(checkpoint: str | None, sentence: str, spec: str, _waiting=None):
-    """The greedy translation with the edits in force (a per-call patch: the shared weights are never edited)."""
-    tr = load_translator(checkpoint)
-    dicts, _ = dictionaries(checkpoint)
-    patch = transcoders.edit_patch(dicts, transcoders.parse_edits(spec, dicts))
-    with HEAVY.turn(_waiting):
-        return tr.translate_batch([sentence], patch=patch)[0]
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def edited_steps(checkpoint: str | None, sentence: str, output_tokens: tuple, spec: str) -> list:
-    """The probabilities of the original output's tokens, teacher-forced, with the edits in force."""
+def edited(checkpoint: str | None, sentence: str, output_tokens: tuple, spec: str, _waiting=None):
+    """With the edits in force (a per-call patch: the shared weights are never edited): the greedy translation, and
+    the probability of each token of the page's output, teacher-forced (the same output, so the two compare)."""
     import torch
 
     from model.extras import Extras
 
     tr = load_translator(checkpoint)
     dicts, _ = dictionaries(checkpoint)
-    forced = tr.force(sentence, list(output_tokens))
-    src, tgt, out = tr.inputs(forced)
     patch = transcoders.edit_patch(dicts, transcoders.parse_edits(spec, dicts))
-    with torch.no_grad():
-        logp = tr.model(src, tgt, Extras(patch=patch, need_weights=False)).logits[0].float().log_softmax(-1)
-    return logp.gather(-1, out[:, None]).squeeze(-1).exp().tolist()
+    with HEAVY.turn(_waiting):
+        after = tr.translate_batch([sentence], patch=patch)[0]
+        src, tgt, out = tr.inputs(tr.force(sentence, list(output_tokens)))
+        with torch.no_grad():
+            logp = tr.model(src, tgt, Extras(patch=patch, need_weights=False)).logits[0].float().log_softmax(-1)
+    return after, logp.gather(-1, out[:, None]).squeeze(-1).exp().tolist()
 
 
-def checked(value: str | None, parse, fallback, what: str):
-    """A link's value parsed, or the fallback with a note naming what was wrong."""
-    if not value:
-        return fallback
-    try:
-        return parse(value)
-    except InputError as e:
-        st.warning(literal(f"{what}: {e}."))
-        return fallback
-
-
+# the edits ---------------------------------------------------------------------------------------------------------
 def edits_spec(edits: dict) -> str:
     return ",".join(f"{b}.{f}={s:g}" for (b, f), s in edits.items())
 
 
+def edit_words(edits: dict) -> str:
+    return ", ".join(f"{b}.{f} {'off' if s == 0 else f'× {s:g}'}" for (b, f), s in edits.items())
+
+
 def apply_edit(name: str, dicts: dict):
     """The picked feature at the picked scale joins the edits in force (a second edit of it replaces the first)."""
-    edits = transcoders.parse_edits(st.session_state.get(EDIT_KEY) or "", dicts)
+    try:
+        edits = transcoders.parse_edits(st.session_state.get(EDIT_KEY) or "", dicts)
+    except InputError:  # the link's bad edits were noted and dropped when the view drew
+        edits = {}
     edits[transcoders.parse_feature(name, dicts)] = float(st.session_state.get(SCALE_KEY, 0.0))
     st.session_state[EDIT_KEY] = edits_spec(edits)
 
@@ -117,17 +121,40 @@ def clear_edits():
     st.session_state[EDIT_KEY] = ""
 
 
+def open_cell(block: str, tops: tuple):
+    """A feature's cell clicked in the table: its page opens (the same pick as the list under the table)."""
+    cells = st.session_state[TABLE_KEY].selection.cells
+    if cells:
+        row, column = cells[0]
+        rank = RANKS.index(column) if column in RANKS else len(RANKS)
+        if row < len(tops) and rank < len(tops[row]):
+            st.session_state[FEATURE_KEY] = f"{block}.{tops[row][rank][0]}"
+
+
+def checked_feature(dicts: dict) -> str | None:
+    """The picked feature, normalised ("enc.2.0137" -> "enc.2.137"), or None with a note where it is no feature."""
+    value = st.session_state.get(FEATURE_KEY)
+    if not value:
+        return None
+    try:
+        return ".".join(map(str, transcoders.parse_feature(value, dicts)))
+    except InputError as e:
+        st.warning(literal(f"feat: {e}."))
+        return None
+
+
+# the view ----------------------------------------------------------------------------------------------------------
 @st.fragment
 @page_view
 def features_view(ctx: Context):
-    result = ctx.result
     st.caption("The feed-forward block of each layer, read through its transcoder: a wide layer of features of which "
                "only a few are active at each token, trained to write what the block writes (Dunefsky et al., 2024; "
                "Paulo et al., 2025). What the features miss, the error, is shown beside them.")
     try:
         dicts, card = dictionaries(ctx.checkpoint)
     except InputError as e:
-        st.info(literal(f"{e}."))
+        st.info(literal(f"This model has no feed-forward features yet. {e}, then `python -m model.transcoders index "
+                        f"--checkpoint {checkpoint_folder(ctx.checkpoint)}` (their pages)."))
         return
     blocks = list(dicts)
     if st.session_state.get(BLOCK_KEY) not in blocks:
@@ -142,61 +169,85 @@ def features_view(ctx: Context):
                f"{dicts[block].width} features never active, loss recovered {m['loss_recovered']:.2f}. All six "
                f"replaced (no error term): test2016 BLEU {card['test2016_bleu_all_replaced']:.2f} against the model's "
                f"{card['test2016_bleu']:.2f}.")
-    tokens = tuple(s.token for s in result.steps)
+    tokens = tuple(s.token for s in ctx.result.steps)
     with st.spinner("Reading the features…"):
-        found = {b.block: b for b in sentence_features(ctx.checkpoint, result.source, tokens)}[block]
-    labels = transcoders.read_index(checkpoint_folder(ctx.checkpoint))["labels"][block]
-    encoder = block.startswith("enc")
-    rows = [{"position": i + 1, "token" if encoder else "decoder input": tok,
-             "strongest features": "; ".join(f"{block}.{f} “{labels[f]}” {v:.2f}" for f, v in top),
-             "error ‖FFN − T‖": round(e, 3), "‖FFN‖": round(n, 3)}
-            for i, (tok, top, e, n) in enumerate(zip(found.tokens, found.top, found.error, found.norm))]
-    st.markdown(f"**The strongest features at each {'source token' if encoder else 'decoding step'}**")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="features_table")
+        found = {b.block: b for b in sentence_features(ctx.checkpoint, ctx.result.source, tokens)}[block]
+    table = features_table(ctx, found)
+    picked = checked_feature(dicts)
+    st.session_state[FEATURE_KEY] = picked
     best = {}
     for top in found.top:
         for f, v in top:
             best[f] = max(best.get(f, 0.0), v)
     options = [f"{block}.{f}" for f in sorted(best, key=lambda f: -best[f])]
-    picked = checked(st.session_state.get(FEATURE_KEY),
-                     lambda v: ".".join(map(str, transcoders.parse_feature(v, dicts))), None, "feat")
     if picked and picked not in options:
-        options.insert(0, picked)  # a feature from the link, active here or not
-    st.session_state[FEATURE_KEY] = picked
+        options.insert(0, picked)  # a feature from the link or of another block, active here or not
+    names = labels(ctx.checkpoint)
 
     def option(n: str) -> str:
         b, f = transcoders.parse_feature(n, dicts)
         here = f" · {best[f]:.2f} here" if b == block and f in best else ""
-        return f"{n} · “{index_labels[b][f]}”{here}"
+        return f"{n} · “{names[b][f]}”{here}"
 
-    index_labels = transcoders.read_index(checkpoint_folder(ctx.checkpoint))["labels"]
-    name = st.selectbox("Open a feature's page", options, key=FEATURE_KEY, index=None, placeholder="pick a feature…",
-                        format_func=option)
+    name = st.selectbox("Open a feature's page (or click its cell in the table)", options, key=FEATURE_KEY,
+                        index=None, placeholder="pick a feature…", format_func=option)
     if name:
         page_panel(ctx, name, dicts)
-    edits_panel(ctx, dicts)
+    edits_panel(ctx, dicts, table, name)
+
+
+def features_table(ctx: Context, found) -> pd.DataFrame:
+    """Per position (a source token, or a decoding step) its strongest features, strongest first, and the block's
+    error beside the length of what it writes: a click on a feature's cell opens its page."""
+    block, encoder = found.block, found.block.startswith("enc")
+    names = labels(ctx.checkpoint)[block]
+    where = "source token" if encoder else "step"
+    rows = viz.predicting(found.tokens, [s.token for s in ctx.result.steps]) if not encoder else list(found.tokens)
+    share = np.asarray(found.error) / np.maximum(np.asarray(found.norm), 1e-9)
+    table = pd.DataFrame({  # the error first, beside the features: never scrolled out of sight
+        "position": range(1, len(rows) + 1), where: rows, "‖FFN‖": np.round(found.norm, 3),
+        "error ‖FFN − T‖": np.round(found.error, 3), "error share": share,
+        **{rank: [f"{top[i][0]} “{names[top[i][0]]}” {top[i][1]:.2f}" if i < len(top) else "" for top in found.top]
+           for i, rank in enumerate(RANKS)}})
+    st.markdown(f"**The strongest features at each {'source token' if encoder else 'decoding step'}** "
+                f"({transcoders.block_label(block)}: feature, its label, its activation)")
+    st.dataframe(table, hide_index=True, key=TABLE_KEY, on_select=functools.partial(open_cell, block, found.top),
+                 selection_mode="single-cell", column_config={
+                     "position": st.column_config.NumberColumn("#", width=40),
+                     where: st.column_config.TextColumn(width=120 if encoder else 160, pinned=True),
+                     "‖FFN‖": st.column_config.NumberColumn(width=70, help="The length of what the block writes"),
+                     "error ‖FFN − T‖": st.column_config.NumberColumn(
+                         "error", width=70, help="‖FFN(x) − T(x)‖: the length of what the features miss here"),
+                     "error share": st.column_config.ProgressColumn(
+                         "error / ‖FFN‖", format="percent", min_value=0.0, max_value=1.0, width=100,
+                         help="How much of what the block writes here its features miss: "
+                              "‖FFN(x) − T(x)‖ / ‖FFN(x)‖"),
+                     **{rank: st.column_config.TextColumn(width=190) for rank in RANKS}})
+    st.caption(f"Each row is one {where}: the block's input there is read by the transcoder, whose active features "
+               "write T(x); the error FFN(x) − T(x) is what they miss (the model itself always runs with it)." +
+               ("" if encoder else " A step is named by the token it reads → the token written next."))
+    return table
 
 
 def page_panel(ctx: Context, name: str, dicts: dict):
-    try:
-        page = feature_page(ctx.checkpoint, name)
-    except InputError as e:
-        st.info(literal(f"{e}."))
-        return
+    page = feature_page(ctx.checkpoint, name)
     st.markdown(f"**Feature {literal(page['feature'])}** ({literal(page['where'])}): “{literal(page['label'])}”, "
                 f"active on {page['density']:.3%} of the training tokens, at most {page['peak']:.2f}")
     left, right = st.columns([3, 2])
     with left:
-        st.markdown("**Where it is strongest in the training sentences**")
+        decoder = page["block"].startswith("dec")
+        st.markdown("**Where it is strongest in the training sentences**" +
+                    (" (the English written so far, the token it fires on marked, → the word written next)"
+                     if decoder else " (the token it fires on marked)"))
         for c in page["contexts"]:
-            shown = [html.escape(t) for t in c["tokens"]]
-            shown[c["position"]] = f"<mark>{shown[c['position']]}</mark>"
-            after = f" → <b>{html.escape(c['next'])}</b>" if "next" in c else ""
+            shown = [literal(t) for t in c["tokens"]]
+            shown[c["position"]] = f"<mark style='{MARK}'>{shown[c['position']]}</mark>"
+            after = f" → <b>{literal(c['next'])}</b>" if "next" in c else ""
             st.markdown(f"<span class='feature-context'>{c['activation']:.2f}: {' '.join(shown)}{after}</span>",
                         unsafe_allow_html=True)
     with right:
         chart(viz.feature_histogram(page["histogram"]["edges"], page["histogram"]["counts"],
-                                    title=f"{page['feature']}: its activations on the training tokens"),
+                                    title=f"{page['feature']}: its activations<br>on the training tokens"),
               key="feature_hist", name=f"feature-{page['feature']}")
         effect = page["effect"]
         if "promotes" in effect:
@@ -204,16 +255,18 @@ def page_panel(ctx: Context, name: str, dicts: dict):
                         ", ".join(f"“{literal(w)}” {v:+.2f}" for w, v in effect["promotes"]) + "; suppresses " +
                         ", ".join(f"“{literal(w)}” {v:+.2f}" for w, v in effect["suppresses"]) + ".")
         elif effect["switched_off"]:
+            hurt = ", ".join(f"“{literal(m['word'])}” ({m['delta_logp']:+.3f})" for m in effect["switched_off"])
             st.markdown(f"**Switched off** on its top sentences, the reference words' log-probability changes by "
-                        f"{effect['mean_delta_logp']:+.3f} on average; most hurt: " +
-                        ", ".join(f"“{literal(m['word'])}” ({m['delta_logp']:+.3f})" for m in effect["switched_off"]))
-    c1, c2 = st.columns([2, 1])
+                        f"{effect['mean_delta_logp']:+.3f} on average; most hurt: {hurt}")
     st.session_state.setdefault(SCALE_KEY, 0.0)
-    c1.select_slider(f"Scale {name} by (0 switches it off)", SCALES, key=SCALE_KEY)
-    c2.button("Apply to the translation", on_click=apply_edit, args=(name, dicts), key="feature_apply")
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    scale = c1.select_slider(f"Scale {name} by (0 switches it off, 1 would leave it as it is)", SCALES, key=SCALE_KEY,
+                             format_func=lambda s: "0 (off)" if s == 0 else f"{s:g}")
+    c2.button(f"Switch {name} off" if scale == 0 else f"Scale {name} by {scale:g}", on_click=apply_edit,
+              args=(name, dicts), key="feature_apply", type="primary")
 
 
-def edits_panel(ctx: Context, dicts: dict):
+def edits_panel(ctx: Context, dicts: dict, table: pd.DataFrame, name: str | None):
     result = ctx.result
     spec = st.session_state.get(EDIT_KEY) or ""
     try:
@@ -221,28 +274,71 @@ def edits_panel(ctx: Context, dicts: dict):
     except InputError as e:
         st.warning(literal(f"fedit: {e}."))
         st.session_state[EDIT_KEY] = ""
-        return
+        edits = {}
     if not edits:
         st.caption("Pick a feature, then switch it off or scale it to see what the translation loses.")
+        export(ctx, table, name)
         return
     spec = edits_spec(edits)
-    st.markdown("**Edits in force:** " + ", ".join(
-        f"{b}.{f} {'off' if s == 0 else f'× {s:g}'}" for (b, f), s in edits.items()))
-    st.button("Clear the edits", on_click=clear_edits, key="feature_clear")
-    with waiting_notice("Features") as waiting:
-        after = edited(ctx.checkpoint, result.source, spec, _waiting=waiting)
-    st.markdown("**Original:** " + literal(result.text), unsafe_allow_html=True)
-    st.markdown("**With the edits:** " + diff_chips(viz.token_diff(result.output_tokens, after.output_tokens)),
-                unsafe_allow_html=True)
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1.markdown(f"**Edits in force:** {literal(edit_words(edits))} (this request only: the shared model is never "
+                "edited)")
+    c2.button("Clear the edits", on_click=clear_edits, key="feature_clear")
     tokens = tuple(s.token for s in result.steps)
-    probs = edited_steps(ctx.checkpoint, result.source, tokens, spec)
-    chart(viz.probability_change(list(tokens), [s.prob for s in result.steps], probs,
-                                 title="Probability of each originally chosen token, with and without the edits"),
-          key="features_probs")
-    left, right = st.columns(2)
-    for col, r, what in ((left, result, "original"), (right, after, "with the edits")):
+    with waiting_notice("Features") as waiting:
+        after, probs = edited(ctx.checkpoint, result.source, tokens, spec, _waiting=waiting)
+    same = after.output_tokens == result.output_tokens
+    st.markdown("**Original:** " + literal(result.text), unsafe_allow_html=True)
+    st.markdown("**With the edits:** " + diff_chips(viz.token_diff(result.output_tokens, after.output_tokens)) +
+                (" (the same words)" if same else ""), unsafe_allow_html=True)
+    before = [s.prob for s in result.steps]
+    t = int(np.argmax(np.abs(np.subtract(probs, before))))
+    st.caption(f"The largest change in the probability of a token of the original output: step {t + 1}, "
+               f"“{literal(tokens[t])}”, {before[t]:.3f} → {probs[t]:.3f} (the edited model reads the original "
+               "output, so each step compares with the same step).")
+    chart(viz.probability_change(list(tokens), before, probs,
+                                 title="Each original token's probability,<br>with and without the edits"),
+          key="features_probs", name="features-probabilities")
+    maps(ctx, after, same)
+    export(ctx, table, name, extra={"edits": spec, "edited_output_tokens": list(after.output_tokens),
+                                    "probability_before": before, "probability_after": probs})
+
+
+def maps(ctx: Context, after, same: bool):
+    """Cross-attention, mean of every layer's heads, before and with the edits (viz.attention_heatmap, the maps'
+    own drawing); where the output stayed the same, their difference too (an edit often moves it little)."""
+    result = ctx.result
+
+    def mean(r):  # (L, H, T, S) -> (T, S)
+        return np.asarray(r.cross_attentions).mean(axis=(0, 1))
+
+    def rows(r):
+        return viz.predicting(r.tgt_tokens, [s.token for s in r.steps])
+
+    for col, r, what, key in zip(st.columns(2), (result, after), ("original", "with the edits"), ("before", "after")):
         with col:
-            rows = viz.predicting(r.tgt_tokens, [s.token for s in r.steps])
-            chart(viz.attention_heatmap(np.asarray(r.cross_attentions).mean(axis=(0, 1)), rows, r.src_tokens,
-                                        key_unknown=r.src_unknown, title=f"Cross-attention, mean of all heads: {what}"),
-                  key=f"features_cross_{'after' if r is after else 'before'}", width="content")
+            chart(viz.attention_heatmap(mean(r), rows(r), r.src_tokens, key_unknown=r.src_unknown,
+                                        title=f"Cross-attention, mean of every head:<br>{what}"),
+                  key=f"features_cross_{key}", width="content", name=f"features-cross-{key}")
+    if not same:
+        st.caption("The output changed, so the two maps' rows differ: compare them step by step.")
+        return
+    diff = mean(after) - mean(result)
+    st.caption(f"The largest change of a weight: {np.abs(diff).max():.4f}.")
+    chart(viz.attention_heatmap(diff, rows(result), result.src_tokens, key_unknown=result.src_unknown, signed=True,
+                                stretch=True, title="With the edits minus the original<br>(cross-attention, mean of "
+                                                    "every head)"),
+          key="features_cross_diff", width="content", name="features-cross-difference")
+
+
+def export(ctx: Context, table: pd.DataFrame, name: str | None, extra: dict | None = None):
+    """The export section: the page's result, this block's table (CSV), the open feature's page and the edits'
+    outcome (JSON)."""
+    files = [("Features (CSV)", "features.csv", "text/csv", lambda: table.to_csv(index=False))]
+    if name:
+        files.append(("Feature page (JSON)", f"feature-{name}.json", "application/json",
+                      lambda: json.dumps(feature_page(ctx.checkpoint, name), ensure_ascii=False)))
+    if extra:
+        files.append(("With the edits (JSON)", "features-edited.json", "application/json",
+                      lambda: json.dumps(extra, ensure_ascii=False)))
+    downloads(ctx, extra=files)

@@ -22,5 +22,6 @@ def feature_histogram(edges, counts, *, title: str = ""):
                                          "<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10), bargap=0.05,
                       xaxis=dict(title=dict(text="activation"), automargin=True),
-                      yaxis=dict(title=dict(text="tokens"), type="log", automargin=True))
+                      # 1, 2, 5 in each decade: Plotly's own log ticks label every digit, which overlap on a phone
+                      yaxis=dict(title=dict(text="tokens"), type="log", dtick="D2", automargin=True))
     return fig

@@ -1,18 +1,25 @@
 """The Feed-forward features view on the page (slow tier: AppTest on the shipped model and its transcoders): the
 table is model/transcoders.py's own features read back, a feature's page is the index's, an edit from the link or
-from the controls gives the translation and probabilities of the patched model, and bad link values are notes."""
+from the controls gives exactly what translate_batch with edit_patch gives (the translation, the probabilities, the
+cross-attention maps), the link round-trips the picks, bad link values are notes, and a checkpoint without
+transcoders says which command makes them."""
 
 import numpy as np
 import pytest
 
 from conftest import CHECKPOINT, array, charts, from_url, markdown, shown
 from model import transcoders as T
-from model.errors import InputError
+from model.extras import Extras
+from viz.decoding import token_diff
+from views.features import MARK
+from viz.labels import predicting
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHECKPOINT / T.INDEX).is_file(),
-                                                   reason="the shipped checkpoint has no transcoders index")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHECKPOINT / T.WEIGHTS).is_file(),
+                                                   reason="the shipped checkpoint has no transcoders "
+                                                          "(python -m model.transcoders train, then index)")]
 
 S = "Zwei Hunde spielen im Schnee."
+EDIT = ("dec.2", 1763)  # x4 turns "two dogs play in the snow ." into "two dogs are playing in the snow ."
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +28,11 @@ def dicts(shipped_models):
 
 
 def table(at):
-    return next(t.value for t in at.dataframe if "strongest features" in t.value.columns)
+    return next(t.value for t in at.dataframe if "1st" in t.value.columns)
+
+
+def chart(at, title: str) -> dict:
+    return next(c for c in charts(at) if c["layout"]["title"]["text"].replace("<br>", " ").startswith(title))
 
 
 def test_the_table_is_the_blocks_features(monkeypatch, translator, dicts):
@@ -30,72 +41,119 @@ def test_the_table_is_the_blocks_features(monkeypatch, translator, dicts):
     forced = translator.force(S)
     found = {b.block: b for b in T.sentence_features(translator, dicts, forced)}["dec.1"]
     t = table(at)
-    assert list(t["decoder input"]) == list(forced.tgt_tokens)
-    np.testing.assert_allclose(t["error ‖FFN − T‖"], np.round(found.error, 3))
+    steps = [s.token for s in translator.translate(S).steps]
+    assert list(t["step"]) == predicting(forced.tgt_tokens, steps)  # "<sos> → two", ...
     labels = T.read_index(CHECKPOINT)["labels"]["dec.1"]
-    first = "; ".join(f"dec.1.{f} “{labels[f]}” {v:.2f}" for f, v in found.top[0])
-    assert t["strongest features"][0] == first
+    for rank, column in enumerate(("1st", "2nd", "3rd", "4th", "5th")):
+        assert list(t[column]) == [f"{top[rank][0]} “{labels[top[rank][0]]}” {top[rank][1]:.2f}"
+                                   if rank < len(top) else "" for top in found.top]
+    np.testing.assert_allclose(t["error ‖FFN − T‖"], np.round(found.error, 3))
+    np.testing.assert_allclose(t["‖FFN‖"], np.round(found.norm, 3))
+    np.testing.assert_allclose(t["error share"], np.array(found.error) / np.array(found.norm))
+    assert at.segmented_control(key="feat_block").value == "dec.1"
     assert dict(at.query_params)["fblock"] == "dec.1"
 
 
-def test_a_feature_page_and_an_edit_from_the_link(monkeypatch, translator, dicts):
-    forced = translator.force(S)
-    found = {b.block: b for b in T.sentence_features(translator, dicts, forced)}["enc.2"]
-    f = found.top[1][0][0]  # the strongest feature at the first word
-    name = f"enc.2.{f}"
-    at = from_url(monkeypatch, s=S, view="features", fblock="enc.2", feat=name, fedit=f"{name}=0")
+def test_the_link_round_trips_its_picks(monkeypatch):
+    name = f"{EDIT[0]}.{EDIT[1]}"
+    link = {"s": S, "view": "features", "fblock": "enc.2", "feat": name, "fedit": f"{name}=4,enc.2.7=0"}
+    at = from_url(monkeypatch, **link)
+    assert not at.exception and not at.error and not at.warning
+    assert at.segmented_control(key="feat_block").value == "enc.2"
+    assert at.selectbox(key="feat_pick").value == name  # a feature of another block than the one shown
+    assert "**Edits in force:** dec.2.1763 × 4, enc.2.7 off" in shown(markdown(at))
+    assert dict(at.query_params) == link
+    at.segmented_control(key="feat_block").set_value("enc.0").run()  # the default block leaves the link
+    assert "fblock" not in dict(at.query_params) and dict(at.query_params)["feat"] == name
+
+
+def test_an_edit_is_the_patched_model(monkeypatch, translator, dicts):
+    """fedit=dec.2.1763=4: the words, each step's probability and the maps are translate_batch's with edit_patch."""
+    name = f"{EDIT[0]}.{EDIT[1]}"
+    at = from_url(monkeypatch, s=S, view="features", fedit=f"{name}=4")
+    assert not at.exception and not at.error and not at.warning
+    patch = T.edit_patch(dicts, {EDIT: 4.0})
+    before, after = translator.translate(S), translator.translate_batch([S], patch=patch)[0]
+    assert after.output_tokens != before.output_tokens  # the edit changes the words: the test can see it
+    md = shown(markdown(at))
+    chips = " ".join(f'<span class="chip{c}">{t}</span>' for op, t in token_diff(before.output_tokens,
+                                                                                   after.output_tokens)
+                     for c in [{"same": "", "removed": " del", "added": " add"}[op]])
+    assert f"**With the edits:** {chips}" in md
+    probs = chart(at, "Each original token's probability")
+    assert array(probs["data"][0]["y"]) == pytest.approx([s.prob for s in before.steps], abs=1e-6)
+    src, tgt, out = translator.inputs(translator.force(S))
+    lp = translator.model(src, tgt, Extras(patch=patch)).logits[0].detach().log_softmax(-1)
+    np.testing.assert_allclose(array(probs["data"][1]["y"]), lp.gather(-1, out[:, None]).squeeze(-1).exp(), atol=1e-5)
+    for what, r in (("original", before), ("with the edits", after)):
+        z = array(chart(at, f"Cross-attention, mean of every head: {what}")["data"][0]["z"])
+        np.testing.assert_allclose(z, r.cross_attentions.mean(axis=(0, 1)), atol=1e-5)
+    assert any("The output changed" in c.value for c in at.caption)
+    assert T.parse_edits(dict(at.query_params)["fedit"], dicts) == {EDIT: 4.0}
+
+
+def test_a_feature_page_from_the_link(monkeypatch, translator, dicts):
+    found = {b.block: b for b in T.sentence_features(translator, dicts, translator.force(S))}["enc.2"]
+    name = f"enc.2.{found.top[1][0][0]}"  # the strongest feature at the first word
+    at = from_url(monkeypatch, s=S, view="features", fblock="enc.2", feat=name)
     assert not at.exception and not at.error and not at.warning
     page = T.feature_page(translator, T.read_index(CHECKPOINT), name, dicts)
     md = shown(markdown(at))
     assert f"**Feature {name}** (encoder layer 3): “{page['label']}”" in md
-    hist = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith(f"{name}: its activations"))
+    for c in page["contexts"]:  # each context, its token marked
+        p = c["position"]
+        words = c["tokens"][:p] + [f"<mark style='{MARK}'>{c['tokens'][p]}</mark>"] + c["tokens"][p + 1:]
+        assert f"{c['activation']:.2f}: {' '.join(words)}</span>" in md
+    hist = chart(at, f"{name}: its activations")
     np.testing.assert_allclose(array(hist["data"][0]["y"]), page["histogram"]["counts"])
-    patch = T.edit_patch(dicts, {("enc.2", f): 0.0})
-    after = translator.translate_batch([S], patch=patch)[0]
-    assert "**With the edits:**" in md and all(t in md for t in after.output_tokens if t.isalpha())
-    probs = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Probability of each"))
-    assert array(probs["data"][0]["y"]) == pytest.approx([s.prob for s in translator.translate(S).steps], abs=1e-6)
-    from model.extras import Extras
-
-    src, tgt, out = translator.inputs(forced)
-    lp = translator.model(src, tgt, Extras(patch=patch)).logits[0].detach().log_softmax(-1)
-    np.testing.assert_allclose(array(probs["data"][1]["y"]), lp.gather(-1, out[:, None]).squeeze(-1).exp(), atol=1e-5)
-    assert dict(at.query_params)["fedit"] == f"{name}=0"
+    assert "Switched off" in md and "fedit" not in dict(at.query_params)
 
 
 def test_the_controls_apply_an_edit_and_clear_it(monkeypatch, translator, dicts):
     at = from_url(monkeypatch, s=S, view="features", fblock="dec.2")
     options = at.selectbox(key="feat_pick").options
     assert options
-    at.selectbox(key="feat_pick").set_value(at.selectbox(key="feat_pick").options[0].split(" · ")[0]).run()
+    at.selectbox(key="feat_pick").set_value(options[0].split(" · ")[0]).run()
     name = at.session_state["feat_pick"]
+    assert dict(at.query_params)["feat"] == name
+    assert at.button(key="feature_apply").label == f"Switch {name} off"  # the scale's default: 0
     at.select_slider(key="feat_scale").set_value(2.0).run()
+    assert at.button(key="feature_apply").label == f"Scale {name} by 2"
     at.button(key="feature_apply").click().run()
     assert not at.exception and not at.error
     assert dict(at.query_params)["fedit"] == f"{name}=2"
-    assert "**Edits in force:** " + f"{name} × 2" in shown(markdown(at))
+    assert f"**Edits in force:** {name} × 2" in shown(markdown(at))
     at.button(key="feature_clear").click().run()
     assert "fedit" not in dict(at.query_params)
 
 
 @pytest.mark.parametrize("params,note", [({"fblock": "dec.9"}, "fblock: 'dec.9' is not one of"),
                                          ({"feat": "enc.2.99999"}, "feat: 'enc.2.99999' is not a feature"),
-                                         ({"fedit": "enc.0.1=50"}, "fedit: 'enc.0.1=50': a feature's scale")])
+                                         ({"feat": "<b>x</b>"}, "feat: '<b>x</b>' is not a feature"),
+                                         ({"fedit": "enc.0.1=50"}, "fedit: 'enc.0.1=50': a feature's scale"),
+                                         ({"fedit": "enc.0.1=off"}, "fedit: 'enc.0.1=off': a feature's scale")])
 def test_bad_link_values_are_notes(monkeypatch, params, note):
     at = from_url(monkeypatch, s=S, view="features", **params)
     assert not at.exception and not at.error
     assert any(note in shown(w.value) for w in at.warning), [w.value for w in at.warning]
+    assert table(at) is not None  # the view still draws
+    assert list(params)[0] not in dict(at.query_params)  # and the bad value leaves the link
 
 
 def test_a_checkpoint_without_transcoders_says_how_to_make_them(monkeypatch, tmp_path):
-    import views.features
+    """A checkpoint folder with the model alone (as model.convert writes one): one line with the command."""
+    from streamlit.testing.v1 import AppTest
 
-    def none(checkpoint):
-        return T.load(tmp_path)  # an empty folder: the library's own InputError
+    from conftest import APP
 
-    with pytest.raises(InputError):
-        none(None)
-    monkeypatch.setattr(views.features, "dictionaries", none)
-    at = from_url(monkeypatch, s=S, view="features")
+    for f in ("config.json", "model.safetensors", "vocab.json"):
+        (tmp_path / f).symlink_to(CHECKPOINT / f)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"s": S, "view": "features", "feat": "enc.2.1", "fedit": "enc.2.1=0"}.items():
+        at.query_params[k] = v
+    at.run()
     assert not at.exception and not at.error
-    assert any("python -m model.transcoders train" in shown(i.value) for i in at.info), [i.value for i in at.info]
+    said = [shown(i.value) for i in at.info if "transcoders" in i.value]
+    assert len(said) == 1 and f"python -m model.transcoders train --checkpoint {tmp_path}" in said[0], said
+    assert not any("1st" in t.value.columns for t in at.dataframe)
