@@ -12,6 +12,7 @@ checkpoint cannot have is a note; a checkpoint without transcoders (a converted 
 
 import functools
 import json
+import shlex
 
 import numpy as np
 import pandas as pd
@@ -152,9 +153,11 @@ def features_view(ctx: Context):
                "Paulo et al., 2025). What the features miss, the error, is shown beside them.")
     try:
         dicts, card = dictionaries(ctx.checkpoint)
-    except InputError as e:
-        st.info(literal(f"This model has no feed-forward features yet. {e}, then `python -m model.transcoders index "
-                        f"--checkpoint {checkpoint_folder(ctx.checkpoint)}` (their pages)."))
+    except InputError:
+        folder = shlex.quote(str(checkpoint_folder(ctx.checkpoint)))
+        st.info(f"This model has no transcoders, so no feed-forward features to show: `python -m model.transcoders "
+                f"train --checkpoint {folder}` trains them (half an hour on 2 cores at the shipped model's size), "
+                f"then `python -m model.transcoders index --checkpoint {folder}` writes their pages.")
         return
     blocks = list(dicts)
     if st.session_state.get(BLOCK_KEY) not in blocks:
@@ -213,7 +216,7 @@ def features_table(ctx: Context, found) -> pd.DataFrame:
                 f"({transcoders.block_label(block)}: feature, its label, its activation)")
     st.dataframe(table, hide_index=True, key=TABLE_KEY, on_select=functools.partial(open_cell, block, found.top),
                  selection_mode="single-cell", column_config={
-                     "position": st.column_config.NumberColumn("#", width=40),
+                     "position": st.column_config.NumberColumn("#", width=40, pinned=True),
                      where: st.column_config.TextColumn(width=120 if encoder else 160, pinned=True),
                      "‖FFN‖": st.column_config.NumberColumn(width=70, help="The length of what the block writes"),
                      "error ‖FFN − T‖": st.column_config.NumberColumn(

@@ -16,12 +16,15 @@ def feature_histogram(edges, counts, *, title: str = ""):
     if e.ndim != 1 or c.shape != (len(e) - 1,):
         raise ValueError(f"edges must be one longer than counts, got {e.shape} and {c.shape}")
     mid, width = (e[:-1] + e[1:]) / 2, np.diff(e)
+    decades = np.log10(c.max() / c[c > 0].min()) if (c > 0).any() else 0.0
     fig = go.Figure(go.Bar(x=mid, y=c, width=width, marker_color=BAR_COLOR,
                            customdata=np.stack([e[:-1], e[1:]], -1),
                            hovertemplate="activation %{customdata[0]:.2f}–%{customdata[1]:.2f}: %{y:,} tokens"
                                          "<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10), bargap=0.05,
                       xaxis=dict(title=dict(text="activation"), automargin=True),
-                      # 1, 2, 5 in each decade: Plotly's own log ticks label every digit, which overlap on a phone
-                      yaxis=dict(title=dict(text="tokens"), type="log", dtick="D2", automargin=True))
+                      # Plotly's own log ticks label every digit, which overlap on a phone: the powers of ten where
+                      # the counts span two decades or more, else 1, 2 and 5 in each
+                      yaxis=dict(title=dict(text="tokens"), type="log", dtick=1 if decades >= 2 else "D2",
+                                 automargin=True))
     return fig

@@ -364,3 +364,17 @@ def test_the_figures_built_unchecked_pass_plotlys_checks_unchanged():
                viz.attention_lines(m[1] * 2, q, k, norms=True, segments=False)]
     for fig in figures:
         assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json())
+
+
+def test_a_features_histogram_is_its_counts_on_a_log_axis_with_few_labels():
+    edges, counts = np.linspace(0, 4, 5), [3, 700, 20, 0]
+    fig = viz.feature_histogram(edges, counts, title="enc.2.7")
+    bar = fig.data[0]
+    np.testing.assert_allclose(bar.x, [0.5, 1.5, 2.5, 3.5])  # each bar at its bin's middle, as wide as the bin
+    np.testing.assert_allclose(bar.width, [1, 1, 1, 1])
+    np.testing.assert_array_equal(bar.y, counts)
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.dtick == 1  # 3 to 700: powers of ten only
+    assert viz.feature_histogram(edges, [3, 20, 9, 0]).layout.yaxis.dtick == "D2"  # under two decades: 1, 2, 5
+    assert viz.feature_histogram(edges, [0, 0, 0, 0]).data[0].y is not None  # a silent feature still draws
+    with pytest.raises(ValueError, match="one longer than counts"):
+        viz.feature_histogram(edges, counts[:3])
