@@ -27,10 +27,10 @@ from . import Context
 from .calls import HEAVY, load_translator, waiting_notice
 from .export import downloads
 from .state import page_view, text_param
-from .widgets import chart, diff_chips, literal
+from .widgets import chart, diff_chips, literal, map_table, table_labels
 
 BLOCK_KEY, FEATURE_KEY, EDIT_KEY, SCALE_KEY = "feat_block", "feat_pick", "feat_edits", "feat_scale"
-TABLE_KEY = "features_table"
+TABLE_KEY, LAYER_KEY = "features_table", "features_map_layer"
 SCALES = [-2.0, -1.0, 0.0, 0.5, 2.0, 4.0]  # the scales offered: 0 switches a feature off, 1 would change nothing
 MARK = "background:#ffe066; color:#1a1a1a"  # dark text on the marker in both themes (white on it is unreadable)
 RANKS = ("1st", "2nd", "3rd", "4th", "5th")  # the table's feature columns, strongest first (sentence_features' top)
@@ -308,30 +308,42 @@ def edits_panel(ctx: Context, dicts: dict, table: pd.DataFrame, name: str | None
 
 
 def maps(ctx: Context, after, same: bool):
-    """Cross-attention, mean of every layer's heads, before and with the edits (viz.attention_heatmap, the maps'
-    own drawing); where the output stayed the same, their difference too (an edit often moves it little)."""
-    result = ctx.result
+    """Cross-attention before and with the edits, the mean of one layer's heads or of every layer's (the maps' own
+    drawing, viz.attention_heatmap, each with its table); where the output kept its words, their difference too (an
+    edit often moves the maps little). The layer is a detail of the picture, not in the link (as the reference
+    view's)."""
+    result, (source, target) = ctx.result, ctx.names
+    layers = ["mean", *range(ctx.cfg.n_dec_layers)]
+    layer = st.segmented_control("Cross-attention layer", layers, key=LAYER_KEY, default="mean", required=True,
+                                 format_func=lambda x: "all (mean)" if x == "mean" else str(x + 1))
+    which = "mean of every head" if layer == "mean" else f"layer {layer + 1}, mean of heads"
 
     def mean(r):  # (L, H, T, S) -> (T, S)
-        return np.asarray(r.cross_attentions).mean(axis=(0, 1))
+        maps = np.asarray(r.cross_attentions)
+        return maps.mean(axis=(0, 1)) if layer == "mean" else viz.select_head(maps, layer, None)
 
     def rows(r):
         return viz.predicting(r.tgt_tokens, [s.token for s in r.steps])
 
-    for col, r, what, key in zip(st.columns(2), (result, after), ("original", "with the edits"), ("before", "after")):
+    def drawn(weights, r, title: str, key: str, **style):
+        chart(viz.attention_heatmap(weights, rows(r), r.src_tokens, key_unknown=r.src_unknown, title=title, **style),
+              key=f"features_cross_{key}", width="content", name=f"features-cross-{key}")
+        map_table(weights, table_labels(rows(r)), table_labels(r.src_tokens, r.src_unknown),
+                  f"{title.replace('<br>', ' ')}; rows: {target} steps (the token read → the token chosen), "
+                  f"columns: {source} tokens", key=f"features_cross_{key}_table", corner="query \\ key",
+                  label=f"Show the {key} map as a table")
+
+    runs = ((result, "original", "original"), (after, "with the edits", "edited"))
+    for col, (r, what, key) in zip(st.columns(2), runs):
         with col:
-            chart(viz.attention_heatmap(mean(r), rows(r), r.src_tokens, key_unknown=r.src_unknown,
-                                        title=f"Cross-attention, mean of every head:<br>{what}"),
-                  key=f"features_cross_{key}", width="content", name=f"features-cross-{key}")
+            drawn(mean(r), r, f"Cross-attention, {which}:<br>{what}", key)
     if not same:
         st.caption("The output changed, so the two maps' rows differ: compare them step by step.")
         return
     diff = mean(after) - mean(result)
     st.caption(f"The largest change of a weight: {np.abs(diff).max():.4f}.")
-    chart(viz.attention_heatmap(diff, rows(result), result.src_tokens, key_unknown=result.src_unknown, signed=True,
-                                stretch=True, title="With the edits minus the original<br>(cross-attention, mean of "
-                                                    "every head)"),
-          key="features_cross_diff", width="content", name="features-cross-difference")
+    drawn(diff, result, f"With the edits minus the original<br>(cross-attention, {which})", "difference", signed=True,
+          stretch=True)
 
 
 def export(ctx: Context, table: pd.DataFrame, name: str | None, extra: dict | None = None):

@@ -89,7 +89,30 @@ def test_an_edit_is_the_patched_model(monkeypatch, translator, dicts):
         z = array(chart(at, f"Cross-attention, mean of every head: {what}")["data"][0]["z"])
         np.testing.assert_allclose(z, r.cross_attentions.mean(axis=(0, 1)), atol=1e-5)
     assert any("The output changed" in c.value for c in at.caption)
+    at.segmented_control(key="features_map_layer").set_value(2).run()  # the last layer alone, its heads' mean
+    for what, r in (("original", before), ("with the edits", after)):
+        z = array(chart(at, f"Cross-attention, layer 3, mean of heads: {what}")["data"][0]["z"])
+        np.testing.assert_allclose(z, r.cross_attentions[2].mean(axis=0), atol=1e-5)
     assert T.parse_edits(dict(at.query_params)["fedit"], dicts) == {EDIT: 4.0}
+
+
+def test_an_edit_that_keeps_the_words_draws_the_difference_and_its_table(monkeypatch, translator, dicts):
+    found = {b.block: b for b in T.sentence_features(translator, dicts, translator.force(S))}["enc.2"]
+    f = found.top[1][0][0]  # the strongest feature at "zwei", switched off: the same words, other weights
+    at = from_url(monkeypatch, s=S, view="features", fedit=f"enc.2.{f}=0")
+    assert not at.exception and not at.error and not at.warning
+    before = translator.translate(S)
+    after = translator.translate_batch([S], patch=T.edit_patch(dicts, {("enc.2", f): 0.0}))[0]
+    assert after.output_tokens == before.output_tokens
+    assert "(the same words)" in shown(markdown(at))
+    diff = after.cross_attentions.mean(axis=(0, 1)) - before.cross_attentions.mean(axis=(0, 1))
+    assert np.abs(diff).max() > 1e-4  # the edit moves the maps: the difference has something to show
+    z = array(chart(at, "With the edits minus the original")["data"][0]["z"])
+    np.testing.assert_allclose(z, diff, atol=1e-5)
+    at.toggle(key="features_cross_difference_table").set_value(True).run()
+    shown_table = next(t.value for t in at.table)
+    assert shown_table.shape == diff.shape
+    assert float(shown_table.iloc[1, 1]) == pytest.approx(diff[1, 1], abs=1e-4)
 
 
 def test_a_feature_page_from_the_link(monkeypatch, translator, dicts):
