@@ -30,6 +30,24 @@ def low_steps(shares, threshold: float | None) -> list[int]:
     return [] if threshold is None else [int(t) for t in np.flatnonzero(s < threshold)]
 
 
+def step_bars_layout(step_tokens, title: str, subtitle: str, height: int) -> dict:
+    """What the bar charts over the steps share: the title, a legend inside the plot at its top (in room left above
+    the bars: above the plot it ran into the subtitle, or a title wrapped for a phone), a height that grows with the
+    longest tick label, and the steps' axis, its labels turned as far as the bars' room asks."""
+    T = len(step_tokens)
+    cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
+    ticks = tick_labels(step_tokens)
+    return dict(
+        title=dict(text=title, subtitle=dict(text=subtitle)),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="top", font=dict(size=12),
+                    bgcolor="rgba(0,0,0,0)"),
+        height=height + 5 * max((len(t) for t in ticks), default=0),
+        margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
+        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
+                   tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
+                   range=[-0.6, T - 0.4], tickfont=dict(size=12)))
+
+
 def source_share_bars(step_tokens, shares, *, median: float | None = None, threshold: float | None = None,
                       title: str = "", subtitle: str = ""):
     """The source share of every step as a bar, against the test set: its median and low-share threshold as lines.
@@ -60,20 +78,9 @@ def source_share_bars(step_tokens, shares, *, median: float | None = None, thres
             fig.add_trace(go.Scatter(x=[-0.5, T - 0.5], y=[value, value], mode="lines", name=f"{name} {value:.3f}",
                                      line=dict(color=color, width=2, dash=dash),
                                      hovertemplate=f"{name} {value:.4f}<extra></extra>"))
-    cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
-    ticks = tick_labels(step_tokens)
     fig.update_layout(
-        title=dict(text=title, subtitle=dict(text=subtitle)), bargap=0.25,
+        **step_bars_layout(step_tokens, title, subtitle, 400), bargap=0.25,
         showlegend=median is not None or threshold is not None,
-        # The legend inside the plot, above 1 (no share is higher), so that it wraps on a narrow screen without
-        # running into the subtitle.
-        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="top", font=dict(size=12),
-                    bgcolor="rgba(0,0,0,0)"),
-        height=400 + 5 * max((len(t) for t in ticks), default=0),
-        margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
-        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
-                   tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
-                   range=[-0.6, T - 0.4], tickfont=dict(size=12)),
         # Each bar has its number: no grid on the value axis to run through the numbers (bright on the dark theme).
         yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.3], automargin=True,
                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=False))
@@ -171,22 +178,11 @@ def ffn_logit_bars(step_tokens, blocks, parts, error=None, *, title: str = "", s
                                  customdata=np.array(labels, dtype=object),
                                  hovertemplate=f"step %{{customdata}}<br>{name}, error (FFN − transcoder): "
                                                "%{y:+.3f}<extra></extra>"))
-    ticks = tick_labels(step_tokens)
-    cell = int(min(max(680 // max(T, 1), BAR_PX[0]), BAR_PX[1]))
     ends = np.concatenate([p.ravel(), (p + (0 if error is None else np.asarray(error, dtype=float))).ravel(), [0.0]])
     low, high = float(ends.min()), float(ends.max())
     span = max(high - low, 1e-6)
     fig.update_layout(
-        title=dict(text=title, subtitle=dict(text=subtitle)), barmode="group", bargap=0.2,
-        # The legend inside the plot, in room left above the bars (as source_share_bars keeps it): above the plot it
-        # ran into a title wrapped for a phone.
-        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="top", font=dict(size=12),
-                    bgcolor="rgba(0,0,0,0)"),
-        height=420 + 5 * max((len(t) for t in ticks), default=0),
-        margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
-        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
-                   tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
-                   range=[-0.6, T - 0.4], tickfont=dict(size=12)),
+        **step_bars_layout(step_tokens, title, subtitle, 420), barmode="group", bargap=0.2,
         yaxis=dict(title=dict(text="part of the chosen word's logit"), automargin=True, zeroline=True,
                    range=[low - 0.05 * span, high + 0.45 * span]))
     return fig
