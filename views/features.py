@@ -22,6 +22,7 @@ import viz
 from model import transcoders
 from model.checkpoint import checkpoint_folder
 from model.errors import InputError
+from model.export import table_csv
 
 from . import Context
 from .calls import HEAVY, load_translator, waiting_notice
@@ -349,7 +350,7 @@ def maps(ctx: Context, after, same: bool):
 def export(ctx: Context, table: pd.DataFrame, name: str | None, extra: dict | None = None):
     """The export section: the page's result, this block's table (CSV), the open feature's page and the edits'
     outcome (JSON)."""
-    files = [("Features (CSV)", "features.csv", "text/csv", lambda: table.to_csv(index=False))]
+    files = [("Features (CSV)", "features.csv", "text/csv", lambda: table_csv(table))]
     if name:
         files.append(("Feature page (JSON)", f"feature-{name}.json", "application/json",
                       lambda: json.dumps(feature_page(ctx.checkpoint, name), ensure_ascii=False)))
