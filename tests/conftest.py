@@ -4,8 +4,8 @@ AppTest, and the app in headless Chromium (a server per test module, a browser, 
 
 Four tiers, one folder each, all under this file (the README's "Run the tests"):
 - tests/unit: tiny models built here or in the test, in this process; no shipped checkpoint, no data set, no AppTest,
-  no browser, no `python -m` run. `python -m pytest tests/unit` is the everyday loop (554 tests, 43 s on 2 cores;
-  up to three minutes while other test runs shared them).
+  no browser, no `python -m` run. `python -m pytest tests/unit -n 2` is the everyday loop (the README gives its
+  time); tests/unit/conftest.py gives each test one torch thread.
 - tests/integration: the shipped models (shipped_models, translator: loaded once per session, read-only), the Multi30k
   data set, one real `python -m` run per tool, whole-corpus runs, and the slower tiny-model checks.
 - tests/page: the page under AppTest on the shipped model.

@@ -43,13 +43,6 @@ def english(n: int = 10) -> list[str]:
     return marian.lines("en", marian.TRAIN_LINES + n)[marian.TRAIN_LINES:]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models gain nothing from a second thread, which only waits (on a busy machine, for long: 25x here).
-    conftest's torch_threads puts the count back."""
-    torch.set_num_threads(1)
-
-
 @dataclass
 class Pair:
     """One Marian folder: ours converted from it, theirs loaded from it."""
