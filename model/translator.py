@@ -189,11 +189,8 @@ class Translator:
     def score_reference(self, sentence: str, reference: str, heads_off: str | None = None) -> ReferenceScore:
         """Teacher forcing on an English reference: its Translation (steps hold the reference tokens'
         probabilities) and its mean loss per token."""
-        tokens = self.tgt_vocab.tokenize(reference or "", "en")
-        if not any(t.strip() for t in tokens):
-            raise InputError("the reference is empty: type an English translation to compare with")
-        ref_ids = self.tgt_vocab.encode(tokens[:self.cfg.max_positions - 1]) + [self.tgt_vocab.eos_id]
-        r = self.analyze(sentence, ref_ids, heads_off=heads_off)
+        forced = self.force(sentence, reference=reference or "")
+        r = self.analyze(sentence, list(forced.output_ids), heads_off=heads_off)
         loss = -float(np.mean(np.log(np.maximum([s.prob for s in r.steps], 1e-30))))
         return ReferenceScore(translation=r, loss=loss)
 
@@ -349,7 +346,7 @@ class Translator:
                 raise ValueError("force: an output or a reference, not both")
             words = self.tgt_vocab.tokenize(reference, "en")
             if not any(w.strip() for w in words):
-                raise InputError("the reference is empty: type an English translation")
+                raise InputError("the reference is empty: type an English translation to compare with")
             tokens = [*words[:self.cfg.max_positions - 1], self.tgt_vocab.eos]
             return self._forced(sentence, tokens, self.tgt_vocab.encode(tokens))
         if output_tokens is None:
