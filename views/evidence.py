@@ -21,7 +21,7 @@ from . import Context
 from .calls import load_translator
 from .export import downloads
 from .state import int_param, page_view
-from .widgets import literal, token_chips
+from .widgets import highlight, literal, token_chips
 
 _OWNED: dict = {}
 _LOCK = threading.Lock()
@@ -83,7 +83,7 @@ def marked(sentence: str, word: str, pieces: bool = False) -> str:
     else:
         pattern = rf"(?<!\w)({re.escape(word)})(?!\w)"
     parts = re.split(pattern, sentence, flags=re.IGNORECASE)
-    return "".join(f"<mark>{literal(p)}</mark>" if i % 2 else literal(p) for i, p in enumerate(parts))
+    return "".join(highlight(literal(p)) if i % 2 else literal(p) for i, p in enumerate(parts))
 
 
 @st.fragment

@@ -28,12 +28,11 @@ from . import Context
 from .calls import HEAVY, load_translator, waiting_notice
 from .export import downloads
 from .state import page_view, text_param
-from .widgets import chart, diff_chips, literal, map_table, table_labels
+from .widgets import chart, diff_chips, highlight, literal, map_table, table_labels
 
 BLOCK_KEY, FEATURE_KEY, EDIT_KEY, SCALE_KEY = "feat_block", "feat_pick", "feat_edits", "feat_scale"
 TABLE_KEY, LAYER_KEY = "features_table", "features_map_layer"
 SCALES = [-2.0, -1.0, 0.0, 0.5, 2.0, 4.0]  # the scales offered: 0 switches a feature off, 1 would change nothing
-MARK = "background:#ffe066; color:#1a1a1a"  # dark text on the marker in both themes (white on it is unreadable)
 RANKS = ("1st", "2nd", "3rd", "4th", "5th")  # the table's feature columns, strongest first (sentence_features' top)
 
 
@@ -245,7 +244,7 @@ def page_panel(ctx: Context, name: str, dicts: dict):
                      if decoder else " (the token it fires on marked)"))
         for c in page["contexts"]:
             shown = [literal(t) for t in c["tokens"]]
-            shown[c["position"]] = f"<mark style='{MARK}'>{shown[c['position']]}</mark>"
+            shown[c["position"]] = highlight(shown[c["position"]])
             after = f" → <b>{literal(c['next'])}</b>" if "next" in c else ""
             st.markdown(f"<span class='feature-context'>{c['activation']:.2f}: {' '.join(shown)}{after}</span>",
                         unsafe_allow_html=True)

@@ -99,6 +99,14 @@ def server() -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/") if parts.netloc else DEFAULT_SERVER
 
 
+MARK = "background:#ffe066; color:#1a1a1a"  # dark text on the yellow marker in both themes (white on it is unreadable)
+
+
+def highlight(html: str) -> str:
+    """Already escaped text (literal's) marked as the page marks a word: yellow with dark text in either theme."""
+    return f"<mark style='{MARK}'>{html}</mark>"
+
+
 def literal(text: str) -> str:
     """User or model text for st.markdown/st.caption: shown as typed, never as markdown, LaTeX, HTML or a link.
 

@@ -3,6 +3,7 @@
 import pytest
 
 from conftest import from_url, shown
+from views.widgets import highlight
 
 
 @pytest.mark.slow
@@ -11,7 +12,7 @@ def test_the_evidence_view_says_where_a_word_and_a_step_were_learned(monkeypatch
     assert not at.exception and not at.error
     text = shown("\n".join(m.value for m in at.markdown))
     assert "“zug” occurs in **92** of the 29,000 training sentences" in text
-    assert "<mark>Zug</mark>" in text  # a training pair with the word marked
+    assert highlight("Zug") in text  # a training pair with the word marked
     frames = [d.value for d in at.dataframe]
     assert frames[0]["English word"].iloc[0] == "train"
     assert len(frames[1]) == 5 and at.select_slider(key="evidence_step").value == 1

@@ -11,7 +11,7 @@ from conftest import CHECKPOINT, array, charts, from_url, markdown, shown
 from model import transcoders as T
 from model.extras import Extras
 from viz.decoding import token_diff
-from views.features import MARK
+from views.widgets import highlight
 from viz.labels import predicting
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHECKPOINT / T.WEIGHTS).is_file(),
@@ -125,7 +125,7 @@ def test_a_feature_page_from_the_link(monkeypatch, translator, dicts):
     assert f"**Feature {name}** (encoder layer 3): “{page['label']}”" in md
     for c in page["contexts"]:  # each context, its token marked
         p = c["position"]
-        words = c["tokens"][:p] + [f"<mark style='{MARK}'>{c['tokens'][p]}</mark>"] + c["tokens"][p + 1:]
+        words = c["tokens"][:p] + [highlight(c["tokens"][p])] + c["tokens"][p + 1:]
         assert f"{c['activation']:.2f}: {' '.join(words)}</span>" in md
     hist = chart(at, f"{name}: its activations")
     np.testing.assert_allclose(array(hist["data"][0]["y"]), page["histogram"]["counts"])
