@@ -704,7 +704,8 @@ _INDEX_CACHE = {}
 
 
 def read_index(folder) -> dict:
-    """The index beside a checkpoint, loaded once per process (a feature page then reads in milliseconds)."""
+    """The index beside a checkpoint, loaded once per process and folder (a feature page then reads in
+    milliseconds); a file written again since is read again."""
     path = Path(folder) / INDEX
     key = (str(path), path.stat().st_mtime if path.is_file() else None)
     if key not in _INDEX_CACHE:
@@ -714,7 +715,8 @@ def read_index(folder) -> dict:
         with np.load(path) as z:
             data = {k: z[k] for k in z.files}
         data["labels"] = json.loads(data["labels"].tobytes().decode())
-        _INDEX_CACHE.clear()
+        for stale in [k for k in _INDEX_CACHE if k[0] == key[0]]:
+            del _INDEX_CACHE[stale]
         _INDEX_CACHE[key] = data
     return _INDEX_CACHE[key]
 

@@ -3,6 +3,7 @@ training against a planted feature, the card's measures against literal counts."
 
 import copy
 import json
+import os
 
 import numpy as np
 import pytest
@@ -333,6 +334,15 @@ def test_a_feature_page_reads_the_index(tmp_path):
     assert len(page["effect"]["promotes"]) == T.EFFECT_WORDS
     with pytest.raises(InputError):
         T.read_index(tmp_path / "nowhere")
+    # two models' indexes stay loaded side by side; a file written again is read again
+    other = tmp_path / "other"
+    other.mkdir()
+    np.savez_compressed(other / T.INDEX, **{**arrays, "src_ids": arrays["src_ids"][:1]})
+    assert len(T.read_index(other)["src_ids"]) == 1 and T.read_index(tmp_path) is index
+    os.utime(tmp_path / T.INDEX, ns=(1, 1))
+    again = T.read_index(tmp_path)
+    assert again is not index and (again["src_ids"] == index["src_ids"]).all() and T.read_index(other) is not None
+    assert sum(k[0] == str(tmp_path / T.INDEX) for k in T._INDEX_CACHE) == 1  # the old reading is let go
 
 
 def test_train_writes_the_dictionaries_and_a_card_that_reads_them_back(tmp_path, monkeypatch):
