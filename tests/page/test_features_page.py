@@ -35,15 +35,23 @@ def chart(at, title: str) -> dict:
     return next(c for c in charts(at) if c["layout"]["title"]["text"].replace("<br>", " ").startswith(title))
 
 
-def test_the_table_is_the_blocks_features(monkeypatch, translator, dicts):
-    at = from_url(monkeypatch, s=S, view="features", fblock="dec.1")
+@pytest.mark.parametrize("model", ["learned", "sinusoidal"])
+def test_the_table_is_the_blocks_features(monkeypatch, shipped_models, model):
+    """The table is the model's own transcoders' features: the learned model's, and with model=sinusoidal that
+    model's (its own dictionaries, index and labels)."""
+    folder = CHECKPOINT if model == "learned" else CHECKPOINT / model
+    if not (folder / T.WEIGHTS).is_file():
+        pytest.skip(f"{folder} has no transcoders")
+    translator, dicts = shipped_models(folder), T.load(folder)[0]
+    link = {"s": S, "view": "features", "fblock": "dec.1", **({} if model == "learned" else {"model": model})}
+    at = from_url(monkeypatch, **link)
     assert not at.exception and not at.error and not at.warning
     forced = translator.force(S)
     found = {b.block: b for b in T.sentence_features(translator, dicts, forced)}["dec.1"]
     t = table(at)
     steps = [s.token for s in translator.translate(S).steps]
     assert list(t["step"]) == predicting(forced.tgt_tokens, steps)  # "<sos> → two", ...
-    labels = T.read_index(CHECKPOINT)["labels"]["dec.1"]
+    labels = T.read_index(folder)["labels"]["dec.1"]
     for rank, column in enumerate(("1st", "2nd", "3rd", "4th", "5th")):
         assert list(t[column]) == [f"{top[rank][0]} “{labels[top[rank][0]]}” {top[rank][1]:.2f}"
                                    if rank < len(top) else "" for top in found.top]
