@@ -28,6 +28,9 @@ replicas) and drives headless Chromium sessions with Playwright.
 --visitor K: each round again while K sessions of one visitor keep typing new 97-token sentences and pressing
   Enter. The class's median and max Enter -> translation against the same round without the visitor, in the same
   run (bars: median <= 1.5x, max <= 2x; model/batching.py decodes long sentences in a lane that gives way).
+Every round types test sentences of its own (the server caches translations: a round on the sentences of the round
+before would be served from that cache), after one unmeasured warm-up round (the browsers' and the views' first
+use).
 --memory: the server's resident memory after that many different sentences, each opened with an
   intervention (heads switched off, beam search, a reference), four sessions at a time
   (bar: <= 1 GB at 600).
@@ -245,6 +248,13 @@ async def heavy_loop(browser, base: str, who: int, stop: asyncio.Event, done: li
             i += 1
     finally:
         await ctx.close()
+
+
+def fresh_sentences(de: list[str], skip: int, block: int, n_max: int) -> list[str]:
+    """The test sentences of a later round, n_max + 1 of them: past the first `skip` (the first round's, which the
+    abuse run and the lost replica use too), `block` rounds on."""
+    start = skip + block * (n_max + 1)
+    return de[start:start + n_max + 1]
 
 
 def expected_outputs(sentences: list[str], n_max: int) -> dict:
@@ -572,8 +582,18 @@ async def main_async(args) -> int:
                 await translation_of(warm, "Ein Hund.", False)
             rounds = [(n, kind, k) for n in args.sessions or []
                       for kind, k in [(None, 0), ("visitor", args.visitor), ("heavy", args.heavy)] if kind is None or k]
+            if rounds:  # a round the class's browsers and the views' first use pay for, measured by none
+                warmup = fresh_sentences(de, len(sentences), len(rounds), n_max)
+                r = await sessions_round(browser, base, warmup, {**expected, **expected_outputs(warmup, n_max)}, n_max)
+                print(f"warm-up: {n_max} sessions, median {r['median']:.2f} s, max {r['max']:.2f} s (not measured)",
+                      flush=True)
             alone = {}  # n -> the round without extra sessions
-            for n, kind, k in rounds:
+            for number, (n, kind, k) in enumerate(rounds):
+                # each round on sentences of its own: the server caches translations, and a round on the sentences
+                # of the round before would be served from that cache
+                mine = fresh_sentences(de, len(sentences), number - 1, n_max) if number else sentences
+                if number:
+                    expected = {**expected, **expected_outputs(mine, n)}
                 cpu0, me0 = cpu_seconds(proc.pid), cpu_seconds(os.getpid())
                 stop, extra_done = asyncio.Event(), []
                 loop = {"heavy": heavy_loop, "visitor": visitor_loop}.get(kind)
@@ -581,9 +601,9 @@ async def main_async(args) -> int:
                 memory = asyncio.create_task(peak_rss(proc.pid, stop)) if kind == "heavy" and not args.proxy else None
                 if k:
                     await asyncio.sleep(3)  # the extra sessions are under way when the class presses Enter
-                r = await sessions_round(browser, base, sentences, expected, n)
+                r = await sessions_round(browser, base, mine, expected, n)
                 if kind == "heavy":
-                    contributions, translated = await first_contributions(browser, base, sentences[n])
+                    contributions, translated = await first_contributions(browser, base, mine[n])
                 stop.set()
                 for task in loops if kind == "heavy" else []:
                     task.cancel()
