@@ -18,13 +18,15 @@ import streamlit as st
 import torch
 
 from model.errors import CheckpointError, InputError
+from model.i18n import LANGUAGES, _
 from model.languages import OURS, language_names
 from model.translator import MAX_OUTPUT
 from views import Context, classroom, guess
 from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
-from views.state import CODE as CLASS, MODEL_CHOICE, judge_url, read_flags, read_model, read_url, write_url
+from views.state import (CODE as CLASS, LANG, MODEL_CHOICE, judge_url, read_flags, read_language, read_model, read_url,
+                         speak, write_url)
 from views.widgets import CSS, PRESENT_CSS, focus, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
@@ -85,25 +87,27 @@ def safely(read, *args) -> list[str]:
         return read(*args)
     except Exception as e:
         log.warning("link not read (%s: %.200s): %.300s", type(e).__name__, e, dict(st.query_params))
-        return ["the link could not be read"]
+        return [_("the link could not be read")]
 
 
 def say_unused(box, notes: list[str]):
     """The link's parameters the page could not use, named in one warning (in `box`: the list can grow)."""
     if notes:  # the link's own words shown as typed: a note never renders a link, an image or math from the link
-        box.warning(literal("Parts of this link were not used (the page shows its defaults instead): "
-                            + "; ".join(notes) + "."))
+        box.warning(literal(_("Parts of this link were not used (the page shows its defaults instead): {notes}.")
+                            .format(notes="; ".join(notes))))
 
-
-st.set_page_config(page_title="Inside a Transformer translator", page_icon="🔎", layout="wide",
-                   initial_sidebar_state="collapsed")
-st.markdown(CSS, unsafe_allow_html=True)
 
 available = models()  # slug -> checkpoint; $TRANSFORMER_CHECKPOINT leaves only that one
 first_run = "url_notes" not in st.session_state  # a new browser session: the link's state is read once
 if first_run:  # marked read before anything can fail: a link that breaks the page breaks one run, never every reload
     st.session_state.url_notes = []
-notes = safely(read_model, available) + safely(read_flags) if first_run else []
+notes = safely(read_language) if first_run else []  # first: every string from here on is in the page's language
+st.session_state[LANG] = st.session_state.get(LANG)  # kept when a run stops before the switch (a widget's key is not)
+speak()
+st.set_page_config(page_title=_("Inside a Transformer translator"), page_icon="🔎", layout="wide",
+                   initial_sidebar_state="collapsed")
+st.markdown(CSS, unsafe_allow_html=True)
+notes += safely(read_model, available) + safely(read_flags) if first_run else []
 # The presenter layout (?present=1, for a projector at 1366 x 768): no title, the model, the sentence and the view
 # in one row, the translation's details folded, larger type; the walk's stop and its picture start on the screen.
 present = bool(st.session_state.get("present"))
@@ -111,52 +115,60 @@ if present:
     st.markdown(PRESENT_CSS, unsafe_allow_html=True)
     frame = st.columns([2, 5, 3], vertical_alignment="bottom")
 else:
-    st.title("Inside a Transformer translator")
+    header = st.container(horizontal=True, vertical_alignment="center")
+    header.title(_("Inside a Transformer translator"), width="content")
     frame = []  # the usual layout: the frame's parts one under another
+(frame[0] if present else header).segmented_control(
+    "🌐", list(LANGUAGES), key=LANG, required=True, format_func=LANGUAGES.get, label_visibility="collapsed",
+    help=_("The page's language (lang= in the link). Model output, tokens and formulas stay as the model writes them."))
 if st.session_state.get("model") not in available:
     st.session_state.model = next(iter(available))
 if len(available) > 1:
-    model_help = ("The same architecture and recipe, trained twice: with learned position vectors (the default) or "
-                  "with the paper's fixed sinusoids. See “Positional encodings”, and compare the two in any "
-                  "attention view." if "learned" in available else
-                  "The checkpoints in the folder $TRANSFORMER_CHECKPOINT names, each by its folder and the tutorial "
-                  "it comes from (`python -m model.convert` makes them).")
+    model_help = (_("The same architecture and recipe, trained twice: with learned position vectors (the default) "
+                    "or with the paper's fixed sinusoids. See “Positional encodings”, and compare the two in any "
+                    "attention view.") if "learned" in available else
+                  _("The checkpoints in the folder $TRANSFORMER_CHECKPOINT names, each by its folder and the "
+                    "tutorial it comes from (`python -m model.convert` makes them)."))
     if present or len(available) > 3:
-        (frame[0] if present else st).selectbox("Model", list(available), key="model", format_func=model_name,
+        (frame[0] if present else st).selectbox(_("Model"), list(available), key="model", format_func=model_name,
                                                 help=model_help)
     else:
-        st.segmented_control("Model", list(available), key="model", required=True, format_func=model_name,
+        st.segmented_control(_("Model"), list(available), key="model", required=True, format_func=model_name,
                              help=model_help)
 checkpoint = available[st.session_state.model]  # None: the shipped checkpoints/
 try:
     translator = load_translator(checkpoint)
 except CheckpointError as e:
     log.error("checkpoint: %s", e)
-    st.error("**The model could not be loaded.** " + literal(str(e)))
+    st.error(_("**The model could not be loaded.**") + " " + literal(str(e)))
     st.stop()
 except InputError as e:  # $TRANSFORMER_DEVICE names no device we can run on
     log.error("device: %s", e)
-    st.error("**The model could not be started.** " + literal(f"{e}."))
+    st.error(_("**The model could not be started.**") + " " + literal(f"{e}."))
     st.stop()
 cfg = translator.cfg
 codes = translator.origin["languages"]
 source, target = language_names(codes)
 multi30k = translator.origin["family"] != "marian"  # a Marian model was trained by its makers on their own corpus
-details = st.expander("The translation's details, the model and the colours") if present else st
-size = f"({cfg.n_enc_layers}+{cfg.n_dec_layers} layers, {cfg.n_heads} heads)"
-details.caption(f"{source} → {target} with a" + (f" small “Attention Is All You Need” Transformer {size} trained on "
-                "Multi30k" if multi30k else f" Marian Transformer {size} trained by its makers on a corpus not "
-                "shipped here") + f": {origin(checkpoint)}. Type a "
-                "sentence and press Enter; the walk through the model opens first (**Start here**), and every other "
-                "view is one row below it.")
+details = st.expander(_("The translation's details, the model and the colours")) if present else st
+size = dict(enc=cfg.n_enc_layers, dec=cfg.n_dec_layers, heads=cfg.n_heads)
+details.caption((_("{source} → {target} with a small “Attention Is All You Need” Transformer ({enc}+{dec} layers, "
+                   "{heads} heads) trained on Multi30k: {origin}.") if multi30k else
+                 _("{source} → {target} with a Marian Transformer ({enc}+{dec} layers, {heads} heads) trained by its "
+                   "makers on a corpus not shipped here: {origin}.")).format(source=source, target=target,
+                                                                              origin=origin(checkpoint), **size)
+                + " " + _("Type a sentence and press Enter; the walk through the model opens first (**Start here**), "
+                          "and every other view is one row below it."))
 
-with details.expander("About this model and the colours"):  # on the page, not in a sidebar: narrow screens keep room
-    positions = "sinusoidal (Marian's: sines, then cosines)" if cfg.positions == "halves" else cfg.positions
-    st.markdown(f"**Model**: {cfg.n_enc_layers} encoder + {cfg.n_dec_layers} decoder layers, {cfg.n_heads} heads, "
-                f"d_model {cfg.d_model}, {translator.model.n_params():,} parameters, {positions} positions "
-                f"({cfg.max_positions}). **Device**: {translator.device_name}.")
-    st.markdown("**Colours**: attention weights 0 (dark) to 1 (yellow) on one fixed scale unless stretched; grey = "
-                "masked future position; dashed orange = a word the model does not know (`<unk>`).")
+with details.expander(_("About this model and the colours")):  # on the page, not in a sidebar: narrow screens keep room
+    positions = {"halves": _("sinusoidal (Marian's: sines, then cosines)"), "learned": _("learned"),
+                 "sinusoidal": _("sinusoidal")}.get(cfg.positions, cfg.positions)
+    st.markdown(_("**Model**: {enc} encoder + {dec} decoder layers, {heads} heads, d_model {d}, {params:,} "
+                  "parameters, {positions} positions ({max}). **Device**: {device}.").format(
+        d=cfg.d_model, params=translator.model.n_params(), positions=positions, max=cfg.max_positions,
+        device=translator.device_name, **size))
+    st.markdown(_("**Colours**: attention weights 0 (dark) to 1 (yellow) on one fixed scale unless stretched; grey = "
+                  "masked future position; dashed orange = a word the model does not know (`<unk>`)."))
 
 if first_run:
     st.session_state.url_notes = notes + safely(read_url, cfg, VIEWS)
@@ -169,17 +181,17 @@ ex = examples()
 c1, c2 = (frame[1], details) if present else st.columns([3, 2])
 german = codes[0] == OURS[0]  # the examples are German sentences: offered to a model that reads German only
 if german:
-    c2.selectbox("…or pick an example from the Multi30k test set", [""] + [e["de"] for e in ex], key="example",
-                 on_change=example_picked, format_func=lambda s: s or "choose an example")
-text_box(c1, f"{source} sentence (press Enter to translate)", "sentence", "The sentence", on_change=sentence_typed,
-         placeholder="Ein Hund rennt durch den Schnee." if german else None)
+    c2.selectbox(_("…or pick an example from the Multi30k test set"), [""] + [e["de"] for e in ex], key="example",
+                 on_change=example_picked, format_func=lambda s: s or _("choose an example"))
+text_box(c1, _("{source} sentence (press Enter to translate)").format(source=source), "sentence", _("The sentence"),
+         on_change=sentence_typed, placeholder="Ein Hund rennt durch den Schnee." if german else None)
 sentence = st.session_state.get("sentence", "")
 
 if not sentence.strip():
     write_url(cfg, VIEWS.get(st.session_state.get("view")))
-    st.info("Type a German sentence above and press Enter, or pick an example. Try: "
-            "*Zwei Männer spielen Fußball auf einer Wiese.*" if german else
-            f"Type a {source} sentence above and press Enter.")
+    st.info(_("Type a German sentence above and press Enter, or pick an example. Try: {example}").format(
+        example="*Zwei Männer spielen Fußball auf einer Wiese.*") if german else
+        _("Type a {source} sentence above and press Enter.").format(source=source))
     st.stop()
 
 try:
@@ -189,53 +201,55 @@ except InputError as e:
     st.stop()
 except Exception as e:  # the page never shows a traceback; the server log keeps it
     log.exception("translating %r failed", sentence)
-    st.error(f"Translating this sentence failed ({type(e).__name__}). Try another sentence.")
+    st.error(_("Translating this sentence failed ({error}). Try another sentence.").format(error=type(e).__name__))
     st.stop()
 
 if first_run:
     say_unused(link_note, unused + safely(judge_url, result, VIEWS))
 if result.truncated:
-    st.warning(f"The sentence is too long for the model's {cfg.max_positions} positions: the last "
-               f"{result.truncated} tokens were cut, and the rest was translated.")
+    st.warning(_("The sentence is too long for the model's {max} positions: the last {cut} tokens were cut, and the "
+                 "rest was translated.").format(max=cfg.max_positions, cut=result.truncated))
 translation = st.container(key="translation_box").empty()  # filled after the view: guess first may hide it
 if len(result.steps) == len(result.output_tokens) and result.steps:  # the last step wrote a word, not <eos>
-    st.warning(f"The translation was stopped at the model's limit of {MAX_OUTPUT} output tokens before the model "
-               "ended it: what is shown is cut.")
+    st.warning(_("The translation was stopped at the model's limit of {max} output tokens before the model ended "
+                 "it: what is shown is cut.").format(max=MAX_OUTPUT))
 familiarity_note(checkpoint, sentence)  # never folded: a sentence the model cannot handle is said so on a projector too
 with details if present else nullcontext():  # folded in the presenter layout
     reference = next((e["en"] for e in ex if e["de"] == sentence), None) if tuple(codes) == OURS else None
     if reference:
-        st.caption(f"Multi30k reference: {literal(reference)}")
-    st.markdown("Source tokens: " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
+        st.caption(_("Multi30k reference: {reference}").format(reference=literal(reference)))
+    st.markdown(_("Source tokens:") + " " + token_chips(result.src_tokens, result.src_unknown), unsafe_allow_html=True)
     output_tokens = st.empty()  # as the translation
     if any(result.src_unknown):
-        st.caption(f"{sum(result.src_unknown)} source word(s) are unknown to the model (dashed): it reads each as "
-                   "`<unk>` and still translates the sentence.")
+        st.caption(_("{n} source word(s) are unknown to the model (dashed): it reads each as `<unk>` and still "
+                     "translates the sentence.").format(n=sum(result.src_unknown)))
     if multi30k and sum(any(c.isalnum() for c in t) for t in result.src_tokens[cfg.source_start:-1]) <= 2:
-        st.caption("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
-                   "words it tends to invent a scene around them. Full sentences show it at its best.")
+        st.caption(_("The model learned from Multi30k, which holds only whole image descriptions: given one or two "
+                     "words it tends to invent a scene around them. Full sentences show it at its best."))
 
 st.session_state.setdefault("view", DEFAULT_VIEW)
 if present:  # a list, not a wall of buttons: the stop and its picture keep the screen
-    view = frame[2].selectbox("View", list(VIEWS), key="view", on_change=view_picked,
-                              format_func=lambda slug: f"{FAMILY_OF[slug].name}: {VIEWS[slug].label}")
+    view = frame[2].selectbox(_("View"), list(VIEWS), key="view", on_change=view_picked,
+                              format_func=lambda slug: f"{_(FAMILY_OF[slug].name)}: {_(VIEWS[slug].label)}")
 else:  # two rows: the families, then the views of the one picked (slugs, as the link names them)
     family = FAMILY_OF[st.session_state.view]
     st.session_state.family = family.name  # the view decides the family: a link or the walk may have moved it
-    st.segmented_control("Sections", [f.name for f in FAMILIES], key="family", required=True, on_change=family_picked,
-                         help="New here? Start here: the walk takes you through the model one stop at a time.")
-    st.caption(family.line)
-    view = st.segmented_control("View", family.views, key="view", required=True, on_change=view_picked,
-                                format_func=lambda slug: VIEWS[slug].label, label_visibility="collapsed")
+    st.segmented_control(_("Sections"), [f.name for f in FAMILIES], key="family", required=True,
+                         on_change=family_picked, format_func=_,
+                         help=_("New here? Start here: the walk takes you through the model one stop at a time."))
+    st.caption(_(family.line))
+    view = st.segmented_control(_("View"), family.views, key="view", required=True, on_change=view_picked,
+                                format_func=lambda slug: _(VIEWS[slug].label), label_visibility="collapsed")
 switches = details.container(horizontal=True) if present else st.container(horizontal=True)
-switches.toggle("Guess first", key="guess", help="Before a picture is shown, one question about it, answered with a "
-                "click; then the picture with your answer marked. On the walk, the three attention views, Inside a "
-                "head and the decoding trace." + ("" if VIEWS[view].asks else " (This view asks nothing.)"))
-switches.toggle("Presenter layout", key="present", help="For a projector: the frame in one row, larger type, the "
-                "translation's details folded.")
+switches.toggle(_("Guess first"), key="guess", help=_(
+    "Before a picture is shown, one question about it, answered with a click; then the picture with your answer "
+    "marked. On the walk, the three attention views, Inside a head and the decoding trace.")
+    + ("" if VIEWS[view].asks else " " + _("(This view asks nothing.)")))
+switches.toggle(_("Presenter layout"), key="present", help=_("For a projector: the frame in one row, larger type, the "
+                                                             "translation's details folded."))
 if not present:
-    st.caption("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to "
-               "share exactly what you see.")
+    st.caption(_("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to "
+                 "share exactly what you see."))
 st.session_state.pop(guess.OPEN, None)
 with st.container(key="view_box"):
     VIEWS[view].draw(Context(checkpoint, translator, result, VIEWS[view]))  # a failing view says so (state.page_view)
@@ -246,9 +260,9 @@ if st.session_state.get("shown_sentence") != sentence and not st.session_state.g
     with st.container(key="translation_focus"):
         focus(data={"key": "translation_box", "for": sentence, "phone": True})
 if guess.open_now():  # what the question asks would be read off the translation: it waits for the answer too
-    translation.markdown("**Translation**: hidden until you answer the question below (Guess first).")
-    output_tokens.markdown("Output tokens: hidden until you answer.")
+    translation.markdown(_("**Translation**: hidden until you answer the question below (Guess first)."))
+    output_tokens.markdown(_("Output tokens: hidden until you answer."))
 else:
-    translation.markdown(f"**Translation**<div class='translation'>{literal(result.text) or '(empty)'}</div>",
-                         unsafe_allow_html=True)
-    output_tokens.markdown("Output tokens: " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)
+    shown = literal(result.text) or _("(empty)")
+    translation.markdown(_("**Translation**") + f"<div class='translation'>{shown}</div>", unsafe_allow_html=True)
+    output_tokens.markdown(_("Output tokens:") + " " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)

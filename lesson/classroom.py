@@ -28,6 +28,7 @@ from sqlalchemy import (Boolean, Column, Float, Integer, MetaData, String, Table
 from sqlalchemy.exc import IntegrityError
 
 from model.errors import InputError
+from model.i18n import _
 
 ROOT = Path(__file__).resolve().parents[1]
 URL_ENV, DIR_ENV = "TRANSFORMER_CLASSES_URL", "TRANSFORMER_CLASSES_DIR"
@@ -154,12 +155,12 @@ class Store:
     def start(self, sentence: str, model: str, asked: list[Asked], hours: float = CLASS_HOURS) -> tuple[str, str]:
         """A new class: (its code, the teacher's key). The key is returned once and stored only as its SHA-256."""
         if not asked:
-            raise ClassError("a class needs at least one question with choices")
+            raise ClassError(_("a class needs at least one question with choices"))
         now = time.time()
         self.purge(now)
         key = secrets.token_urlsafe(18)
-        for _ in range(20):  # 32^6 codes: a clash is rare, and then another is drawn
-            code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+        for _draw in range(20):  # 32^6 codes: a clash is rare, and then another is drawn
+            code = "".join(secrets.choice(CODE_LETTERS) for _letter in range(CODE_LENGTH))
             try:
                 with self.engine.begin() as c:
                     c.execute(insert(classes).values(code=code, key_hash=digest(key), sentence=text(sentence),
@@ -182,7 +183,7 @@ class Store:
     def _as_teacher(self, code: str, key: str):
         self.state(code)  # a wrong or old code says so first
         if not self.teacher(code, key):
-            raise ClassError("this link's teacher key is not this class's: only the teacher's link can do that")
+            raise ClassError(_("this link's teacher key is not this class's: only the teacher's link can do that"))
 
     def ask(self, code: str, key: str, number: int):
         """Open question `number` for voting, round 1."""
@@ -190,7 +191,7 @@ class Store:
         with self.engine.begin() as c:
             if c.execute(select(questions.c.number).where(questions.c.code == code,
                                                           questions.c.number == number)).scalar() is None:
-                raise ClassError(f"question {number} is not one of this class's")
+                raise ClassError(_("question {number} is not one of this class's").format(number=number))
             c.execute(delete(votes).where(votes.c.code == code, votes.c.number == number))  # asked again: anew
             c.execute(update(classes).where(classes.c.code == code).values(question=number, round=1,
                                                                              revealed=False))
@@ -260,7 +261,7 @@ class Store:
         """A seat in the class: its token (the student's link keeps it)."""
         name = text(nickname, MAX_NICKNAME)
         if not name:
-            raise ClassError("type a nickname to join (any name you like; no account, no e-mail)")
+            raise ClassError(_("type a nickname to join (any name you like; no account, no e-mail)"))
         self.purge(time.time())
         self.state(code)
         token = secrets.token_urlsafe(12)
@@ -282,17 +283,17 @@ class Store:
                 raise ClassError(no_class(code))
             seat = c.execute(select(seats).where(seats.c.code == code, seats.c.token == token)).first()
             if seat is None:
-                raise ClassError("this seat is not in the class: join again with a nickname")
+                raise ClassError(_("this seat is not in the class: join again with a nickname"))
             if row.question != number:
-                raise ClassError("that question is closed: the teacher has moved on")
+                raise ClassError(_("that question is closed: the teacher has moved on"))
             if row.revealed:
-                raise ClassError("the answer is shown: this round's votes are in")
+                raise ClassError(_("the answer is shown: this round's votes are in"))
             n = len(json.loads(c.execute(select(questions.c.options).where(
                 questions.c.code == code, questions.c.number == number)).scalar()))
             if type(choice) is not int or not 0 <= choice < n:
-                raise ClassError("that is not one of the question's choices")
+                raise ClassError(_("that is not one of the question's choices"))
             if now - seat.last_vote < VOTE_GAP:
-                raise ClassError("one answer at a time: wait a moment and answer again")
+                raise ClassError(_("one answer at a time: wait a moment and answer again"))
             c.execute(update(seats).where(seats.c.token == token).values(last_vote=now))
             c.execute(delete(votes).where(votes.c.seat == token, votes.c.number == number,
                                           votes.c.round == row.round))
@@ -352,8 +353,9 @@ def _sqlite_pragmas(dbapi_connection, _record):
 
 
 def no_class(code: str) -> str:
-    return (f"there is no class {str(code)[:CODE_LENGTH + 4]!r}: check the code, or ask the teacher for the link "
-            f"(a class ends after {CLASS_HOURS:g} hours, or when the teacher ends it)")
+    return _("there is no class {code}: check the code, or ask the teacher for the link (a class ends after "
+             "{hours:g} hours, or when the teacher ends it)").format(code=repr(str(code)[:CODE_LENGTH + 4]),
+                                                                     hours=CLASS_HOURS)
 
 
 _store, _lock = None, threading.Lock()

@@ -30,10 +30,12 @@ from model.checkpoint import DEFAULT_CHECKPOINT
 from model.errors import InputError
 from model.faithfulness import Table
 from model.heads import Head
+from model.i18n import N_, SOURCE, _, language
 from model.languages import language_names
 
-TOPICS = ("tokens and embeddings", "positions", "scaled dot-product", "masks", "heads",
-          "cross-attention and alignment", "decoding", "interventions", "contributions")  # the walk's order
+TOPICS = (N_("tokens and embeddings"), N_("positions"), N_("scaled dot-product"), N_("masks"), N_("heads"),
+          N_("cross-attention and alignment"), N_("decoding"), N_("interventions"),
+          N_("contributions"))  # the walk's order, in English (each shown as _(topic))
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "assets/examples.json"  # the page's example sentences
@@ -96,15 +98,20 @@ def check(ex: Exercise, given: str) -> bool:
         return False
 
 
+def in_language(params: dict) -> dict:
+    """A link's parameters with the language they are read in (lang=, not written for English, the page's own)."""
+    return params | ({"lang": language()} if language() != SOURCE else {})
+
+
 def link(ex: Exercise, server: str = "") -> str:
-    """The exercise's page: server (or nothing, for this page) + "/?" + its parameters."""
-    return server.rstrip("/") + "/?" + urlencode(ex.params)
+    """The exercise's page: server (or nothing, for this page) + "/?" + its parameters, in this language."""
+    return server.rstrip("/") + "/?" + urlencode(in_language(ex.params))
 
 
 def lesson_params(sentence: str, model_slug: str | None) -> dict:
-    """The lesson link's parameters: the walk from stop 1 with this sentence, guess first."""
+    """The lesson link's parameters: the walk from stop 1 with this sentence, guess first, in this language."""
     params = {"s": sentence, "view": "walk", "stop": "1", "guess": "1"}
-    return params | ({"model": model_slug} if model_slug else {})
+    return in_language(params | ({"model": model_slug} if model_slug else {}))
 
 
 # --- helpers -------------------------------------------------------------------------------------------------------
@@ -133,8 +140,8 @@ def heads_of(grid, kind: str) -> list[tuple[Head, float]]:
 
 def head_choices(ranked: list, worst_first: list) -> tuple:
     """The best head's label and the labels of the least-fitting heads, in model order."""
-    order = {h.label(): h.order() for h, _ in ranked}
-    return choices(ranked[0][0].label(), [h.label() for h, _ in worst_first], lambda s: order[s])
+    order = {h.label(): h.order() for h, _v in ranked}
+    return choices(ranked[0][0].label(), [h.label() for h, _v in worst_first], lambda s: order[s])
 
 
 def read_json(folder: Path, name: str) -> dict:
@@ -188,7 +195,8 @@ class Sheet:
     def table(self, name: str) -> dict:
         """A table beside the checkpoint; NotAsked naming it (and the command that builds it) when it is not there."""
         if not (self.folder / name).is_file():
-            raise NotAsked(f"it reads {name}, which is not beside this checkpoint (python -m model.tables builds it)")
+            raise NotAsked(_("it reads {name}, which is not beside this checkpoint (python -m model.tables builds it)")
+                           .format(name=name))
         return read_json(self.folder, name)
 
     def ask(self, question, view, options, answer, tolerance, hint, why, **params) -> tuple:
@@ -200,18 +208,18 @@ class Sheet:
 # --- the exercises, one small function each, in the walk's order ------------------------------------------------------
 
 QUESTIONS: list[tuple[str, Callable[[Sheet], tuple]]] = []  # (topic, question function), in the order asked
-TITLES: dict[Callable, tuple[str, str]] = {}  # question function -> (title, reads)
+TITLES: dict[Callable, tuple[str, str]] = {}  # question function -> (title, reads), in English (translated when asked)
 
 # What the exercises that do not ask of the sentence read instead (Exercise.reads)
-TRAIN = "the lengths of the training sentences (assets/train_lengths.json)"
-POSTABLE = "the model's table of source positions"
-CONFIG = "the model's configuration"
-HEADSTATS = "the test set's head statistics (head_stats.json)"
-ALIGN = "the hand-checked alignments (alignment.json)"
-IMPORTANCE = "the test set's head importance (head_importance.json)"
-PATCHING = "the contrast set's activation patching (patching.json)"
-SHARE = "the test set's source shares (source_share.json)"
-FAITH = "the test set's faithfulness table (faithfulness.json)"
+TRAIN = N_("the lengths of the training sentences (assets/train_lengths.json)")
+POSTABLE = N_("the model's table of source positions")
+CONFIG = N_("the model's configuration")
+HEADSTATS = N_("the test set's head statistics (head_stats.json)")
+ALIGN = N_("the hand-checked alignments (alignment.json)")
+IMPORTANCE = N_("the test set's head importance (head_importance.json)")
+PATCHING = N_("the contrast set's activation patching (patching.json)")
+SHARE = N_("the test set's source shares (source_share.json)")
+FAITH = N_("the test set's faithfulness table (faithfulness.json)")
 
 
 def question(topic: str, title: str, reads: str = ""):
@@ -227,35 +235,36 @@ def question(topic: str, title: str, reads: str = ""):
     return register
 
 
-@question("tokens and embeddings", "Tokens the encoder reads")
+@question("tokens and embeddings", N_("Tokens the encoder reads"))
 def token_count(c: Sheet) -> tuple:
     src = c.src
     if c.first:
-        return c.ask(f"How many tokens does the encoder read for {c.quoted}, <sos> and <eos> included?",
-                     "walk", (), str(len(src)), 0,
-                     "Stop 1 shows the sentence as tokens; count the chips, the two specials too.",
-                     f"The tokenizer makes {len(src) - 2} tokens of it ({' '.join(src[1:-1])}); with <sos> and <eos>: "
-                     f"{len(src)}.", stop="1")
-    return c.ask(f"How many tokens does the encoder read for {c.quoted}, the end token {src[-1]} included?",
-                 "walk", (), str(len(src)), 0,
-                 "Stop 1 shows the sentence as pieces; count the chips, the end token too.",
-                 f"SentencePiece makes {len(src) - 1} pieces of it ({' '.join(src[:-1])}); with {src[-1]}: "
-                 f"{len(src)}.", stop="1")
+        return c.ask(_("How many tokens does the encoder read for {sentence}, <sos> and <eos> included?").format(
+                         sentence=c.quoted), "walk", (), str(len(src)), 0,
+                     _("Stop 1 shows the sentence as tokens; count the chips, the two specials too."),
+                     _("The tokenizer makes {k} tokens of it ({tokens}); with <sos> and <eos>: {n}.").format(
+                         k=len(src) - 2, tokens=" ".join(src[1:-1]), n=len(src)), stop="1")
+    return c.ask(_("How many tokens does the encoder read for {sentence}, the end token {end} included?").format(
+                     sentence=c.quoted, end=src[-1]), "walk", (), str(len(src)), 0,
+                 _("Stop 1 shows the sentence as pieces; count the chips, the end token too."),
+                 _("SentencePiece makes {k} pieces of it ({tokens}); with {end}: {n}.").format(
+                     k=len(src) - 1, tokens=" ".join(src[:-1]), end=src[-1], n=len(src)), stop="1")
 
 
-@question("tokens and embeddings", "The first token's id")
+@question("tokens and embeddings", N_("The first token's id"))
 def token_id(c: Sheet) -> tuple:
     word, vocab = c.src[c.first], c.translator.src_vocab
     word_id = vocab.stoi.get(word, vocab.unk_id)
-    order = ("0 to 3 are the specials; the rest by how often the training data has them" if vocab.ours else
-             "in the order of the model's own vocabulary file")
+    order = (_("0 to 3 are the specials; the rest by how often the training data has them") if vocab.ours else
+             _("in the order of the model's own vocabulary file"))
     size = f"{c.cfg.src_vocab_size:,}"
-    why = (f"“{word}” is entry {word_id} of the {c.source} vocabulary of {size} entries ({order})."
+    why = (_("“{word}” is entry {id} of the {source} vocabulary of {size} entries ({order}).")
            if word in vocab.stoi else
-           f"“{word}” is not in the {c.source} vocabulary of {size} entries: the model reads it as "
-           f"{vocab.unk}, entry {word_id}.")
-    return c.ask(f"Which id does the model's {c.source} vocabulary give the first token of {c.quoted}, “{word}”?",
-                 "walk", (), str(word_id), 0, "Stop 1 puts each token's id under it.", why, stop="1")
+           _("“{word}” is not in the {source} vocabulary of {size} entries: the model reads it as {unk}, entry "
+             "{id}.")).format(word=word, id=word_id, source=c.source, size=size, order=order, unk=vocab.unk)
+    return c.ask(_("Which id does the model's {source} vocabulary give the first token of {sentence}, “{word}”?")
+                 .format(source=c.source, sentence=c.quoted, word=word),
+                 "walk", (), str(word_id), 0, _("Stop 1 puts each token's id under it."), why, stop="1")
 
 
 def longest_training_source() -> tuple[int, dict]:
@@ -264,46 +273,51 @@ def longest_training_source() -> tuple[int, dict]:
     return max(int(n) for n in lengths), lengths
 
 
-@question("positions", "The longest training source", TRAIN)
+@question("positions", N_("The longest training source"), TRAIN)
 def longest_position(c: Sheet) -> tuple:
     if c.marian:
-        raise NotAsked("it reads the lengths of the model's training sentences, and this model's makers' corpus is "
-                       "not known here")
+        raise NotAsked(_("it reads the lengths of the model's training sentences, and this model's makers' corpus is "
+                         "not known here"))
     longest, lengths = longest_training_source()
-    return c.ask("How many source positions (with <sos> and <eos>) did the longest German training sentence use?",
+    return c.ask(_("How many source positions (with <sos> and <eos>) did the longest German training sentence use?"),
                  "positions", (), str(longest), 0,
-                 "The positional encodings page marks the lengths the training data had.",
-                 f"Of {sum(lengths.values()):,} training sentences the longest used {longest} of the model's "
-                 f"{c.cfg.max_positions} positions; the positions after it were never seen in training.")
+                 _("The positional encodings page marks the lengths the training data had."),
+                 _("Of {n:,} training sentences the longest used {longest} of the model's {max} positions; the "
+                   "positions after it were never seen in training.").format(n=sum(lengths.values()), longest=longest,
+                                                                            max=c.cfg.max_positions))
 
 
-@question("positions", "The last two positions' cosine", POSTABLE)
+@question("positions", N_("The last two positions' cosine"), POSTABLE)
 def last_positions_cosine(c: Sheet) -> tuple:
-    longest, _ = longest_training_source()
+    longest = longest_training_source()[0]
     table = c.translator.position_tables()["source"]  # (P, D)
     P = table.shape[0]
     last = cosine(table[P - 2], table[P - 1])
-    reached = "" if c.marian else f" No training sentence reached past position {longest - 1}."
-    return c.ask(f"What is the cosine similarity of the last two source positions, {P - 2} and {P - 1} (counted from "
-                 f"0), in this model's position table? Answer within 0.05.", "positions", (), number(last), 0.05,
-                 f"The cosine similarity picture of the model's source table: its bottom right corner.{reached}",
-                 f"cos(p{P - 2}, p{P - 1}) = {last:.3f}. This model's positions are {c.cfg.positions}: learned rows "
-                 "that no training sentence reached keep their random start (a similarity near 0), sinusoids stay "
-                 "smooth (neighbours alike) however far they go.")
+    hint = _("The cosine similarity picture of the model's source table: its bottom right corner.")
+    if not c.marian:
+        hint += " " + _("No training sentence reached past position {p}.").format(p=longest - 1)
+    return c.ask(_("What is the cosine similarity of the last two source positions, {a} and {b} (counted from 0), in "
+                   "this model's position table? Answer within 0.05.").format(a=P - 2, b=P - 1), "positions", (),
+                 number(last), 0.05, hint,
+                 _("cos(p{a}, p{b}) = {cos:.3f}. This model's positions are {positions}: learned rows that no training "
+                   "sentence reached keep their random start (a similarity near 0), sinusoids stay smooth (neighbours "
+                   "alike) however far they go.").format(a=P - 2, b=P - 1, cos=last, positions=c.cfg.positions))
 
 
 def d_k(c: Sheet) -> int:
     return c.cfg.d_model // c.cfg.n_heads
 
 
-@question("scaled dot-product", "The length d_k", CONFIG)
+@question("scaled dot-product", N_("The length d_k"), CONFIG)
 def key_length(c: Sheet) -> tuple:
     cfg, dk = c.cfg, d_k(c)
-    return c.ask("Each head compares a query with a key by their dot product, divided by √d_k. What is d_k, the "
-                 "length of one head's query and key vectors?", "inside", (), str(dk), 0,
-                 "Inside a head shows q and k as strips of numbers: count them, or divide d_model by the number of "
-                 "heads.", f"d_k = d_model / heads = {cfg.d_model} / {cfg.n_heads} = {dk}: the scores are divided "
-                 f"by √{dk} = {math.sqrt(dk):.2f}.", kind="enc", layer="1", head="1", query="1")
+    return c.ask(_("Each head compares a query with a key by their dot product, divided by √d_k. What is d_k, the "
+                   "length of one head's query and key vectors?"), "inside", (), str(dk), 0,
+                 _("Inside a head shows q and k as strips of numbers: count them, or divide d_model by the number of "
+                   "heads."),
+                 _("d_k = d_model / heads = {d} / {h} = {dk}: the scores are divided by √{dk} = {root:.2f}.").format(
+                     d=cfg.d_model, h=cfg.n_heads, dk=dk, root=math.sqrt(dk)),
+                 kind="enc", layer="1", head="1", query="1")
 
 
 def first_query(c: Sheet):
@@ -312,199 +326,219 @@ def first_query(c: Sheet):
     return trace, max(range(len(c.src)), key=lambda k: float(trace.weights[k]))
 
 
-@question("scaled dot-product", "The key a query weighs most")
+@question("scaled dot-product", N_("The key a query weighs most"))
 def heaviest_key(c: Sheet) -> tuple:
     src, (trace, best) = c.src, first_query(c)
-    return c.ask(f"In encoder layer 1, head 1, the query “{src[1]}” (position 1) of {c.quoted}: which key gets the "
-                 "largest attention weight?", "inside", unique(src), src[best], 0,
-                 "Inside a head: the softmax row of this query; the tallest bar.",
-                 f"softmax(q·k/√{d_k(c)}) puts {float(trace.weights[best]):.3f} on “{src[best]}” (position {best}), "
-                 "more than on any other key.", kind="enc", layer="1", head="1", query="1")
+    return c.ask(_("In encoder layer 1, head 1, the query “{token}” (position 1) of {sentence}: which key gets the "
+                   "largest attention weight?").format(token=src[1], sentence=c.quoted), "inside", unique(src),
+                 src[best], 0, _("Inside a head: the softmax row of this query; the tallest bar."),
+                 _("softmax(q·k/√{dk}) puts {w:.3f} on “{token}” (position {k}), more than on any other key.").format(
+                     dk=d_k(c), w=float(trace.weights[best]), token=src[best], k=best),
+                 kind="enc", layer="1", head="1", query="1")
 
 
-@question("scaled dot-product", "That key's weight")
+@question("scaled dot-product", N_("That key's weight"))
 def heaviest_weight(c: Sheet) -> tuple:
     src, (trace, best) = c.src, first_query(c)
-    return c.ask("Same query, same head: how large is that largest weight? Answer within 0.05.", "inside", (),
+    return c.ask(_("Same query, same head: how large is that largest weight? Answer within 0.05."), "inside", (),
                  number(float(trace.weights[best])), 0.05,
-                 "The softmax row of Inside a head; each weight is a share of 1.",
-                 f"The weights of the row sum to 1; “{src[best]}” takes {float(trace.weights[best]):.3f} of it "
-                 f"(scaled score {float(trace.scaled[best]):.2f}).", kind="enc", layer="1", head="1", query="1")
+                 _("The softmax row of Inside a head; each weight is a share of 1."),
+                 _("The weights of the row sum to 1; “{token}” takes {w:.3f} of it (scaled score {score:.2f}).")
+                 .format(token=src[best], w=float(trace.weights[best]), score=float(trace.scaled[best])),
+                 kind="enc", layer="1", head="1", query="1")
 
 
-@question("masks", "Inputs a decoder step sees")
+@question("masks", N_("Inputs a decoder step sees"))
 def visible_inputs(c: Sheet) -> tuple:
     r = c.r
     dec = r.decoder_attentions  # (L, H, T, T)
     step = 3
     if len(c.out) < step:
-        raise NotAsked(f"the translation has {len(c.out)} steps, and the question asks about step {step}")
+        raise NotAsked(_("the translation has {n} steps, and the question asks about step {step}").format(
+            n=len(c.out), step=step))
     seen = sum(1 for k in range(dec.shape[-1]) if float(dec[0, :, step - 1, k].max()) > 0)
-    return c.ask(f"Decoder self-attention, layer 1, translating {c.quoted}: how many decoder inputs can step {step} "
-                 "look at (keys with a weight above 0)?", "dec", (), str(seen), 0,
-                 f"Row {step} of the decoder map: the mask sets the scores of later inputs to a large negative "
-                 "number.", f"Step {step} sees {', '.join(r.tgt_tokens[:seen])}: {seen} inputs, itself and those "
-                 "before it; the causal mask hides the rest, so their weights are exactly 0.", layer="1", head="mean")
+    return c.ask(_("Decoder self-attention, layer 1, translating {sentence}: how many decoder inputs can step {step} "
+                   "look at (keys with a weight above 0)?").format(sentence=c.quoted, step=step), "dec", (),
+                 str(seen), 0,
+                 _("Row {step} of the decoder map: the mask sets the scores of later inputs to a large negative "
+                   "number.").format(step=step),
+                 _("Step {step} sees {tokens}: {n} inputs, itself and those before it; the causal mask hides the "
+                   "rest, so their weights are exactly 0.").format(step=step, tokens=", ".join(r.tgt_tokens[:seen]),
+                                                                   n=seen), layer="1", head="mean")
 
 
-@question("masks", "Masked cells")
+@question("masks", N_("Masked cells"))
 def masked_cells(c: Sheet) -> tuple:
     dec = c.r.decoder_attentions
     T = dec.shape[-1]
     zeros = sum(1 for q in range(T) for k in range(T) if float(dec[0, 0, q, k]) == 0.0)
-    return c.ask(f"Decoder self-attention, layer 1, head 1, for {c.quoted}: the map has {T} × {T} cells. How many of "
-                 "them are exactly 0?", "dec", (), str(zeros), 0, "Everything above the diagonal is masked.",
-                 f"The upper triangle: {T} × ({T} − 1) / 2 = {T * (T - 1) // 2} cells; counted in the map: {zeros}.",
-                 layer="1", head="1")
+    return c.ask(_("Decoder self-attention, layer 1, head 1, for {sentence}: the map has {T} × {T} cells. How many of "
+                   "them are exactly 0?").format(sentence=c.quoted, T=T), "dec", (), str(zeros), 0,
+                 _("Everything above the diagonal is masked."),
+                 _("The upper triangle: {T} × ({T} − 1) / 2 = {upper} cells; counted in the map: {zeros}.").format(
+                     T=T, upper=T * (T - 1) // 2, zeros=zeros), layer="1", head="1")
 
 
-@question("heads", "The previous-token head", HEADSTATS)
+@question("heads", N_("The previous-token head"), HEADSTATS)
 def previous_token_head(c: Sheet) -> tuple:
     stats = c.table("head_stats.json")["stats"]
     prev = sorted(heads_of(stats["previous_share"]["dec"], "dec"), key=lambda hv: -hv[1])
     pair = (prev[0], prev[-1])
-    return c.ask("Over the test set, which of these two decoder self-attention heads is the previous-token head "
-                 "(the most weight on the word just before)?", "stats", head_choices(list(pair), [pair[1]]),
-                 prev[0][0].label(), 0, "Head statistics, “on the previous token”: sort by it.",
-                 f"{prev[0][0].label()} puts {prev[0][1]:.2f} of its weight on the previous token on average, "
-                 f"{prev[-1][0].label()} {prev[-1][1]:.2f}.", stat="previous_share")
+    return c.ask(_("Over the test set, which of these two decoder self-attention heads is the previous-token head "
+                   "(the most weight on the word just before)?"), "stats", head_choices(list(pair), [pair[1]]),
+                 prev[0][0].label(), 0, _("Head statistics, “on the previous token”: sort by it."),
+                 _("{head} puts {w:.2f} of its weight on the previous token on average, {other} {other_w:.2f}.")
+                 .format(head=prev[0][0].label(), w=prev[0][1], other=prev[-1][0].label(), other_w=prev[-1][1]),
+                 stat="previous_share")
 
 
-@question("heads", "The most focused head", HEADSTATS)
+@question("heads", N_("The most focused head"), HEADSTATS)
 def most_focused_head(c: Sheet) -> tuple:
     focus = sorted(heads_of(c.table("head_stats.json")["stats"]["entropy"]["enc"], "enc"), key=lambda hv: hv[1])
-    return c.ask("Over the test set, which encoder self-attention head is the most focused (the lowest entropy)?",
+    return c.ask(_("Over the test set, which encoder self-attention head is the most focused (the lowest entropy)?"),
                  "stats", head_choices(focus, focus[::-1]), focus[0][0].label(), 0,
-                 "Head statistics, entropy: 0 nats means all weight on one key.",
-                 f"{focus[0][0].label()}: {focus[0][1]:.2f} nats on average; the most spread, "
-                 f"{focus[-1][0].label()}: {focus[-1][1]:.2f}.", stat="entropy")
+                 _("Head statistics, entropy: 0 nats means all weight on one key."),
+                 _("{head}: {e:.2f} nats on average; the most spread, {other}: {other_e:.2f}.").format(
+                     head=focus[0][0].label(), e=focus[0][1], other=focus[-1][0].label(), other_e=focus[-1][1]),
+                 stat="entropy")
 
 
-@question("cross-attention and alignment", "The German token read most")
+@question("cross-attention and alignment", N_("The German token read most"))
 def token_read_most(c: Sheet) -> tuple:
     src, out = c.src, c.out
     t = next((i for i, tok in enumerate(out) if any(ch.isalpha() for ch in tok)), 0)
     L = c.cfg.n_dec_layers
     row = c.r.cross_attentions[L - 1].mean(0)[t]  # (S,) the mean of the last layer's heads
     read = max(range(len(src)), key=lambda k: float(row[k]))
-    return c.ask(f"Translating {c.quoted}, the model writes “{out[t]}” at step {t + 1}. Which {c.source} token "
-                 f"does cross-attention layer {L} (the mean of its heads) read most there?", "cross", unique(src),
-                 src[read], 0, f"Cross-attention, layer {L}, mean: row “{out[t]}”, the darkest cell.",
-                 f"The mean of layer {L}'s heads gives “{src[read]}” {float(row[read]):.2f} of step {t + 1}'s weight.",
-                 layer=str(L), head="mean")
+    return c.ask(_("Translating {sentence}, the model writes “{word}” at step {step}. Which {source} token does "
+                   "cross-attention layer {L} (the mean of its heads) read most there?").format(
+                     sentence=c.quoted, word=out[t], step=t + 1, source=c.source, L=L), "cross", unique(src),
+                 src[read], 0, _("Cross-attention, layer {L}, mean: row “{word}”, the darkest cell.").format(
+                     L=L, word=out[t]),
+                 _("The mean of layer {L}'s heads gives “{token}” {w:.2f} of step {step}'s weight.").format(
+                     L=L, token=src[read], w=float(row[read]), step=t + 1), layer=str(L), head="mean")
 
 
-@question("cross-attention and alignment", "The best-aligning head", ALIGN)
+@question("cross-attention and alignment", N_("The best-aligning head"), ALIGN)
 def best_aligning_head(c: Sheet) -> tuple:
     aer = sorted(heads_of(c.table("alignment.json")["heads"]["cross"], "cross"), key=lambda hv: hv[1])
-    return c.ask("Which cross-attention head aligns best with the hand-checked word links (the lowest alignment "
-                 "error rate, AER)?", "align", head_choices(aer, aer[::-1]), aer[0][0].label(), 0,
-                 "The alignment page scores every head's argmax links against 101 hand-checked sentences.",
-                 f"{aer[0][0].label()}: AER {aer[0][1]:.2f}; the worst, {aer[-1][0].label()}: {aer[-1][1]:.2f}.")
+    return c.ask(_("Which cross-attention head aligns best with the hand-checked word links (the lowest alignment "
+                   "error rate, AER)?"), "align", head_choices(aer, aer[::-1]), aer[0][0].label(), 0,
+                 _("The alignment page scores every head's argmax links against 101 hand-checked sentences."),
+                 _("{head}: AER {aer:.2f}; the worst, {other}: {other_aer:.2f}.").format(
+                     head=aer[0][0].label(), aer=aer[0][1], other=aer[-1][0].label(), other_aer=aer[-1][1]))
 
 
-@question("decoding", "The least sure step")
+@question("decoding", N_("The least sure step"))
 def least_sure_step(c: Sheet) -> tuple:
     probs, out = [s.prob for s in c.r.steps], c.out
     if len(probs) < 2:
-        raise NotAsked(f"the translation has {len(probs)} step, and the question compares steps")
+        raise NotAsked(_("the translation has {n} step, and the question compares steps").format(n=len(probs)))
     unsure = min(range(len(probs)), key=lambda i: probs[i])
-    return c.ask(f"Translating {c.quoted}: at which step (from 1) is the model least sure of the token it picks (the "
-                 "lowest probability)?", "trace", (), str(unsure + 1), 0,
-                 "The decoding trace shows each step's probability; step through them.",
-                 f"Step {unsure + 1} picks “{out[unsure]}” with {probs[unsure]:.2f}; every other step is surer.",
-                 step="1")
+    return c.ask(_("Translating {sentence}: at which step (from 1) is the model least sure of the token it picks (the "
+                   "lowest probability)?").format(sentence=c.quoted), "trace", (), str(unsure + 1), 0,
+                 _("The decoding trace shows each step's probability; step through them."),
+                 _("Step {step} picks “{word}” with {p:.2f}; every other step is surer.").format(
+                     step=unsure + 1, word=out[unsure], p=probs[unsure]), step="1")
 
 
-@question("decoding", "The first token's probability")
+@question("decoding", N_("The first token's probability"))
 def first_token_probability(c: Sheet) -> tuple:
     first = c.r.steps[0]
-    return c.ask(f"Translating {c.quoted}: what probability does the model give its first token, “{c.out[0]}”? "
-                 "Answer within 0.05.", "trace", (), number(first.prob), 0.05,
-                 "Step 1 of the decoding trace: the top bar.",
-                 f"p(“{c.out[0]}”) = {first.prob:.3f}; the runner-up, “{first.runner_up[0]}”, "
-                 f"{first.runner_up[1]:.3f}.", step="1")
+    return c.ask(_("Translating {sentence}: what probability does the model give its first token, “{word}”? Answer "
+                   "within 0.05.").format(sentence=c.quoted, word=c.out[0]), "trace", (), number(first.prob), 0.05,
+                 _("Step 1 of the decoding trace: the top bar."),
+                 _("p(“{word}”) = {p:.3f}; the runner-up, “{runner}”, {q:.3f}.").format(
+                     word=c.out[0], p=first.prob, runner=first.runner_up[0], q=first.runner_up[1]), step="1")
 
 
-@question("interventions", "A cross layer switched off")
+@question("interventions", N_("A cross layer switched off"))
 def last_cross_layer_off(c: Sheet) -> tuple:
     r, out, L = c.r, c.out, c.cfg.n_dec_layers
     cut = c.translator.translate(c.sentence, heads_off=f"cross.{L - 1}")
     said = [s.token for s in cut.steps]
     k = next((i for i, (a, b) in enumerate(zip(said, out)) if a != b), min(len(said), len(out)))  # the first change
     if k >= len(said):
-        raise NotAsked(f"switching off cross-attention layer {L} changes no step of its translation")
-    others = [*(tok for tok, _ in cut.steps[k].top), *(tok for tok, _ in r.steps[min(k, len(out) - 1)].top)]
+        raise NotAsked(_("switching off cross-attention layer {L} changes no step of its translation").format(L=L))
+    others = [*(tok for tok, _p in cut.steps[k].top), *(tok for tok, _p in r.steps[min(k, len(out) - 1)].top)]
     if k < len(out):
         others.insert(0, out[k])  # the word the full model says there: the likeliest wrong answer
-    return c.ask(f"Switch off every head of cross-attention layer {L} and translate {c.quoted} again. Which token "
-                 f"does step {k + 1} say now?", "ablate", choices(said[k], others, str), said[k], 0,
-                 "Ablate heads: the translation above the page changes as heads go off.",
-                 f"Without layer {L}'s cross-attention step {k + 1} says “{said[k]}” ({cut.steps[k].prob:.2f}); with "
-                 f"it, “{out[k] if k < len(out) else ''}”. The whole translation: “{cut.text}” instead of "
-                 f"“{r.text}”.", off=f"cross.{L}")
+    return c.ask(_("Switch off every head of cross-attention layer {L} and translate {sentence} again. Which token "
+                   "does step {step} say now?").format(L=L, sentence=c.quoted, step=k + 1), "ablate",
+                 choices(said[k], others, str), said[k], 0,
+                 _("Ablate heads: the translation above the page changes as heads go off."),
+                 _("Without layer {L}'s cross-attention step {step} says “{word}” ({p:.2f}); with it, “{full}”. The "
+                   "whole translation: “{cut}” instead of “{text}”.").format(
+                     L=L, step=k + 1, word=said[k], p=cut.steps[k].prob, full=out[k] if k < len(out) else "",
+                     cut=cut.text, text=r.text), off=f"cross.{L}")
 
 
-@question("interventions", "The costliest head", IMPORTANCE)
+@question("interventions", N_("The costliest head"), IMPORTANCE)
 def costliest_head(c: Sheet) -> tuple:
     importance = c.table("head_importance.json")
     drops = sorted((hv for kind, table in importance["kinds"].items() for hv in heads_of(table["bleu"], kind)),
                    key=lambda hv: (hv[1], hv[0].order()))  # the lowest BLEU with the head off first
     base = importance["baseline"]["bleu"]
-    return c.ask("Over the test set, which head costs the most BLEU when it alone is switched off?", "importance",
+    return c.ask(_("Over the test set, which head costs the most BLEU when it alone is switched off?"), "importance",
                  head_choices(drops, drops[::-1]), drops[0][0].label(), 0,
-                 "Head importance: the BLEU drop of each head switched off alone.",
-                 f"BLEU {base} with every head; {drops[0][1]} without {drops[0][0].label()} (a drop of "
-                 f"{base - drops[0][1]:.2f}), {drops[-1][1]} without {drops[-1][0].label()}.")
+                 _("Head importance: the BLEU drop of each head switched off alone."),
+                 _("BLEU {base} with every head; {bleu} without {head} (a drop of {drop:.2f}), {other_bleu} without "
+                   "{other}.").format(base=base, bleu=drops[0][1], head=drops[0][0].label(),
+                                      drop=base - drops[0][1], other_bleu=drops[-1][1], other=drops[-1][0].label()))
 
 
-@question("interventions", "The head a gender change travels through", PATCHING)
+@question("interventions", N_("The head a gender change travels through"), PATCHING)
 def gender_carrying_head(c: Sheet) -> tuple:
     categories = c.table("patching.json")["categories"]
     if "gender" not in categories:
-        raise NotAsked("no gender pair of the contrast set changes this model's translation (patching.json)")
+        raise NotAsked(_("no gender pair of the contrast set changes this model's translation (patching.json)"))
     gender = categories["gender"]["denoising"]["heads"]["cross"]["mean"]
     carried = sorted(heads_of(gender, "cross"), key=lambda hv: -hv[1])
-    return c.ask("Activation patching over the contrast set: a sentence's gender word changed (Mann ↔ Frau). "
-                 "Through which cross-attention head does the change travel most (denoising)?", "patch",
+    return c.ask(_("Activation patching over the contrast set: a sentence's gender word changed (Mann ↔ Frau). "
+                   "Through which cross-attention head does the change travel most (denoising)?"), "patch",
                  head_choices(carried, carried[::-1]), carried[0][0].label(), 0,
-                 "Causes: patch one head at a time from the clean run into the changed one.",
-                 f"Patching {carried[0][0].label()} restores {carried[0][1]:.2f} of the difference on average, the "
-                 "most of any cross-attention head.", dir="denoising")
+                 _("Causes: patch one head at a time from the clean run into the changed one."),
+                 _("Patching {head} restores {share:.2f} of the difference on average, the most of any "
+                   "cross-attention head.").format(head=carried[0][0].label(), share=carried[0][1]), dir="denoising")
 
 
-@question("contributions", "The first step's source share")
+@question("contributions", N_("The first step's source share"))
 def first_step_source_share(c: Sheet) -> tuple:
     share = float(c.contrib.source_share[0])
-    return c.ask(f"ALTI+, translating {c.quoted}: what share of the first token “{c.out[0]}” comes from the "
-                 f"{c.source} source (the rest from the {c.target} written before)? Answer within 0.05.",
-                 "contributions", (), number(share), 0.05, "Contributions: the source share of step 1.",
-                 f"The source tokens together contribute {share:.3f} to step 1; {c.r.tgt_tokens[0]}, the only "
-                 f"{c.target} input then, {1 - share:.3f}.")
+    return c.ask(_("ALTI+, translating {sentence}: what share of the first token “{word}” comes from the {source} "
+                   "source (the rest from the {target} written before)? Answer within 0.05.").format(
+                     sentence=c.quoted, word=c.out[0], source=c.source, target=c.target),
+                 "contributions", (), number(share), 0.05, _("Contributions: the source share of step 1."),
+                 _("The source tokens together contribute {share:.3f} to step 1; {start}, the only {target} input "
+                   "then, {rest:.3f}.").format(share=share, start=c.r.tgt_tokens[0], target=c.target,
+                                               rest=1 - share))
 
 
-@question("contributions", "The low source-share threshold", SHARE)
+@question("contributions", N_("The low source-share threshold"), SHARE)
 def low_share_threshold(c: Sheet) -> tuple:
     low = c.table("source_share.json")["low_share_threshold"]["per_step"]
-    return c.ask(f"Below which source share does the page flag a step as drawing little on the {c.source} (the "
-                 "lowest 5% of test-set steps)? Answer within 0.01.", "contributions", (), number(low, 4), 0.01,
-                 "Contributions: the note about steps that draw little on the source names the threshold.",
-                 f"5% of the test set's steps have a source share below {low:.4f}.")
+    return c.ask(_("Below which source share does the page flag a step as drawing little on the {source} sentence "
+                   "(the lowest 5% of test-set steps)? Answer within 0.01.").format(source=c.source),
+                 "contributions", (), number(low, 4), 0.01,
+                 _("Contributions: the note about steps that draw little on the source names the threshold."),
+                 _("5% of the test set's steps have a source share below {low:.4f}.").format(low=low))
 
 
-@question("contributions", "The most faithful method", FAITH)
+@question("contributions", N_("The most faithful method"), FAITH)
 def most_faithful_method(c: Sheet) -> tuple:
     faith = Table.from_json(c.table("faithfulness.json"))
     names = faith.names
     comp = sorted(((m, v.comprehensiveness.mean) for m, v in faith.source.rows.items()), key=lambda mv: -mv[1])
-    label = {m: names.get(m, m) for m, _ in comp}
-    order = {label[m]: i for i, (m, _) in enumerate(sorted(comp))}
-    return c.ask(f"Which explanation method is the most faithful on the {c.source} side by comprehensiveness (its "
-                 "top-ranked source tokens removed, the chosen word's probability falls the most)?", "faithful",
-                 choices(label[comp[0][0]], [label[m] for m, _ in comp[::-1]], lambda s: order[s]),
-                 label[comp[0][0]], 0, "Faithfulness: the test set's table, comprehensiveness of the source side.",
-                 f"{label[comp[0][0]]}: {comp[0][1]:.3f}, the largest fall; {label[comp[-1][0]]} the smallest, "
-                 f"{comp[-1][1]:.3f}.", side="source")
+    label = {m: names.get(m, m) for m, _v in comp}
+    order = {label[m]: i for i, (m, _v) in enumerate(sorted(comp))}
+    return c.ask(_("Which explanation method is the most faithful on the {source} side by comprehensiveness (its "
+                   "top-ranked source tokens removed, the chosen word's probability falls the most)?").format(
+                     source=c.source), "faithful",
+                 choices(label[comp[0][0]], [label[m] for m, _v in comp[::-1]], lambda s: order[s]),
+                 label[comp[0][0]], 0, _("Faithfulness: the test set's table, comprehensiveness of the source side."),
+                 _("{best}: {best_v:.3f}, the largest fall; {worst} the smallest, {worst_v:.3f}.").format(
+                     best=label[comp[0][0]], best_v=comp[0][1], worst=label[comp[-1][0]], worst_v=comp[-1][1]),
+                 side="source")
 
 
 def lesson_sentence() -> str:
@@ -520,11 +554,11 @@ def lesson_of(translator, checkpoint_dir, sentence: str | None = None) -> Lesson
     folder = Path(checkpoint_dir)
     folder = folder.parent if folder.suffix == ".safetensors" else folder
     sheet = Sheet(translator, folder, lesson_sentence() if sentence is None else sentence)
-    topics = [topic for topic, _ in QUESTIONS]
+    topics = [topic for topic, _fn in QUESTIONS]
     assert [TOPICS.index(t) for t in topics] == sorted(TOPICS.index(t) for t in topics), "out of the walk's order"
     asked, skipped = [], []
     for n, (topic, ask) in enumerate(QUESTIONS, 1):
-        title, reads = TITLES[ask]
+        title, reads = _(TITLES[ask][0]), _(TITLES[ask][1]) if TITLES[ask][1] else ""
         try:
             asked.append(Exercise(n, topic, *ask(sheet), title=title, reads=reads))
         except NotAsked as e:
@@ -544,8 +578,9 @@ def chosen(lesson: Lesson, numbers) -> list[Exercise]:
     left_out = {sk.number: sk for sk in lesson.skipped}
     for n in numbers:
         if n in left_out:
-            raise InputError(f"exercise {n} ({left_out[n].title}) is left out for “{lesson.sentence}”: "
-                             f"{left_out[n].reason}")
+            raise InputError(_("exercise {n} ({title}) is left out for “{sentence}”: {reason}").format(
+                n=n, title=left_out[n].title, sentence=lesson.sentence, reason=left_out[n].reason))
         if n not in by_number:
-            raise InputError(f"there is no exercise {n}: the exercises are 1 to {len(QUESTIONS)}")
+            raise InputError(_("there is no exercise {n}: the exercises are 1 to {total}").format(
+                n=n, total=len(QUESTIONS)))
     return [by_number[n] for n in sorted(set(numbers))]

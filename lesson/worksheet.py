@@ -2,7 +2,7 @@
 worksheet").
 
     python -m lesson.worksheet --out sheet.html [--sentence TEXT] [--exercises 3,7,12] [--server URL]
-                               [--checkpoint DIR] [--answers FILE.html]
+                               [--checkpoint DIR] [--answers FILE.html] [--lang ko|de|en]
 
 Both are one self-contained HTML file each: inline CSS, no script, nothing fetched, so that they open offline and
 print (A4: three exercises take at most two pages). The only links in them are the exercises' pages and the lesson
@@ -19,11 +19,13 @@ from urllib.parse import urlencode, urlsplit
 
 from model import files
 from model.errors import InputError
+from model.i18n import LANGUAGES, N_, SOURCE, _, language, speaking
 
 from .exercises import QUESTIONS, chosen, lesson_of, lesson_params, lesson_sentence, link
 
 DEFAULT_SERVER = "http://localhost:8501"
-TITLE = "Inside a Transformer translator: exercises"
+TITLE = N_("Inside a Transformer translator: exercises")
+OPEN = N_("Open:")  # before each exercise's link
 # A --server is http(s)://host[:port][/path]: no user, query or fragment (the sheet appends its own).
 LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # one part of a DNS name (RFC 1123)
 PORT = re.compile(r"[0-9]{1,5}")
@@ -73,7 +75,7 @@ def server_fault(url: str) -> str | None:
 
 
 def page(title: str, body: list[str]) -> str:
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+    return (f"<!DOCTYPE html>\n<html lang=\"{language()}\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n" + "\n".join(body)
             + "\n</body></html>\n")
 
@@ -83,10 +85,11 @@ def anchor(url: str) -> str:
 
 
 def heading(ex) -> str:
-    reads = (f"<p class=\"reads\">The same for every sentence: it reads {html.escape(ex.reads)}.</p>" if ex.reads
-             else "")
-    return (f"<h2>Exercise {ex.number}</h2> <span class=\"topic\">· {html.escape(ex.title)} · "
-            f"{html.escape(ex.topic)}</span>{reads}<p>{html.escape(ex.question)}</p>")
+    reads = ("<p class=\"reads\">" + html.escape(_("The same for every sentence: it reads {what}.").format(
+        what=ex.reads)) + "</p>" if ex.reads else "")
+    number = html.escape(_("Exercise {n}").format(n=ex.number))
+    return (f"<h2>{number}</h2> <span class=\"topic\">· {html.escape(ex.title)} · {html.escape(_(ex.topic))}</span>"
+            f"{reads}<p>{html.escape(ex.question)}</p>")
 
 
 def lesson_link(exs, server: str) -> str:
@@ -97,35 +100,39 @@ def lesson_link(exs, server: str) -> str:
 
 def about(exs) -> str:
     first = exs[0].params if exs else {}
-    return f"the sentence “{first.get('s', '')}”"
+    return _("the sentence “{sentence}”").format(sentence=first.get("s", ""))
 
 
 def worksheet_html(exs, server: str, title: str) -> str:
     """The students' sheet: each exercise's question, its choices or a blank, the link to open. No hint, no
     answer: those are the key's."""
-    body = [f"<p>The exercises are about {html.escape(about(exs))}. Open the lesson first: "
-            f"{anchor(lesson_link(exs, server))}. Then, for each exercise, open its page and find the answer "
-            "there.</p>"]
+    body = ["<p>" + _("The exercises are about {about}. Open the lesson first: {link}. Then, for each exercise, open "
+                      "its page and find the answer there.").format(about=html.escape(about(exs)),
+                                                                    link=anchor(lesson_link(exs, server))) + "</p>"]
     for ex in exs:
         answer = ("<ul class=\"options\">" + "".join(f"<li>☐ {html.escape(o)}</li>" for o in ex.options) + "</ul>"
-                  if ex.options else "<p>Your answer: </p><div class=\"blank\"></div>")
-        body.append(f"<div class=\"ex\">{heading(ex)}{answer}<p>Open: {anchor(link(ex, server))}</p></div>")
+                  if ex.options else "<p>" + html.escape(_("Your answer:")) + " </p><div class=\"blank\"></div>")
+        body.append(f"<div class=\"ex\">{heading(ex)}{answer}<p>{html.escape(_(OPEN))} "
+                    f"{anchor(link(ex, server))}</p></div>")
     return page(title, body)
 
 
 def answer_key_html(exs, server: str, title: str, skipped=()) -> str:
     """The teacher's key: each exercise's question, its answer (and tolerance), the hint and why, the link to open;
     then the exercises this sentence could not carry (Skipped), and why."""
-    body = [f"<p>The answers of the model these exercises were computed from, on {html.escape(about(exs))}. "
-            f"Lesson link: {anchor(lesson_link(exs, server))}</p>"]
+    body = ["<p>" + _("The answers of the model these exercises were computed from, on {about}. Lesson link: {link}")
+            .format(about=html.escape(about(exs)), link=anchor(lesson_link(exs, server))) + "</p>"]
     for ex in exs:
-        within = f" (right within ±{ex.tolerance:g})" if ex.tolerance else ""
-        body.append(f"<div class=\"ex\">{heading(ex)}<p><strong>Answer: {html.escape(ex.answer)}</strong>"
-                    f"{html.escape(within)}</p><p class=\"hint\">Hint: {html.escape(ex.hint)}</p>"
-                    f"<p class=\"why\">{html.escape(ex.why)}</p><p>Open: {anchor(link(ex, server))}</p></div>")
-    body += [f"<p class=\"reads\">Left out for this sentence: exercise {sk.number} ({html.escape(sk.title)}), "
-             f"{html.escape(sk.reason)}.</p>" for sk in skipped]
-    return page(title + ": answer key", body)
+        within = " " + _("(right within ±{tolerance:g})").format(tolerance=ex.tolerance) if ex.tolerance else ""
+        answer, hint = _("Answer: {answer}").format(answer=ex.answer), _("Hint: {hint}").format(hint=ex.hint)
+        body.append(f"<div class=\"ex\">{heading(ex)}<p><strong>{html.escape(answer)}</strong>"
+                    f"{html.escape(within)}</p><p class=\"hint\">{html.escape(hint)}</p>"
+                    f"<p class=\"why\">{html.escape(ex.why)}</p><p>{html.escape(_(OPEN))} "
+                    f"{anchor(link(ex, server))}</p></div>")
+    body += ["<p class=\"reads\">" + html.escape(_("Left out for this sentence: exercise {n} ({title}), {reason}.")
+                                                 .format(n=sk.number, title=sk.title, reason=sk.reason)) + "</p>"
+             for sk in skipped]
+    return page(_("{title}: answer key").format(title=title), body)
 
 
 def exercise_numbers(text: str) -> list[int]:
@@ -177,6 +184,8 @@ def parser():
     p.add_argument("--exercises", default=None, help="the exercises to put on the sheet, by number as the page "
                                                      "shows them (e.g. 3,7,12; default: every one the sentence "
                                                      "can carry)")
+    p.add_argument("--lang", default=SOURCE, choices=list(LANGUAGES), help="the language of the sheet and its key "
+                                                                           "(default: en)")
     cli.add_checkpoint(p)
     cli.add_device(p)
     return p
@@ -206,10 +215,11 @@ def write_sheets(argv):
     if not sentence.strip():
         raise InputError("--sentence is empty: give a German sentence")
     out, key = checked_paths(args)
-    lesson = lesson_of(cli.load_translator(args), checkpoint_folder(args.checkpoint), sentence)
-    exs = lesson.exercises if numbers is None else chosen(lesson, numbers)
-    files.write_text(out, worksheet_html(exs, args.server, TITLE))
-    files.write_text(key, answer_key_html(exs, args.server, TITLE, lesson.skipped))
+    with speaking(args.lang):
+        lesson = lesson_of(cli.load_translator(args), checkpoint_folder(args.checkpoint), sentence)
+        exs = lesson.exercises if numbers is None else chosen(lesson, numbers)
+        files.write_text(out, worksheet_html(exs, args.server, _(TITLE)))
+        files.write_text(key, answer_key_html(exs, args.server, _(TITLE), lesson.skipped))
     left_out = "".join(f"; left out: exercise {sk.number} ({sk.title}), {sk.reason}" for sk in lesson.skipped)
     print(f"{len(exs)} exercises: {out}, answer key {key}{left_out}")
     return 0

@@ -34,6 +34,7 @@ The translator API (sentences in, plain results out):
     heads.py            naming attention heads (`HeadSet`) and head masks
     vocab.py            tokens and the two vocabularies
     languages.py        what a model's two languages are called ("German", or "source (ko)"), from its codes
+    i18n.py             the language a person reads the page in: gettext catalogues (locales/), one per run
     data.py             the Multi30k files, padding
     checkpoint.py       weights and config on disk, validated when loaded
     device.py           where to run (CUDA, MPS, CPU)

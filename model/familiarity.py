@@ -48,6 +48,7 @@ import torch
 from . import files
 from .data import pad
 from .errors import InputError
+from .i18n import _
 from .evidence import keep_corpus, principal_components, projected, quantise, read_corpus, texts_of, unit
 from .evidence import build as build_steps
 from .vocab import SPECIALS
@@ -107,7 +108,7 @@ def sentence_vectors(translator, sentences: list[str], batch_size: int = 128) ->
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
         src = pad([ids[i] for i in chunk], translator.cfg.pad_id).to(translator.device)
-        memory, _ = translator.model.encode(src)
+        memory = translator.model.encode(src)[0]
         keep = (src != translator.cfg.pad_id).unsqueeze(-1).to(memory.dtype)
         mean = (memory * keep).sum(1) / keep.sum(1)
         out[chunk] = torch.nn.functional.normalize(mean.float(), dim=-1).cpu().numpy()
@@ -267,30 +268,33 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
     length, shorter = len(result.src_tokens), shorter_share(index.lengths, len(result.src_tokens))
     too_long = length > t["length"]["longest_usual"]
     foreign = lang not in ("German", NOT_MEASURED)
-    held_out = "held-out sentences of its corpus" if index.corpus else "held-out photo descriptions"
     framing = "<sos> and <eos>" if translator.cfg.source_start else translator.src_vocab.eos
     verdict = ("unfamiliar" if total > t["score"]["unfamiliar"] or foreign else
                "unusual" if total > t["score"]["unusual"] or too_long else "familiar")
-    reasons = []
+    reasons = []  # in the language of this run (model/i18n.py): the page caches a measure per language
     if verdict != "familiar":
         if foreign:
-            reasons.append("it does not look German: " + ("it reads like English" if lang == "English" else
-                                                          "few of its words are German words the model knows"))
+            reasons.append(_("it does not look German: it reads like English") if lang == "English" else
+                           _("it does not look German: few of its words are German words the model knows"))
         if unknown:
-            said = ("words never occurred in training" if translator.src_vocab.pieces is None else
-                    "pieces are not in the model's vocabulary")
-            reasons.append(f"{len(unknown)} of its {len(ws)} {said} "
-                           f"({', '.join(unknown[:6])}{', …' if len(unknown) > 6 else ''})")
+            listed = ", ".join(unknown[:6]) + (", …" if len(unknown) > 6 else "")
+            reasons.append((_("{n} of its {total} words never occurred in training ({words})")
+                            if translator.src_vocab.pieces is None else
+                            _("{n} of its {total} pieces are not in the model's vocabulary ({words})")).format(
+                n=len(unknown), total=len(ws), words=listed))
         if too_long:  # the share rounded down, so that "longer than" stays true
-            reasons.append(f"it is longer than {math.floor(1000 * shorter) / 10:g}% of the training sentences: "
-                           f"{length} tokens, {framing} included, where half of them have "
-                           f"{length_quantile(index.lengths, 0.5)} or fewer")
+            reasons.append(_("it is longer than {share:g}% of the training sentences: {length} tokens, {framing} "
+                             "included, where half of them have {half} or fewer").format(
+                share=math.floor(1000 * shorter) / 10, length=length, framing=framing,
+                half=length_quantile(index.lengths, 0.5)))
+        corpus = dict(corpus=_("held-out sentences of its corpus") if index.corpus else
+                      _("held-out photo descriptions"))
         if tails["nearest_distance"] < 0.25:
-            reasons.append(f"even the nearest training sentence is further from it than for "
-                           f"{100 * (1 - tails['nearest_distance']):.0f}% of {held_out}")
+            reasons.append(_("even the nearest training sentence is further from it than for {share:.0f}% of "
+                             "{corpus}").format(share=100 * (1 - tails["nearest_distance"]), **corpus))
         if tails["mean_logprob"] < 0.25:
-            reasons.append(f"the model is less sure of its translation than for "
-                           f"{100 * (1 - tails['mean_logprob']):.0f}% of {held_out}")
+            reasons.append(_("the model is less sure of its translation than for {share:.0f}% of {corpus}").format(
+                share=100 * (1 - tails["mean_logprob"]), **corpus))
     return Familiarity(verdict, reasons, len(ws), unknown, round(values["unknown_share"], 4),
                        round(values["mean_logprob"], 4), round(100 * (1 - tails["mean_logprob"]), 1), lang,
                        counts, neighbours[0].distance, round(100 * (1 - tails["nearest_distance"]), 1),
@@ -317,7 +321,7 @@ def build(translator, folder, data_dir, log=print, corpus=None) -> dict:
     folder = Path(folder)
     start = time.perf_counter()
     if corpus is None:
-        train_de, _ = cli.read_split(data_dir, "train")
+        train_de = cli.read_split(data_dir, "train")[0]
         val_de, test_de = cli.read_split(data_dir, "val")[0], cli.read_split(data_dir, "test")[0]
     else:
         train_de, val_de, texts = split_corpus(corpus)

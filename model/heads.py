@@ -19,6 +19,7 @@ import torch
 
 from .errors import InputError
 from .extras import KINDS
+from .i18n import _
 from .result import KIND_NAMES
 
 KIND_SHORT = {"enc": "encoder", "dec": "decoder", "cross": "cross"}  # table columns and chips
@@ -43,7 +44,8 @@ class Head:
 
     def label(self) -> str:
         """'Cross-attention, layer 2, head 8': as the attention view titles it."""
-        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, head {self.head + 1}"
+        return _("{kind}, layer {layer}, head {head}").format(kind=_(KIND_NAMES[self.kind]), layer=self.layer + 1,
+                                                              head=self.head + 1)
 
     def short(self) -> str:
         """'cross L2 H8': short, for the chips of a multiselect."""
@@ -150,8 +152,9 @@ class HeadSet:
 
     def label(self) -> str:
         """'Cross-attention layer 3 (all heads); Encoder self-attention layer 1, head 4': as the page says it."""
-        return "; ".join(f"{KIND_NAMES[kind]} layer {layer + 1}" + (" (all heads)" if head is None else
-                                                                    f", head {head + 1}")
+        return "; ".join((_("{kind} layer {layer} (all heads)") if head is None else
+                          _("{kind} layer {layer}, head {head}")).format(kind=_(KIND_NAMES[kind]), layer=layer + 1,
+                                                                         head=None if head is None else head + 1)
                          for kind, layer, head in self.items())
 
     def mask(self, cfg) -> dict | None:

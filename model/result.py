@@ -11,10 +11,11 @@ import numpy as np
 
 from .errors import InputError
 from .vocab import join_pieces
+from .i18n import N_
 
 # The three kinds of attention map a Translation holds (encoder self, decoder self, cross), by their names on the
 # page (each kind's attention view) and in the HTML report (viz/report.py).
-KIND_NAMES = {"enc": "Encoder self-attention", "dec": "Decoder self-attention", "cross": "Cross-attention"}
+KIND_NAMES = {"enc": N_("Encoder self-attention"), "dec": N_("Decoder self-attention"), "cross": N_("Cross-attention")}
 
 
 def plain(value, digits: int | None = None):
@@ -231,7 +232,7 @@ class Inside:
         if kind not in self.sublayers:
             raise InputError(f"kind {kind!r} is not one of {', '.join(self.sublayers)}")
         a = self.sublayers[kind]
-        L, H, Tq, _ = a["weights"].shape
+        L, H, Tq = a["weights"].shape[:3]
         queries = self.src_tokens if kind == "enc" else self.tgt_tokens
         keys = self.tgt_tokens if kind == "dec" else self.src_tokens
         for name, value, n, what in (("layer", layer, L, f"{kind} layers"), ("head", head, H, "heads"),

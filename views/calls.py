@@ -24,6 +24,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from model.batching import BatchingTranslator, TakeTurns
 from model.checkpoint import CHECKPOINT_ENV, DEFAULT_CHECKPOINT, WEIGHTS
 from model.device import DEVICE_ENV
+from model.i18n import N_, _
 from model.translator import Translator
 
 log = logging.getLogger("explorer")
@@ -32,7 +33,7 @@ log = logging.getLogger("explorer")
 # --- the models the page offers ----------------------------------------------------------------------------------
 
 SINUSOIDAL = DEFAULT_CHECKPOINT / "sinusoidal"  # the paper's fixed positions, same architecture
-MODEL_NAMES = {"learned": "learned positions", "sinusoidal": "sinusoidal positions (the paper's)"}
+MODEL_NAMES = {"learned": N_("learned positions"), "sinusoidal": N_("sinusoidal positions (the paper's)")}
 
 
 def models() -> dict[str, str | None]:
@@ -78,18 +79,18 @@ def origin(checkpoint: str | None) -> str:
 
     converted = (checkpoint_json(checkpoint, "config.json") or {}).get("training", {}).get("family")
     if converted == "marian":
-        return f"converted from {MARIAN}"
+        return _("converted from {source}").format(source=MARIAN)
     if isinstance(converted, str) and converted in FAMILIES:
-        return f"converted from a model of {FAMILIES[converted].title}"
-    return ("the model Ben Trevett's tutorial (pytorch-seq2seq, “Attention is All You Need”) and its Korean edition "
-            "build: the same architecture, vocabulary and data")
+        return _("converted from a model of {tutorial}").format(tutorial=FAMILIES[converted].title)
+    return _("the model Ben Trevett's tutorial (pytorch-seq2seq, “Attention is All You Need”) and its Korean edition "
+             "build: the same architecture, vocabulary and data")
 
 
 def model_name(slug: str) -> str:
     """A model's name in the switch: the shipped two by their positions; a converted one by its folder and family
     (config.json's "training", written by model/convert.py)."""
     if slug in MODEL_NAMES:
-        return MODEL_NAMES[slug]
+        return _(MODEL_NAMES[slug])
     checkpoint = models().get(slug)
     family = (checkpoint_json(checkpoint, "config.json") or {}).get("training", {}).get("family") if checkpoint \
         else None
@@ -119,7 +120,7 @@ def _batcher(checkpoint: str | None) -> BatchingTranslator:
     key = (checkpoint, os.environ.get(DEVICE_ENV) or None)
     with _MODELS_LOCK:  # sessions starting together load it once
         if key not in _MODELS:
-            with st.spinner("Loading the model…"):
+            with st.spinner(_("Loading the model…")):
                 _MODELS[key] = BatchingTranslator(Translator.load(*key))
             if len(_MODELS) == 1:
                 threading.Thread(target=settle, name="settle", daemon=True).start()
@@ -199,17 +200,18 @@ def waiting_notice(what: str) -> Iterator[Callable[[int], None]]:
 
     def waiting(ahead: int):
         most[0] = max(most[0], ahead)
-        box.progress(1 - ahead / (most[0] + 1), text=f"{what}: waiting for its turn, {ahead} ahead of you (heavy "
-                     "computations take turns on this server, one session at a time, so the class keeps its speed)…"
-                     if ahead
-                     else f"{what}: computing now (a heavy computation: they take turns on this server)…")
+        box.progress(1 - ahead / (most[0] + 1), text=(
+            _("{what}: waiting for its turn, {ahead} ahead of you (heavy computations take turns on this server, one "
+              "session at a time, so the class keeps its speed)…") if ahead else
+            _("{what}: computing now (a heavy computation: they take turns on this server)…")).format(what=what,
+                                                                                                      ahead=ahead))
     try:
         yield outside_cache(waiting)  # called from inside the cached computations: not recorded for their replay
     finally:
         box.empty()
 
 
-@st.cache_data(max_entries=32, show_spinner="Measuring each token's contribution (ALTI+)…")
+@st.cache_data(max_entries=32, show_spinner=False)  # its callers' waiting_notice says what it computes
 def contributions(checkpoint: str | None, sentence: str, output_tokens: tuple, _waiting=None):
     """ALTI+ source and prefix contributions of every step of an output (a heavy computation on a long sentence:
     it takes its turn)."""
@@ -241,7 +243,7 @@ def inside(checkpoint: str | None, sentence: str, output_tokens: tuple):
         if key in _insides:
             _insides.move_to_end(key)
             return _insides[key]
-    with st.spinner("Following the computation…"):
+    with st.spinner(_("Following the computation…")):
         found = load_translator(checkpoint).inside(sentence, list(output_tokens))
     with _insides_lock:
         _insides[key] = found

@@ -11,10 +11,11 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from lesson.exercises import check, lesson_of, lesson_params
+from lesson.exercises import check, lesson_of, lesson_params, link
 from lesson.qti import qti_package
 from lesson.worksheet import TITLE, answer_key_html, worksheet_html
 from model.checkpoint import checkpoint_folder
+from model.i18n import _, language, ngettext, speaking
 from model.tables import command_line
 
 from . import Context, classroom
@@ -32,11 +33,24 @@ PICK = "worksheet_pick"  # the multiselect of the exercises that go on the works
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def sheet(checkpoint: str | None, sentence: str):
-    """The exercises of one model on one sentence (lesson.exercises.Lesson), computed once per server (a few model
-    calls)."""
-    with HEAVY.turn():
+def sheet(checkpoint: str | None, sentence: str, lang: str):
+    """The exercises of one model on one sentence in one language (lesson.exercises.Lesson), computed once per
+    server (a few model calls)."""
+    with HEAVY.turn(), speaking(lang):
         return lesson_of(load_translator(checkpoint), checkpoint or DEFAULT_CHECKPOINT, sentence)
+
+
+def said_in(fn):
+    """`fn` as a download's maker: a download's file is made when it is clicked, outside the page's run, so it is
+    made in the language the page had when it drew the button."""
+    lang = language()
+
+    def made():
+        with speaking(lang):
+            return fn()
+    return made
+
+
 
 
 def given_key(number: int) -> str:
@@ -55,22 +69,25 @@ def forget_other_answers(about: tuple, exs):
 @page_view
 def exercises_view(ctx: Context):
     missing = [name for name in TABLES if not (checkpoint_folder(ctx.checkpoint) / name).is_file()]
-    with st.spinner("Working out the exercises' answers from the model on this sentence (once per server)…"):
-        lesson = sheet(ctx.checkpoint, ctx.result.source)
+    with st.spinner(_("Working out the exercises' answers from the model on this sentence (once per server)…")):
+        lesson = sheet(ctx.checkpoint, ctx.result.source, language())
     exs = lesson.exercises
-    forget_other_answers((ctx.checkpoint, lesson.sentence), exs)
+    forget_other_answers((ctx.checkpoint, lesson.sentence, language()), exs)  # a choice is a text in one language
     answered = [ex for ex in exs if st.session_state.get(given_key(ex.number)) not in (None, "")]
     right = sum(check(ex, str(st.session_state[given_key(ex.number)])) for ex in answered)
-    st.caption(f"{len(exs)} exercises in the walk's order, about this sentence. Each link opens the page where the "
-               f"answer can be found (in a new tab); every answer is checked against this model's own numbers. So "
-               f"far: {right} of {len(answered)} answered right.")
+    st.caption(_("{n} exercises in the walk's order, about this sentence. Each link opens the page where the answer "
+                 "can be found (in a new tab); every answer is checked against this model's own numbers. So far: "
+                 "{right} of {answered} answered right.").format(n=len(exs), right=right, answered=len(answered)))
     if missing:  # the exercises that read them are left out, each named below with the table it reads
-        st.info(f"Some exercises read the test set's tables beside this checkpoint, and {', '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} missing: those exercises are left out (listed below); "
-                f"`{command_line(ctx.checkpoint)}` writes the tables.")
+        st.info(ngettext("Some exercises read the test set's tables beside this checkpoint, and {tables} is missing: "
+                         "those exercises are left out (listed below); `{command}` writes the tables.",
+                         "Some exercises read the test set's tables beside this checkpoint, and {tables} are "
+                         "missing: those exercises are left out (listed below); `{command}` writes the tables.",
+                         len(missing)).format(tables=", ".join(missing), command=command_line(ctx.checkpoint)))
     for sk in lesson.skipped:
-        st.caption(literal(f"Exercise {sk.number} ({sk.title}) is left out: {sk.reason}."))
-    with st.expander("For teachers: the lesson link, the worksheet and its answer key"):
+        st.caption(literal(_("Exercise {n} ({title}) is left out: {reason}.").format(n=sk.number, title=sk.title,
+                                                                                    reason=sk.reason)))
+    with st.expander(_("For teachers: the lesson link, the worksheet and its answer key")):
         teachers(ctx, lesson)
     for ex in exs:
         exercise(ex)
@@ -80,30 +97,33 @@ def teachers(ctx: Context, lesson):
     """The lesson link, the pick of exercises, and the worksheet and its key of those, all of this sentence."""
     model = st.session_state.get("model", "learned")
     lesson_link = "?" + urlencode(lesson_params(lesson.sentence, None if model == "learned" else model))
-    st.markdown(f"**The lesson link** (the walk from stop 1 with this sentence, a question before each picture): "
-                f"[open the lesson]({lesson_link})")
+    st.markdown(_("**The lesson link** (the walk from stop 1 with this sentence, a question before each picture): "
+                  "[open the lesson]({link})").format(link=lesson_link))
     st.code(server() + "/" + lesson_link, language=None)
     exs = picked(lesson.exercises)
     if not exs:
-        st.info("Pick at least one exercise for the worksheet.")
+        st.info(_("Pick at least one exercise for the worksheet."))
         return
     cols = st.columns(3)
     # made when clicked (as views/export.py's files), not on every run of the view; the address read now, in the
     # page's run (the click's call has no page to ask)
     here = server()
-    cols[0].download_button("Worksheet (HTML)", lambda: worksheet_html(exs, here, TITLE), "worksheet.html",
-                            mime="text/html", on_click="ignore", key="worksheet_download")
-    cols[1].download_button("Answer key (HTML)", lambda: answer_key_html(exs, here, TITLE, lesson.skipped),
+    cols[0].download_button(_("Worksheet (HTML)"), said_in(lambda: worksheet_html(exs, here, _(TITLE))),
+                            "worksheet.html", mime="text/html", on_click="ignore", key="worksheet_download")
+    cols[1].download_button(_("Answer key (HTML)"),
+                            said_in(lambda: answer_key_html(exs, here, _(TITLE), lesson.skipped)),
                             "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
-    cols[2].download_button("QTI 2.1 (Moodle, Canvas)", lambda: qti_package(exs), "exercises-qti.zip",
+    cols[2].download_button(_("QTI 2.1 (Moodle, Canvas)"), said_in(lambda: qti_package(exs)), "exercises-qti.zip",
                             mime="application/zip", on_click="ignore", key="qti_download",
-                            help="The picked exercises with this model's answers, for a learning platform's quiz "
-                                 "import (Moodle: IMS QTI 2.1; Canvas: QTI .zip file).")
+                            help=_("The picked exercises with this model's answers, for a learning platform's quiz "
+                                   "import (Moodle: IMS QTI 2.1; Canvas: QTI .zip file)."))
     numbers = ",".join(str(ex.number) for ex in exs)
-    st.caption(f"The worksheet's links point to {literal(here)}. For another server: "
-               f"`python -m lesson.worksheet --out sheet.html --server URL --sentence \"…\" --exercises {numbers}`.")
-    st.markdown("**A class, live**: every seat answers the question you open, the projector shows the class's "
-                "answers, then the model's.")
+    lang = "" if language() == "en" else f" --lang {language()}"
+    st.caption(_("The worksheet's links point to {here}. For another server: {command}.").format(
+        here=literal(here), command=f"`python -m lesson.worksheet --out sheet.html --server URL --sentence \"…\" "
+                                    f"--exercises {numbers}{lang}`"))
+    st.markdown(_("**A class, live**: every seat answers the question you open, the projector shows the class's "
+                  "answers, then the model's."))
     classroom.start(ctx, lesson.sentence, None if model == "learned" else model, exs, here)
 
 
@@ -116,35 +136,35 @@ def picked(exs) -> list:
         st.session_state[PICK] = numbers
     else:
         st.session_state[PICK] = [n for n in st.session_state[PICK] if n in titles]
-    pick = st.multiselect("Exercises on the worksheet and its key", numbers, key=PICK, format_func=titles.get)
+    pick = st.multiselect(_("Exercises on the worksheet and its key"), numbers, key=PICK, format_func=titles.get)
     return [ex for ex in exs if ex.number in pick]
 
 
 def exercise(ex):
     key = given_key(ex.number)
     box = st.container(border=True, key=f"exercise_box_{ex.number}")
-    box.markdown(f"**Exercise {ex.number}** · {literal(ex.topic)}")
+    box.markdown(_("**Exercise {n}**").format(n=ex.number) + " · " + literal(_(ex.topic)))
     if ex.reads:
-        box.caption(literal(f"The same for every sentence: it reads {ex.reads}."))
+        box.caption(literal(_("The same for every sentence: it reads {what}.").format(what=ex.reads)))
     box.markdown(literal(ex.question))
-    box.markdown(f"[Open it on the page](?{urlencode(ex.params)})")  # this server, the model the exercise is about
+    box.markdown(_("[Open it on the page]({link})").format(link=link(ex)))  # this server, the exercise's model
     if ex.options:
-        box.radio("Your answer", ex.options, index=None, key=key, horizontal=True, format_func=literal)
+        box.radio(_("Your answer"), ex.options, index=None, key=key, horizontal=True, format_func=literal)
     else:
         # No `max_chars` (views/widgets.py text_box says why): it shows a "1/40" counter, and drops a longer paste
         # with no word; a longer answer is said below instead.
-        box.text_input("Your answer (a number; press Enter)", key=key)
+        box.text_input(_("Your answer (a number; press Enter)"), key=key)
     choice = st.session_state.get(key)
     if choice in (None, ""):
-        box.expander("Hint").markdown(literal(ex.hint))
+        box.expander(_("Hint")).markdown(literal(ex.hint))
         return
     if len(str(choice)) > MAX_ANSWER:
-        box.warning(f"Your answer has {len(str(choice)):,} characters, more than the {MAX_ANSWER} an answer takes "
-                    "(a number): it was not checked. Type a shorter one.")
+        box.warning(_("Your answer has {n:,} characters, more than the {max} an answer takes (a number): it was not "
+                      "checked. Type a shorter one.").format(n=len(str(choice)), max=MAX_ANSWER))
         return
     if check(ex, str(choice)):
-        box.success(literal(f"Right. {ex.why}"))
+        box.success(literal(_("Right.") + " " + ex.why))
     else:
-        box.error(literal(f"Not quite. Hint: {ex.hint}"))
-        if box.toggle("Show the answer", key=f"exercise_reveal_{ex.number}"):
-            box.info(literal(f"The answer: {ex.answer}. {ex.why}"))
+        box.error(literal(_("Not quite. Hint: {hint}").format(hint=ex.hint)))
+        if box.toggle(_("Show the answer"), key=f"exercise_reveal_{ex.number}"):
+            box.info(literal(_("The answer: {answer}. {why}").format(answer=ex.answer, why=ex.why)))

@@ -302,7 +302,7 @@ const Explorer = (() => {
       chart.explorerFormat = format;
       chart.explorerConfig = {displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["toImage"],
                               modeBarButtonsToAdd: [{
-        name: `Download plot as a ${format.toUpperCase()}`, icon: Plotly.Icons.camera,
+        name: say("Download plot as a {format}", {format: format.toUpperCase()}), icon: Plotly.Icons.camera,
         click: (gd) => Plotly.downloadImage(gd, {format, scale: 2, filename: gd.explorerFile})}]};
     }
     return Plotly.react(chart, data, layout, chart.explorerConfig);
@@ -465,7 +465,16 @@ const Explorer = (() => {
     root.explorerListeners = [];
   }
 
+  let words = {};  // the page's language: English text -> its translation (views/instant.py JS_WORDS), per render
+
+  function say(english, fields = {}) {
+    // `english` in the page's language, its {fields} filled: what a person reads is never written here in English
+    // only (tests/unit/test_i18n.py holds every text said in views/*.js to views/instant.py JS_WORDS).
+    return (words[english] ?? english).replace(/\{(\w+)\}/g, (found, name) => name in fields ? fields[name] : found);
+  }
+
   function mount(root, data, {name, pick, build, draw, first, later = false}) {
+    words = data.words || {};
     // Draw the view `name` in `root` (the component's parentElement) from `data` (what Python sent). The component
     // is called again with new data (a new sentence) without being torn down: each call is a render, and only the
     // latest one draws (its token). It gets `view`:
@@ -543,5 +552,5 @@ const Explorer = (() => {
     };
   }
 
-  return {mount, decode, at, decimals, picks, follow, el, fill, htmlTable, radios, save};
+  return {mount, say, decode, at, decimals, picks, follow, el, fill, htmlTable, radios, save};
 })();

@@ -17,6 +17,7 @@ import streamlit as st
 
 import viz
 from model.heads import KIND_NAMES
+from model.i18n import N_, _
 from viz.labels import ACTIVATIONS, token_labels
 
 from .calls import inside
@@ -24,7 +25,7 @@ from .state import ANSWERS, opening_layer
 from .widgets import chart, focus, literal
 
 GUESS = "guess"  # the switch's key; the link's guess=1
-SURE = ("under 0.5", "0.5 to 0.9", "over 0.9")  # how sure the model is: the trace's second question
+SURE = (N_("under 0.5"), N_("0.5 to 0.9"), N_("over 0.9"))  # how sure the model is: the trace's second question
 OPEN = "guess_open"  # set by a run of a view that leaves a question open (app.py clears it before the view runs)
 JUST = "guess_just_answered"  # the key of the question answered by the click that started this run
 
@@ -83,11 +84,11 @@ def hidden(q: Question | None) -> bool:
     if choice is None:
         st.session_state[OPEN] = True  # this run leaves a question open: the frame hides what would answer it
         box = st.container(border=True, key=f"guess_box_{key}")
-        box.markdown(f"**Guess first.** {literal(q.text)}")
+        box.markdown(_("**Guess first.**") + " " + literal(q.text))
         row = box.container(horizontal=True)
         for i, option in enumerate(q.options):
             row.button(literal(option), key=f"guess_{key}_{i}", on_click=answer, args=(key, i))
-        box.caption("The picture shows once you have answered.")
+        box.caption(_("The picture shows once you have answered."))
         return True
     if st.session_state.pop(OPEN, False):  # answered in a fragment's run: the whole page redraws, translation shown
         st.rerun()
@@ -95,13 +96,14 @@ def hidden(q: Question | None) -> bool:
     verdicts.setdefault(key, choice == q.answer)
     right, asked = tally()
     def said(verdict: str) -> str:
-        return literal(f"Your guess: “{choice}”. {verdict} {q.why} (This session: {right} of {asked} right.)")
+        return literal(" ".join((_("Your guess: “{choice}”.").format(choice=choice), verdict, q.why,
+                                 _("(This session: {right} of {asked} right.)").format(right=right, asked=asked))))
 
     box = st.container(key=f"guess_verdict_{key}")
     if choice == q.answer:  # right and wrong differ in word and icon, not in colour alone
-        box.success(said("Right."), icon=":material/check_circle:")
+        box.success(said(_("Right.")), icon=":material/check_circle:")
     else:
-        box.warning(said(f"Not quite: the answer is “{q.answer}”."), icon=":material/cancel:")
+        box.warning(said(_("Not quite: the answer is “{answer}”.").format(answer=q.answer)), icon=":material/cancel:")
     if st.session_state.get(JUST) == key:  # the click's question is gone: the focus goes to its verdict, not the top
         del st.session_state[JUST]
         with box:
@@ -142,18 +144,19 @@ def map_question(result, kind: str, layer: int, first: int = 1, source: str = "G
     w = maps[row, :len(keys)]
     options = options_of(keys)
     best = int(np.argmax(w))
-    where = f"{KIND_NAMES[kind].lower()} layer {layer + 1}, its heads averaged"
+    where = dict(kind=_(KIND_NAMES[kind]), layer=layer + 1, source=source)
     if kind == "enc":
-        text = f"In {where}: which {source} token does “{result.src_tokens[row]}” weigh most?"
+        text = _("{kind}, layer {layer}, its heads averaged: which {source} token does “{token}” weigh most?").format(
+            token=result.src_tokens[row], **where)
     elif kind == "cross":
-        text = (f"In {where}: when the model writes “{result.steps[row].token}”, which {source} token does it "
-                "weigh most?")
+        text = _("{kind}, layer {layer}, its heads averaged: when the model writes “{token}”, which {source} token "
+                 "does it weigh most?").format(token=result.steps[row].token, **where)
     else:
-        text = (f"In {where}: when the model writes “{result.steps[row].token}”, which of the tokens already there "
-                "does it weigh most?")
+        text = _("{kind}, layer {layer}, its heads averaged: when the model writes “{token}”, which of the tokens "
+                 "already there does it weigh most?").format(token=result.steps[row].token, **where)
     q = Question(qid(result, kind, layer, row), text, tuple(options), options[best],
-                 f"“{keys[best]}” gets weight {w[best]:.2f} of 1; the next most weighed gets "
-                 f"{np.sort(w)[-2] if len(w) > 1 else 0:.2f}.")
+                 _("“{token}” gets weight {w:.2f} of 1; the next most weighed gets {next:.2f}.").format(
+                     token=keys[best], w=w[best], next=np.sort(w)[-2] if len(w) > 1 else 0))
     return q, row, w
 
 
@@ -165,7 +168,7 @@ def marked_row(q: Question, row: int, w, result, kind: str, key: str):
         label = [token_labels(result, "tgt")[0][row]]
     keys = result.src_tokens if kind in ("enc", "cross") else result.tgt_tokens[:len(w)]
     options = list(q.options)
-    fig = viz.attention_heatmap(np.asarray(w)[None], label, keys, title="Your guess on this query's row")
+    fig = viz.attention_heatmap(np.asarray(w)[None], label, keys, title=_("Your guess on this query's row"))
     choice = given(q)
     viz.mark_guess(fig, None if choice is None else (options.index(choice), 0), (options.index(q.answer), 0))
     chart(fig, key=key, name="guess-row")
@@ -178,34 +181,37 @@ def mask_question(result) -> Question | None:
     seen = int((result.decoder_attentions[0, 0, 2] > 0).sum())
     T = len(result.steps)
     options = [str(n) for n in sorted({1, 2, 3, 4, T})]
-    return Question(qid(result, "mask"), f"Decoder self-attention at step 3, reading “{result.tgt_tokens[2]}”: "
-                                         f"how many of the {T} input tokens may it look at?",
+    return Question(qid(result, "mask"), _("Decoder self-attention at step 3, reading “{token}”: how many of the "
+                                           "{T} input tokens may it look at?").format(token=result.tgt_tokens[2], T=T),
                     tuple(options), str(seen),
-                    f"The mask lets row t see tokens 0 to t: step 3 sees {seen} ({', '.join(result.tgt_tokens[:seen])})"
-                    "; the future gets weight exactly 0.")
+                    _("The mask lets row t see tokens 0 to t: step 3 sees {seen} ({tokens}); the future gets weight "
+                      "exactly 0.").format(seen=seen, tokens=", ".join(result.tgt_tokens[:seen])))
 
 
 def next_word_question(result, t: int) -> Question:
     s = result.steps[t]
-    so_far = " ".join(x.token for x in result.steps[:t]) or "nothing yet"
-    options = sorted(tok for tok, _ in s.top)  # not by probability: the first would always be the answer
-    return Question(qid(result, "next", t), f"Step {t + 1} (written so far: “{so_far}”): which word does the model "
-                                            "write next?", tuple(options), s.token,
-                    f"“{s.token}” has probability {s.prob:.3f}, the runner-up “{s.runner_up[0]}” "
-                    f"{s.runner_up[1]:.3f}.")
+    so_far = " ".join(x.token for x in result.steps[:t]) or _("nothing yet")
+    options = sorted(tok for tok, _p in s.top)  # not by probability: the first would always be the answer
+    return Question(qid(result, "next", t), _("Step {step} (written so far: “{so_far}”): which word does the model "
+                                              "write next?").format(step=t + 1, so_far=so_far), tuple(options), s.token,
+                    _("“{token}” has probability {p:.3f}, the runner-up “{runner}” {q:.3f}.").format(
+                        token=s.token, p=s.prob, runner=s.runner_up[0], q=s.runner_up[1]))
 
 
 def sure_question(result, t: int) -> Question:
     s = result.steps[t]
-    bucket = SURE[0] if s.prob < 0.5 else SURE[1] if s.prob <= 0.9 else SURE[2]
-    return Question(qid(result, "sure", t), f"How sure is the model of “{s.token}” at step {t + 1}: its "
-                                            "probability is …", SURE, bucket, f"It is {s.prob:.3f}.")
+    options = tuple(map(_, SURE))
+    bucket = options[0] if s.prob < 0.5 else options[1] if s.prob <= 0.9 else options[2]
+    return Question(qid(result, "sure", t), _("How sure is the model of “{token}” at step {step}: its probability "
+                                              "is …").format(token=s.token, step=t + 1), options, bucket,
+                    _("It is {p:.3f}.").format(p=s.prob))
 
 
 def marked_candidates(result, t: int, q: Question, key: str):
     s = result.steps[t]
-    tokens = [tok for tok, _ in s.top]
-    fig = viz.candidates_bar(list(s.top), s.token, title=f"Step {t + 1}: the most likely next tokens")
+    tokens = [tok for tok, _p in s.top]
+    fig = viz.candidates_bar(list(s.top), s.token, title=_("Step {step}: the most likely next tokens").format(
+        step=t + 1))
     choice = given(q)
     viz.mark_guess(fig, None if choice is None else (None, tokens.index(choice)), (None, tokens.index(q.answer)))
     chart(fig, key=key, name="guess-candidates")
@@ -218,20 +224,22 @@ def head_question(result, tr, kind: str, layer: int, head: int, query: int) -> Q
     options = options_of(visible)
     best = int(np.argmax(w))
     return Question(qid(result, "head", kind, layer, head, query),
-                    f"{KIND_NAMES[kind]}, layer {layer + 1}, head {head + 1}: which key does the query "
-                    f"“{tr.query_token}” weigh most?", tuple(options), options[best],
-                    f"Its scaled score q·k/√d_k is the highest, {tr.scaled[best]:.2f}, so the softmax gives it "
-                    f"{w[best]:.2f} of the weight.")
+                    _("{kind}, layer {layer}, head {head}: which key does the query “{token}” weigh most?").format(
+                        kind=_(KIND_NAMES[kind]), layer=layer + 1, head=head + 1, token=tr.query_token),
+                    tuple(options), options[best],
+                    _("Its scaled score q·k/√d_k is the highest, {score:.2f}, so the softmax gives it {w:.2f} of the "
+                      "weight.").format(score=tr.scaled[best], w=w[best]))
 
 
 # --- the walk's other stops: one question each, from the numbers its picture draws -------------------------------
 
 
 def share_bucket(share: float) -> str:
-    return QUARTERS[min(int(share * 4), 3)]
+    return _(QUARTERS[min(int(share * 4), 3)])
 
 
-QUARTERS = ("under a quarter", "a quarter to a half", "a half to three quarters", "three quarters or more")
+QUARTERS = (N_("under a quarter"), N_("a quarter to a half"), N_("a half to three quarters"),
+            N_("three quarters or more"))
 
 
 def token_count_question(result, start: bool = True) -> Question:
@@ -239,31 +247,35 @@ def token_count_question(result, start: bool = True) -> Question:
     SentencePiece pieces, then its end token: `start` False, the source has no start token)."""
     n = len(result.src_tokens)
     options = tuple(str(k) for k in sorted({max(n - 2, 1), n - 1, n, n + 1}))
-    why = (f"spaCy cuts it into {n - 2} tokens (punctuation is a token of its own), and <sos> and <eos> frame them"
-           if start else f"SentencePiece cuts it into {n - 1} pieces (a rare word into several), and "
-                         f"{result.src_tokens[-1]} ends them")
-    return Question(qid(result, "tokens"), "How many tokens does the model read for this sentence?", options,
-                    str(n), f"{why}: {n}.")
+    why = (_("spaCy cuts it into {k} tokens (punctuation is a token of its own), and <sos> and <eos> frame them: "
+             "{n}.").format(k=n - 2, n=n) if start else
+           _("SentencePiece cuts it into {k} pieces (a rare word into several), and {end} ends them: {n}.").format(
+               k=n - 1, end=result.src_tokens[-1], n=n))
+    return Question(qid(result, "tokens"), _("How many tokens does the model read for this sentence?"), options,
+                    str(n), why)
 
 
 def longer_question(result, token_vector, position_vector, token: str, position: int) -> Question:
     """Stop 2: which of the two vectors that are added is the longer (Euclidean norm)."""
     a, b = float(np.linalg.norm(token_vector)), float(np.linalg.norm(position_vector))
-    options = ("the embedding × √d", f"the vector of position {position}")
-    return Question(qid(result, "longer", position), f"“{token}”: which of the two vectors added together is "
-                                                     "longer?", options, options[0] if a >= b else options[1],
-                    f"‖embedding × √d‖ = {a:.1f}, ‖position {position}‖ = {b:.1f}.")
+    options = (_("the embedding × √d"), _("the vector of position {position}").format(position=position))
+    return Question(qid(result, "longer", position), _("“{token}”: which of the two vectors added together is "
+                                                       "longer?").format(token=token),
+                    options, options[0] if a >= b else options[1],
+                    _("‖embedding × √d‖ = {a:.1f}, ‖position {position}‖ = {b:.1f}.").format(a=a, b=b,
+                                                                                            position=position))
 
 
 def diagonal_head_question(result, maps, layer: int) -> Question:
     """Stop 4: which head of the layer puts the most weight on each token itself (the mean of its diagonal)."""
     diagonal = np.asarray([np.diagonal(m).mean() for m in maps])  # (H,)
     order = np.argsort(-diagonal)
-    options = tuple(f"head {h + 1}" for h in range(len(diagonal)))
-    return Question(qid(result, "diagonal", layer), f"Encoder layer {layer + 1}: which head puts the most weight on "
-                                                    "each token itself (the diagonal of its tile)?", options,
-                    options[order[0]], f"Head {order[0] + 1}: {diagonal[order[0]]:.2f} of each row on average; next, "
-                                       f"head {order[1] + 1}: {diagonal[order[1]]:.2f}.")
+    options = tuple(_("head {head}").format(head=h + 1) for h in range(len(diagonal)))
+    return Question(qid(result, "diagonal", layer), _("Encoder layer {layer}: which head puts the most weight on "
+                                                      "each token itself (the diagonal of its tile)?").format(
+                        layer=layer + 1), options, options[order[0]],
+                    _("Head {head}: {w:.2f} of each row on average; next, head {next}: {next_w:.2f}.").format(
+                        head=order[0] + 1, w=diagonal[order[0]], next=order[1] + 1, next_w=diagonal[order[1]]))
 
 
 def cosine(a, b) -> float:
@@ -274,39 +286,42 @@ def cosine(a, b) -> float:
 def residual_question(result, x, attn_out, total, token: str) -> Question:
     """Stop 5: is x + attention closer in direction to x or to the attention output (cosine)?"""
     to_x, to_attn = cosine(total, x), cosine(total, attn_out)
-    options = ("to x, what came in", "to the attention output")
-    return Question(qid(result, "residual", token), f"“{token}”: after the residual connection, is x + attention "
-                                                    "closer in direction to x or to the attention output?", options,
-                    options[0] if to_x >= to_attn else options[1],
-                    f"cos(x + attention, x) = {to_x:.2f}, cos(x + attention, attention output) = {to_attn:.2f}.")
+    options = (_("to x, what came in"), _("to the attention output"))
+    return Question(qid(result, "residual", token), _("“{token}”: after the residual connection, is x + attention "
+                                                      "closer in direction to x or to the attention output?").format(
+                        token=token), options, options[0] if to_x >= to_attn else options[1],
+                    _("cos(x + attention, x) = {to_x:.2f}, cos(x + attention, attention output) = {to_attn:.2f}.")
+                    .format(to_x=to_x, to_attn=to_attn))
 
 
 def relu_question(result, hidden, token: str, activation: str = "ReLU") -> Question:
     """Stop 6: what share of the feed-forward network's hidden units its activation (ReLU, or a converted model's
     swish or GELU) leaves above 0."""
     k, n = int((np.asarray(hidden) > 0).sum()), int(np.asarray(hidden).size)
-    return Question(qid(result, "relu", token), f"“{token}”: what share of the {n} hidden units does the "
-                                                f"{activation} leave above 0?", QUARTERS, share_bucket(k / n),
-                    f"{k} of {n}: {k / n:.0%}.")
+    return Question(qid(result, "relu", token), _("“{token}”: what share of the {n} hidden units does the "
+                                                  "{activation} leave above 0?").format(token=token, n=n,
+                                                                                       activation=activation),
+                    tuple(map(_, QUARTERS)), share_bucket(k / n), _("{k} of {n}: {share:.0%}.").format(k=k, n=n,
+                                                                                                    share=k / n))
 
 
 def stack_question(result, rows, token: str) -> Question:
     """Stop 7: which encoder layer changes the token's vector the most (Euclidean distance before and after)."""
     moved = np.linalg.norm(np.diff(np.asarray(rows, np.float64), axis=0), axis=-1)  # (layers,)
-    options = tuple(f"layer {i + 1}" for i in range(len(moved)))
-    return Question(qid(result, "stack", token), f"“{token}”: which encoder layer changes its vector the most?",
-                    options, options[int(np.argmax(moved))],
-                    "How far each layer moves it: " + ", ".join(f"layer {i + 1} {d:.1f}" for i, d in
-                                                                 enumerate(moved)) + ".")
+    options = tuple(_("layer {layer}").format(layer=i + 1) for i in range(len(moved)))
+    return Question(qid(result, "stack", token), _("“{token}”: which encoder layer changes its vector the most?")
+                    .format(token=token), options, options[int(np.argmax(moved))],
+                    _("How far each layer moves it: {moves}.").format(moves=", ".join(
+                        _("layer {layer} {d:.1f}").format(layer=i + 1, d=d) for i, d in enumerate(moved))))
 
 
 def steps_question(result) -> Question:
     """Stop 11: how many steps the greedy loop takes (each writes one token; <eos> is the last)."""
     n = len(result.steps)
     options = tuple(str(k) for k in sorted({max(n - 2, 1), n - 1, n, n + 1} - {0}))
-    return Question(qid(result, "steps"), "How many steps does the loop take for this sentence (each step writes "
-                                          "one token, <eos> included)?", options, str(n),
-                    f"{n} steps: the last wrote “{result.steps[-1].token}”.")
+    return Question(qid(result, "steps"), _("How many steps does the loop take for this sentence (each step writes "
+                                            "one token, <eos> included)?"), options, str(n),
+                    _("{n} steps: the last wrote “{token}”.").format(n=n, token=result.steps[-1].token))
 
 
 # --- the walk's questions, one per stop ---------------------------------------------------------------------------

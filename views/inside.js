@@ -29,14 +29,14 @@ function bars(fig, columns, allowed, masked, extra = () => ({})) {
   const data = fig.data.map((trace, i) => {
     const [base, fmt] = columns[i].style, digits = Number(fmt[1]), vals = columns[i].values;
     return {...trace, x: vals.map((v, k) => (allowed[k] ? v : 0)),
-            text: vals.map((v, k) => (allowed[k] ? v.toFixed(digits) : "masked")),
+            text: vals.map((v, k) => (allowed[k] ? v.toFixed(digits) : Explorer.say("masked"))),
             marker: {...trace.marker, color: allowed.map((ok) => (ok ? base : masked))}, ...extra(i)};
   });
   return {data, layout: fig.layout};
 }
 
 function inside({data, parentElement}) {
-  const {el, at} = Explorer, L = data.layers, H = data.heads, Q = data.queries.length;
+  const {el, at, say} = Explorer, L = data.layers, H = data.heads, Q = data.queries.length;
   // The link's pick on a page just opened; then this page's, whatever kind is picked.
   const pick = Explorer.picks(data.slug, data.seq, data.pick, {layer: L - 1, head: H - 1, query: Q - 1});
   const a = Object.fromEntries(Object.entries(data.arrays).map(([name, p]) => [name, Explorer.decode(p)]));
@@ -64,9 +64,9 @@ function inside({data, parentElement}) {
     const asTable = view.tableSwitch(text.table.label);
     const pair = (x, y) => el("div", {className: "columns even"}, el("div", {className: "column"}, charts[x]),
                               el("div", {className: "column"}, charts[y]));
-    const layers = Explorer.radios("Layer", Array.from({length: L}, (_, l) => [l, String(l + 1)]), pick.layer,
+    const layers = Explorer.radios(say("Layer"), Array.from({length: L}, (_, l) => [l, String(l + 1)]), pick.layer,
                                    (l) => view.set({layer: l}));
-    const heads = Explorer.radios("Head", Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head,
+    const heads = Explorer.radios(say("Head"), Array.from({length: H}, (_, h) => [h, String(h + 1)]), pick.head,
                                   (h) => view.set({head: h}));
     view.box.append(
       el("div", {className: "controls"}, layers, heads),
@@ -90,7 +90,8 @@ function inside({data, parentElement}) {
     slider.value = String(q);
     slider.setAttribute("aria-valuetext", data.queries[q]);
     sliderText.textContent = `${q}: ${data.queries[q]}`;
-    const name = `${data.name}, layer ${l + 1}, head ${h + 1}, query ${q}: “${data.queries[q]}”`;
+    const name = say("{kind}, layer {layer}, head {head}, query {query}: “{token}”",
+                     {kind: data.name, layer: l + 1, head: h + 1, query: q, token: data.queries[q]});
     heading.textContent = name;
     const weights = at(a.weights, l, h, q), allowed = at(a.mask, l, h, q).map((m) => m > 0.5);
     const norms = at(a.norms, l, h, q), scores = at(a.scores, l, h, q), scaled = at(a.scaled, l, h, q);
@@ -102,9 +103,9 @@ function inside({data, parentElement}) {
     const v = () => at(a.v, l, h);  // (K, hs): every key's value
     const labels = data.labels;
     const hover = (w, k) => (allowed[k]
-      ? `key ${labels.positioned[k]}<br>weight α ${w.toFixed(4)}<br>‖α·f(x)‖ ${norms[k].toFixed(4)}`
-        + `<br>‖f(x)‖ ${w > 1e-12 ? (norms[k] / w).toFixed(3) : "(weight 0)"}`
-      : `key ${labels.positioned[k]}<br>masked: a future position`);
+      ? `${say("key")} ${labels.positioned[k]}<br>${say("weight")} α ${w.toFixed(4)}<br>‖α·f(x)‖ ${norms[k].toFixed(4)}`
+        + `<br>‖f(x)‖ ${w > 1e-12 ? (norms[k] / w).toFixed(3) : say("(weight 0)")}`
+      : `${say("key")} ${labels.positioned[k]}<br>${say("masked: a future position")}`);
     // Each figure, and the picks it depends on: a change of head leaves x and what follows W_O as they are, a
     // change of query the values v; a change of layer changes them all.
     const ld = `layer${l + 1}`, hd = `head${h + 1}`, qd = `query${q}`;
@@ -117,11 +118,11 @@ function inside({data, parentElement}) {
                                         () => ({textposition: allowed.map((ok) => (ok ? "auto" : "outside"))}))],
       wv: [[ld, hd, qd], () => strips(figs.wv, v().map((row, k) => row.map((x) => x * weights[k])),
                                     weights.map((w, k) => `${w.toFixed(3)} × v: ${labels.wv[k]}`))],
-      out: [[ld, hd, qd], () => strips(figs.out, [at(a.heads, l, h, q)], [`head ${h + 1}`])],
+      out: [[ld, hd, qd], () => strips(figs.out, [at(a.heads, l, h, q)], [say("head {head}", {head: h + 1})])],
       norms: [[ld, hd, qd], () => bars(figs.norms, [weights, norms].map((values, i) => ({
         values, style: data.bars.norms[i]})), allowed, data.bars.masked, () => ({hovertext: weights.map(hover)}))],
       heads: [[ld, hd, qd], () => strips(figs.heads, Array.from({length: H}, (_, i) => at(a.heads, l, i, q)),
-                                       Array.from({length: H}, (_, i) => `head ${i + 1}`), h)],
+                                       Array.from({length: H}, (_, i) => say("head {head}", {head: i + 1})), h)],
       after: [[ld, qd], () => strips(figs.after, ["attn_out", "residual", "normed", "layer_output"].map(
         (n) => at(a[n], l, q)), text.after)],
     };
@@ -131,10 +132,10 @@ function inside({data, parentElement}) {
       await view.plot(charts[key], make(), `${data.kind}-${key}-${stamp}`);
       charts[key].stamp = stamp;
     }
-    asTable.fill(() => Explorer.htmlTable(`${name}: ${text.table.caption}`, "key",
-      ["score q·k", `scaled q·k / √${hs}`, "weight α", "‖α·f(x)‖"], labels.keys_table,
+    asTable.fill(() => Explorer.htmlTable(`${name}: ${text.table.caption}`, say("key"),
+      [say("score q·k"), say("scaled q·k / √{d}", {d: hs}), say("weight") + " α", "‖α·f(x)‖"], labels.keys_table,
       weights.map((_, k) => (allowed[k] ? [scores[k], scaled[k], weights[k], norms[k]].map((x) => x.toFixed(4))
-                                        : ["masked", "masked", "masked", "masked"]))));
+                                        : Array(4).fill(say("masked"))))));
     Explorer.follow(data.slug, {layer: String(l + 1), head: String(h + 1), query: String(q)});
   }
 }

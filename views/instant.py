@@ -26,6 +26,8 @@ import plotly
 import streamlit as st
 from plotly.offline import get_plotlyjs_version
 
+from model.i18n import N_, SOURCE, _, language
+
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "static"  # served at app/static/ ([server] enableStaticServing in .streamlit/config.toml)
 WEIGHT_STEP = 1e-4  # weights travel as multiples of 1e-4: the 4 decimals the hover, the table and the CSV show
@@ -125,9 +127,60 @@ def component(name: str):
     return _components[name]
 
 
+# What the browser-drawn views write themselves (views/*.js, each through Explorer.say, in English there): sent to
+# them in the page's language with every component's data (tests/unit/test_i18n.py holds this list to the scripts)
+JS_WORDS = (
+    N_("Download plot as a {format}"),
+    N_("masked"),
+    N_("Layer"),
+    N_("Head"),
+    N_("{kind}, layer {layer}, head {head}, query {query}: “{token}”"),
+    N_("key"),
+    N_("weight"),
+    N_("(weight 0)"),
+    N_("masked: a future position"),
+    N_("head {head}"),
+    N_("score q·k"),
+    N_("scaled q·k / √{d}"),
+    N_("query \\ key"),
+    N_("mean"),
+    N_("Draw as"),
+    N_("map"),
+    N_("lines"),
+    N_("Show every token's lines (now only {side} {token})"),
+    N_("query"),
+    N_("◀ Previous"),
+    N_("Next ▶"),
+    N_("Where it learned this step"),
+    N_("Step"),
+    N_("Show as a table"),
+    N_("Keyboard: the ← and → keys step back and forward (Tab to the slider and they move it instead)."),
+    N_("What each decoder layer would say"),
+    N_("(the logit lens)"),
+    N_("The output layer applied to the state after each decoder layer (post-LN, so each is already normalised). The last row is the model's real choice; earlier rows show how the guess forms."),
+    N_("step {step} of {n}"),
+    N_("Step {step} of {n}."),
+    N_("Output so far:"),
+    N_("Reading {read}, the model chose {token} with probability {p}; entropy {entropy} nats; runner-up {runner} ({q})."),
+    N_("Top candidates for step {step} and their probabilities"),
+    N_("candidate"),
+    N_("probability"),
+    N_("head \\ key"),
+    N_("The logit lens at step {step}"),
+    N_("after decoder layer"),
+    N_("top {k}"),
+    N_("What if step {step} had said…"),
+)
+
+
+def words() -> dict:
+    """JS_WORDS in the page's language, English -> translation (nothing for English: the scripts' own text)."""
+    return {} if language() == SOURCE else {w: _(w) for w in JS_WORDS}
+
+
 def show(name: str, data: dict, key: str, **callbacks):
     """Mount the component `name` (maps, trace) with `data` (its JavaScript says what it reads)."""
     image = "svg" if st.session_state.get("image_format") == "SVG" else "png"  # the export section's choice
     # key: the browser keeps a left view's drawn charts under it for the view's next visit (views/explorer.js)
-    return component(name)(data={"plotly": serve_plotly(), "image_format": image, "key": key, **data}, key=key,
-                           **callbacks)
+    return component(name)(data={"plotly": serve_plotly(), "image_format": image, "key": key, "words": words(),
+                                 **data}, key=key, **callbacks)

@@ -95,8 +95,9 @@ function table(panel, pick) {
   // The picked map as a table, with the values the chart holds.
   const digits = Explorer.decimals(panel.m);
   const cells = matrix(panel.m, pick.layer, pick.head, panel.causal).map((row) =>
-    row.map((v) => (v === null ? "masked" : v.toFixed(digits))));
-  return Explorer.htmlTable(panel.titles[pick.layer][pick.head] + panel.table.axes, "query \\ key", panel.table.cols,
+    row.map((v) => (v === null ? Explorer.say("masked") : v.toFixed(digits))));
+  return Explorer.htmlTable(panel.titles[pick.layer][pick.head] + panel.table.axes, Explorer.say("query \\ key"),
+                            panel.table.cols,
                             panel.table.rows, cells);
 }
 
@@ -112,7 +113,7 @@ function csv(panel, pick) {
 const PAIR_MIN = 420;  // px: the least width of each of a comparison's two maps drawn side by side
 
 function maps({data, parentElement}) {
-  const {el} = Explorer, L = data.layers, H = data.heads;
+  const {el, say} = Explorer, L = data.layers, H = data.heads;
   const pick = Explorer.picks(data.slug, data.seq, {focus: null, ...data.pick}, {layer: L - 1, head: H});
   if (data.norms) pick.stretch = false;  // norms have their own range always
   const panels = [...data.panels, ...(data.difference ? [data.difference] : [])].map((p, i) => ({
@@ -141,11 +142,12 @@ function maps({data, parentElement}) {
       return {p, box, chart, clear, asTable};
     });
     const groups = [
-      Explorer.radios("Layer", Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer,
+      Explorer.radios(say("Layer"), Array.from({length: L}, (_, i) => [i, String(i + 1)]), pick.layer,
                       (v) => view.set({layer: v})),
-      Explorer.radios("Head", [[H, "mean"], ...Array.from({length: H}, (_, h) => [h, String(h + 1)])], pick.head,
-                      (v) => view.set({head: v})),
-      Explorer.radios("Draw as", [["map", "map"], ["lines", "lines"]], pick.draw, (v) => view.set({draw: v}))];
+      Explorer.radios(say("Head"), [[H, say("mean")], ...Array.from({length: H}, (_, h) => [h, String(h + 1)])],
+                      pick.head, (v) => view.set({head: v})),
+      Explorer.radios(say("Draw as"), [["map", say("map")], ["lines", say("lines")]], pick.draw,
+                      (v) => view.set({draw: v}))];
     const stretch = el("input", {type: "checkbox"});
     stretch.addEventListener("change", () => view.set({stretch: stretch.checked}));
     const note = el("p", {className: "note", textContent: data.mean_note});
@@ -177,7 +179,8 @@ function maps({data, parentElement}) {
       await view.plot(b.chart, fig, name(b.p, asLines ? "-lines" : ""),
                       {rescale: !asLines, room: b.p.isDifference ? undefined : half});
       b.clear.hidden = !(asLines && pick.focus);
-      if (pick.focus) b.clear.textContent = `Show every token's lines (now only ${pick.focus[0]} ${pick.focus[1]})`;
+      if (pick.focus) b.clear.textContent = say("Show every token's lines (now only {side} {token})",
+                                                {side: pick.focus[0] === "query" ? say("query") : say("key"), token: pick.focus[1]});
       b.asTable.fill(() => table(b.p, pick));
     }
     Explorer.follow(data.slug, {layer: String(pick.layer + 1), head: pick.head === H ? "mean" : String(pick.head + 1),

@@ -17,6 +17,8 @@
     ?s=...&view=walk&stop=1&guess=1&present=1             a lesson: guess first, in the presenter layout
     ?s=...&view=walk&stop=3&guess=1&answered=1f0c2a9b.2    guess first with the answers given so far (a
                                                            question's key, the option's number from 0)
+    ?s=...&view=walk&lang=ko                               the page in Korean (ko, de or en; without it, the
+                                                           browser's language where the page has it)
 
 Layers, heads and steps count from 1, as on the page (the CLIs count from 0). Only the
 parameters that decide the current view are written, so links stay short. This module reads
@@ -45,6 +47,7 @@ from lesson.classroom import CODE_LENGTH, CODE_LETTERS
 from model.errors import InputError
 from model.head_stats import head_divergence
 from model.heads import Head, HeadSet
+from model.i18n import LANGUAGES, SOURCE, _, best_match, use
 from model.result import Translation
 
 from . import View
@@ -103,15 +106,15 @@ def open_head(head: Head):
 def alternatives(result: Translation, t: int) -> list[str]:
     """The words step t could have said instead: its other top candidates (the comparison forces one; the trace offers
     them first, then any word: `forceable`)."""
-    return [tok for tok, _ in result.steps[t].top if tok != result.steps[t].token]
+    return [tok for tok, _p in result.steps[t].top if tok != result.steps[t].token]
 
 
 def offers(result: Translation, t: int, word: str | None, notes: list) -> bool:
     """Whether step t could have said a forced word from the link (no word at all passes); a note when not."""
     if word in (None, MODEL_CHOICE) or word in alternatives(result, t):
         return True
-    notes.append(f"whatif={word[:40]!r} is not one of the words step {t + 1} could have said "
-                 f"({', '.join(alternatives(result, t))})")
+    notes.append(_("whatif={word} is not one of the words step {step} could have said ({words})").format(
+        word=repr(word[:40]), step=t + 1, words=", ".join(alternatives(result, t))))
     return False
 
 
@@ -122,11 +125,12 @@ def forceable(result: Translation, t: int, word: str | None, vocabulary, notes: 
     if word in (None, MODEL_CHOICE):
         return True
     if word == result.steps[t].token:
-        notes.append(f"whatif={word[:40]!r} is the word step {t + 1} says anyway")
+        notes.append(_("whatif={word} is the word step {step} says anyway").format(word=repr(word[:40]), step=t + 1))
     elif word in vocabulary.never_written:
-        notes.append(f"whatif={word[:40]!r} is a token the model never writes")
+        notes.append(_("whatif={word} is a token the model never writes").format(word=repr(word[:40])))
     elif word not in vocabulary.stoi:
-        notes.append(f"whatif={word[:40]!r} is not a word of the model's {target} vocabulary")
+        notes.append(_("whatif={word} is not a word of the model's {target} vocabulary").format(
+            word=repr(word[:40]), target=target))
     else:
         return True
     return False
@@ -136,7 +140,8 @@ def text_param(params: Mapping, key: str, what: str, notes: list) -> str | None:
     """A sentence from the link (s, s2, ref), or None (with a note) when it is longer than the box takes."""
     raw = params.get(key)
     if raw is not None and len(raw) > MAX_SENTENCE:
-        notes.append(f"{what} has {len(raw):,} characters, more than the {MAX_SENTENCE:,} the box takes")
+        notes.append(_("{what} has {n:,} characters, more than the {max:,} the box takes").format(
+            what=what, n=len(raw), max=MAX_SENTENCE))
         return None
     return raw
 
@@ -158,7 +163,8 @@ def int_param(params: Mapping, key: str, low: int, high: int, notes: list) -> in
         return None
     number = whole_number(raw, low, high)
     if number is None:
-        notes.append(f"{key}={raw[:40]!r} is not a number from {low} to {high}")
+        notes.append(_("{key}={value} is not a number from {low} to {high}").format(key=key, value=repr(raw[:40]),
+                                                                                  low=low, high=high))
     return number
 
 
@@ -167,7 +173,8 @@ def choice_param(params: Mapping, key: str, options, notes: list) -> str | None:
     raw = params.get(key)
     if raw is None or raw in options:
         return raw
-    notes.append(f"{key}={raw[:40]!r} is not one of {', '.join(options)}")
+    notes.append(_("{key}={value} is not one of {options}").format(key=key, value=repr(raw[:40]),
+                                                                   options=", ".join(options)))
     return None
 
 
@@ -196,7 +203,8 @@ def heads_param(params: Mapping, cfg, notes: list) -> HeadSet | None:
     try:
         return HeadSet.parse(params["off"], cfg, base=1)
     except InputError:
-        notes.append(f"off={params['off'][:60]!r} names no head of this model (e.g. cross.3 or enc.1.4)")
+        notes.append(_("off={value} names no head of this model (e.g. cross.3 or enc.1.4)").format(
+            value=repr(params["off"][:60])))
         return None
 
 
@@ -212,7 +220,25 @@ def read_model(available: dict) -> list[str]:
         if slug:
             st.session_state.model = slug
         return []
-    return [f"model={slug[:40]!r} is not one of {', '.join(available)}"]
+    return [_("{key}={value} is not one of {options}").format(key="model", value=repr(slug[:40]),
+                                                              options=", ".join(available))]
+
+
+LANG = "lang"  # the page's language (model/i18n.py): the link's lang=, else the browser's, else English
+
+
+def read_language() -> list[str]:
+    """The page's language, read first (every string after it is in that language): the link's lang= where it names
+    one of the page's languages, else the browser's preferred one (st.context.locale) where the page has it."""
+    raw = st.query_params.get(LANG)
+    notes = [] if raw is None or raw in LANGUAGES else [f"lang={raw[:40]!r} is not one of {', '.join(LANGUAGES)}"]
+    st.session_state[LANG] = raw if raw in LANGUAGES else best_match(st.context.locale)
+    return notes
+
+
+def speak():
+    """Speak this session's language for the rest of this run (app.py's run, and each fragment's own run)."""
+    use(st.session_state.get(LANG, SOURCE))
 
 
 FLAGS = {"guess": "guess first: a question before each picture (views/guess.py)",
@@ -228,7 +254,7 @@ def read_flags() -> list[str]:
         if raw in ("0", "1"):
             st.session_state[flag] = raw == "1"
         elif raw is not None:
-            notes.append(f"{flag}={raw[:40]!r} is not 0 or 1")
+            notes.append(_("{key}={value} is not 0 or 1").format(key=flag, value=repr(raw[:40])))
     read_answers(st.query_params.get("answered"), notes)  # guess first's answers, kept across a reload
     read_class(st.query_params, notes)  # a class's code, and this browser's seat or the teacher's key
     return notes
@@ -249,7 +275,8 @@ def read_answers(raw: str | None, notes: list):
             key, index = item.split(".")
             found[key] = int(index)
         elif item:
-            notes.append(f"answered item {item[:40]!r} is not a question's key and an option's number")
+            notes.append(_("answered item {item} is not a question's key and an option's number").format(
+                item=repr(item[:40])))
     st.session_state[ANSWERS] = found
 
 
@@ -272,7 +299,8 @@ def read_class(params, notes: list):
         return
     code = raw.strip().upper()
     if len(code) != CODE_LENGTH or not set(code) <= set(CODE_LETTERS):
-        notes.append(f"class={raw[:20]!r} is not a class code ({CODE_LENGTH} letters and digits)")
+        notes.append(_("class={value} is not a class code ({n} letters and digits)").format(value=repr(raw[:20]),
+                                                                                            n=CODE_LENGTH))
         return
     st.session_state[CODE] = code
     for name, key in (("seat", SEAT), ("key", KEY)):
@@ -280,7 +308,8 @@ def read_class(params, notes: list):
         if value is not None and TOKEN.fullmatch(value):
             st.session_state[key] = value
         elif value is not None:
-            notes.append(f"{name}= is not a {name} of a class")
+            notes.append((_("seat= is not a seat of a class") if name == "seat" else
+                          _("key= is not a key of a class")))
 
 
 def class_params() -> dict:
@@ -303,12 +332,13 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
     not what was just typed: the text boxes' values the browser sent win.
     """
     params, notes = st.query_params, []
-    sentence = text_param(params, "s", "the sentence", notes)
+    sentence = text_param(params, "s", _("the sentence"), notes)
     if sentence is not None:
         st.session_state.sentence = sentence
     slug = params.get("view")
     if slug is not None and slug not in views:
-        notes.append(f"view={slug[:40]!r} is not one of {', '.join(views)}")
+        notes.append(_("{key}={value} is not one of {options}").format(key="view", value=repr(slug[:40]),
+                                                                       options=", ".join(views)))
     view = views.get(slug)
     if view:
         st.session_state.view = view.slug
@@ -337,6 +367,8 @@ def state_params(cfg, view: View | None) -> dict:
     params = {"s": sentence} if sentence else {}
     if s.get("model", "learned") != next(iter(models())):  # the default model is not written: links stay short
         params["model"] = s.model
+    if s.get(LANG, SOURCE) != SOURCE:  # English, the page's own, is not written
+        params[LANG] = s[LANG]
     params.update({flag: "1" for flag in FLAGS if s.get(flag)})  # off is not written either
     params.update(answers_param())
     params.update(class_params())
@@ -358,13 +390,15 @@ def page_view(view):
     error inside it is logged with its traceback and shown as the page's own message, never a traceback."""
     @functools.wraps(view)
     def run(ctx, *args):
+        speak()  # a fragment's own run starts here, not in app.py
         try:
             return view(ctx, *args)
         except InputError as e:  # the library's own plain words: what this model or sentence cannot give
             st.info(str(e))
         except Exception as e:  # st.stop and st.rerun are BaseExceptions: they pass
             log.exception("view %s failed for %r", view.__name__, ctx.result.source)
-            st.error(f"This view could not be drawn ({type(e).__name__}). Try another sentence or view.")
+            st.error(_("This view could not be drawn ({error}). Try another sentence or view.").format(
+                error=type(e).__name__))
         finally:
             write_url(ctx.cfg, ctx.view)
             if os.environ.get(COUNT_RUNS):  # tests: how often views ran (a pick drawn in the browser runs none)

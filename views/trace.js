@@ -22,7 +22,7 @@ function chips(tokens, current) {
 }
 
 function trace({data, parentElement, setTriggerValue}) {
-  const {el} = Explorer;
+  const {el, say} = Explorer;
   const pick = Explorer.picks(data.slug, data.seq, {step: data.step}, {step: data.n - 1});
   const self = {...data.self, fig: JSON.parse(data.self.figure), m: Explorer.decode(data.self.maps)};
   const cross = {...data.cross, fig: JSON.parse(data.cross.figure), m: Explorer.decode(data.cross.maps)};
@@ -40,15 +40,15 @@ function trace({data, parentElement, setTriggerValue}) {
   }
 
   function build(view) {
-    const previous = el("button", {type: "button", textContent: "◀ Previous"});
-    const next = el("button", {type: "button", textContent: "Next ▶"});
-    const evidence = el("button", {type: "button", textContent: "Where it learned this step"});  // view=evidence
+    const previous = el("button", {type: "button", textContent: say("◀ Previous")});
+    const next = el("button", {type: "button", textContent: say("Next ▶")});
+    const evidence = el("button", {type: "button", textContent: say("Where it learned this step")});  // view=evidence
     const slider = el("input", {type: "range", min: 1, max: data.n, step: 1});
-    slider.setAttribute("aria-label", "Step");
+    slider.setAttribute("aria-label", say("Step"));
     const where = el("p"), chose = el("p");
     const charts = {bar: view.chart("bar"), self: view.chart("self"), cross: view.chart("cross")};
-    const tables = {bar: view.tableSwitch("Show as a table"), self: view.tableSwitch("Show as a table"),
-                    cross: view.tableSwitch("Show as a table")};
+    const tables = {bar: view.tableSwitch(say("Show as a table")), self: view.tableSwitch(say("Show as a table")),
+                    cross: view.tableSwitch(say("Show as a table"))};
     const lens = el("div", {className: "table", tabIndex: 0});
     const whatIf = el("select");
     const whatIfLabel = el("label", {className: "whatif"});
@@ -56,14 +56,14 @@ function trace({data, parentElement, setTriggerValue}) {
                                     ...names.flatMap((n) => [charts[n], tables[n].tools, tables[n].box]));
     view.box.append(
       el("div", {className: "controls"}, previous, next, slider, evidence),
-      el("p", {className: "note keys-hint", textContent: "Keyboard: the ← and → keys step back and forward (Tab to the "
-                                                + "slider and they move it instead)."}),
+      el("p", {className: "note keys-hint", textContent: say("Keyboard: the ← and → keys step back and forward (Tab "
+                                                             + "to the slider and they move it instead).")}),
       where, chose,
       el("div", {className: "columns"}, column("bar", "self"), column("cross")),
-      el("p", {}, el("b", {textContent: "What each decoder layer would say"}), " (the logit lens)"),
-      el("p", {className: "note", textContent: "The output layer applied to the state after each decoder layer "
+      el("p", {}, el("b", {textContent: say("What each decoder layer would say")}), " " + say("(the logit lens)")),
+      el("p", {className: "note", textContent: say("The output layer applied to the state after each decoder layer "
         + "(post-LN, so each is already normalised). The last row is the model's real choice; earlier rows show "
-        + "how the guess forms."}),
+        + "how the guess forms.")}),
       lens, whatIfLabel);
 
     previous.addEventListener("click", () => go(view, pick.step - 1));
@@ -92,14 +92,17 @@ function trace({data, parentElement, setTriggerValue}) {
     previous.disabled = t === 0;
     next.disabled = t === data.n - 1;
     slider.value = String(t + 1);
-    slider.setAttribute("aria-valuetext", `step ${t + 1} of ${data.n}`);
-    where.replaceChildren(el("b", {textContent: `Step ${t + 1} of ${data.n}.`}), " Output so far: ",
-                          ...chips(data.steps.slice(0, t + 1).map((x) => x.token), t));
-    chose.replaceChildren("Reading ", el("span", {className: "chip", textContent: s.read}), ", the model chose ",
-                          el("span", {className: "chip now", textContent: s.token}), " with probability ",
-                          el("b", {textContent: s.prob.toFixed(3)}),
-                          `; entropy ${s.entropy.toFixed(2)} nats; runner-up `,
-                          el("span", {className: "chip", textContent: s.runner[0]}), ` (${s.runner[1].toFixed(3)}).`);
+    slider.setAttribute("aria-valuetext", say("step {step} of {n}", {step: t + 1, n: data.n}));
+    where.replaceChildren(el("b", {textContent: say("Step {step} of {n}.", {step: t + 1, n: data.n})}),
+                          " " + say("Output so far:") + " ", ...chips(data.steps.slice(0, t + 1).map((x) => x.token), t));
+    // One sentence with chips in it: the translation's own order, its {fields} filled with elements
+    const chip = (className, textContent) => el("span", {className, textContent});
+    const parts = {read: chip("chip", s.read), token: chip("chip now", s.token),
+                   p: el("b", {textContent: s.prob.toFixed(3)}), entropy: s.entropy.toFixed(2),
+                   runner: chip("chip", s.runner[0]), q: s.runner[1].toFixed(3)};
+    chose.replaceChildren(...say("Reading {read}, the model chose {token} with probability {p}; entropy {entropy} "
+                                 + "nats; runner-up {runner} ({q}).").split(/(\{\w+\})/)
+                                 .map((piece) => parts[piece.slice(1, -1)] ?? piece));
     bars[t] ||= JSON.parse(data.bars[t]);
     await view.plot(charts.bar, bars[t], `trace-step${t + 1}-top`);
     const keys = Array.from({length: t + 1}, (_, k) => k);
@@ -112,23 +115,23 @@ function trace({data, parentElement, setTriggerValue}) {
     await view.plot(charts.cross, {data: [{...cross.fig.data[0], z: crossRows}], layout: cross.fig.layout},
                     `trace-step${t + 1}-cross`);
     const fixed = (rows) => rows.map((row) => row.map((v) => v.toFixed(4)));
-    tables.bar.fill(() => Explorer.htmlTable(`Top candidates for step ${t + 1} and their probabilities`,
-                                             "candidate", ["probability"], s.top_labels,
+    tables.bar.fill(() => Explorer.htmlTable(say("Top candidates for step {step} and their probabilities",
+                                                 {step: t + 1}), say("candidate"), [say("probability")], s.top_labels,
                                              s.top.map(([, p]) => [p.toFixed(4)])));
-    tables.self.fill(() => Explorer.htmlTable(self.table.caption.replace("{step}", t + 1), "head \\ key",
+    tables.self.fill(() => Explorer.htmlTable(self.table.caption.replace("{step}", t + 1), say("head \\ key"),
                                               self.table.cols.slice(0, t + 1), data.heads, fixed(selfRows)));
-    tables.cross.fill(() => Explorer.htmlTable(cross.table.caption.replace("{step}", t + 1), "head \\ key",
+    tables.cross.fill(() => Explorer.htmlTable(cross.table.caption.replace("{step}", t + 1), say("head \\ key"),
                                                cross.table.cols, data.heads, fixed(crossRows)));
     const layers = data.lens.chosen.length;
-    lens.replaceChildren(Explorer.htmlTable(`The logit lens at step ${t + 1}`, "after decoder layer",
-      [`p(${s.token})`, ...data.lens.top[0][t].map((_, i) => `top ${i + 1}`)],
+    lens.replaceChildren(Explorer.htmlTable(say("The logit lens at step {step}", {step: t + 1}),
+      say("after decoder layer"), [`p(${s.token})`, ...data.lens.top[0][t].map((_, i) => say("top {k}", {k: i + 1}))],
       Array.from({length: layers}, (_, i) => String(i + 1)),
       Array.from({length: layers}, (_, i) => [data.lens.chosen[i][t].toFixed(4),
         ...data.lens.top[i][t].map((tok, j) => `${tok} (${data.lens.probs[i][t][j].toFixed(3)})`)])));
     const forced = t === data.step ? data.whatif : null;
     whatIf.replaceChildren(...[data.choice, ...s.others].map((w) => el("option", {
       value: w, textContent: w, selected: w === (forced || data.choice)})));
-    whatIfLabel.replaceChildren(`What if step ${t + 1} had said… `, whatIf);
+    whatIfLabel.replaceChildren(say("What if step {step} had said…", {step: t + 1}) + " ", whatIf);
     // The step only: a what-if word is the server's (it writes whatif, and drops it when its step is left), and a
     // browser value here would race the server's write of the address.
     Explorer.follow(data.slug, {step: String(t + 1)});

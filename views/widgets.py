@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from model.i18n import _
 from viz.labels import wrap_title
 
 from .calls import MARIAN, faithfulness_table, family
@@ -122,7 +123,7 @@ def token_chips(tokens, unknown=None, current=None) -> str:
     chips = []
     for i, (t, u) in enumerate(zip(tokens, unknown)):
         cls = "chip unk" if u else "chip now" if i == current else "chip"
-        tip = ' title="unknown to the model: read as &lt;unk&gt;"' if u else ""
+        tip = ' title="' + _("unknown to the model: read as &lt;unk&gt;") + '"' if u else ""
         chips.append(f'<span class="{cls}"{tip}>{literal(t) or "&nbsp;"}</span>')
     return " ".join(chips)
 
@@ -151,7 +152,7 @@ def map_frame(values, row_labels, col_labels, masked=None, digits: int = 4) -> p
 
 
 def map_table(values, row_labels, col_labels, caption: str, *, key: str, masked=None, digits: int = 4,
-              corner: str = "", label: str = "Show as a table") -> pd.DataFrame | None:
+              corner: str = "", label: str | None = None) -> pd.DataFrame | None:
     """The "show as a table" alternative under a chart, for screen readers and for reading exact numbers.
 
     A toggle (off: nothing is built or sent), then an HTML table (st.table: screen readers walk it cell by cell
@@ -159,11 +160,13 @@ def map_table(values, row_labels, col_labels, caption: str, *, key: str, masked=
     caption: the table's accessible name (what the chart shows); corner: the index's name, e.g. "query \\ key".
     st.table renders Markdown, so every name goes through `literal`: a token such as **x** or <b> shows as typed.
     """
-    if not st.toggle(label, key=key, help=f"The numbers of this chart as a table: {caption}."):
+    if not st.toggle(label or _("Show as a table"), key=key,
+                     help=_("The numbers of this chart as a table: {caption}.").format(caption=caption)):
         return None
     df = map_frame(values, row_labels, col_labels, masked, digits)
     hidden = np.zeros(df.shape, bool) if masked is None else np.asarray(masked, bool)
-    text = [["masked" if m else "–" if np.isnan(x) else f"{x:.{digits}f}" for x, m in zip(row, row_hidden)]
+    masked_cell = _("masked")
+    text = [[masked_cell if m else "–" if np.isnan(x) else f"{x:.{digits}f}" for x, m in zip(row, row_hidden)]
             for row, row_hidden in zip(df.to_numpy(), hidden)]  # –: a value the statistic does not define
     shown = pd.DataFrame(text, index=pd.Index([literal(r) for r in df.index], name=literal(corner) or None),
                          columns=[literal(c) for c in df.columns])
@@ -171,15 +174,16 @@ def map_table(values, row_labels, col_labels, caption: str, *, key: str, masked=
     # without one, a wide table in a narrow column scrolls sideways out of the keyboard's reach.
     st.table(shown, alt=caption, height=min(37 * (len(df) + 1) + 3, 560))
     if hidden.any():
-        st.caption("masked: a later position, which this step may not look at.")
+        st.caption(_("masked: a later position, which this step may not look at."))
     return df
 
 
 def grid_table(values, caption: str, key: str, digits: int = 4):
     """The table under a layers x heads grid (head statistics and head importance draw such grids)."""
     L, H = np.shape(values)
-    map_table(values, [f"layer {i + 1}" for i in range(L)], [f"head {h + 1}" for h in range(H)], caption, key=key,
-              corner="layer \\ head", digits=digits)
+    map_table(values, [_("layer {layer}").format(layer=i + 1) for i in range(L)],
+              [_("head {head}").format(head=h + 1) for h in range(H)], caption, key=key,
+              corner=_("layer \\ head"), digits=digits)
 
 
 def diff_chips(diff) -> str:
@@ -216,7 +220,7 @@ def cli_command(sentence: str, *args: str) -> str:
 
 
 def cli_hint(sentence: str, *args: str) -> None:
-    st.caption("The same on the command line (it counts layers, heads and steps from 0):")
+    st.caption(_("The same on the command line (it counts layers, heads and steps from 0):"))
     st.code(cli_command(sentence, *args), language="bash")
 
 
@@ -250,9 +254,10 @@ def tutorial_names(checkpoint: str | None) -> str:
 
     found = family(checkpoint)
     title, theirs = (MARIAN, MARIAN_NAMES) if found == "marian" else (FAMILIES[found].title, FAMILIES[found].names)
-    names = {"W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "scores": "the scores q·k",
-             "d_model": "d_model", "d_ff": "d_ff", "generator": "the output layer"}
-    return f"In the code of {title}: " + ", ".join(f"{names[k]} is `{v}`" for k, v in theirs.items()) + "."
+    names = {"W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "scores": _("the scores q·k"),
+             "d_model": "d_model", "d_ff": "d_ff", "generator": _("the output layer")}
+    return _("In the code of {title}: {names}.").format(title=title, names=", ".join(
+        _("{name} is {code}").format(name=names[k], code=f"`{v}`") for k, v in theirs.items()))
 
 
 # Hugging Face's names (transformers' models/marian/modeling_marian.py) for the parts the page names
@@ -279,13 +284,19 @@ def trust_line(checkpoint: str | None, methods: dict, side: str = "source", name
     with_label = lambda label, x: f"{x:.2f}" + (f" ({label})" if label else "")  # noqa: E731
     drop = ", ".join(with_label(k, e.comprehensiveness.mean) for k, e in found.items())
     aer = [with_label(k, e.aer) for k, e in found.items() if e.aer is not None]
-    tokens = f"{names[0]} tokens" if side == "source" else f"{names[1]} words before the step"
     diagonal = (shipped.baselines or {}).get("diagonal", {}).get("aer")
-    st.caption(f"How far to trust it, on {shipped.n_sentences} test sentences (the Faithfulness view measures "
-               f"every method): removing the {tokens} it ranks first lowers the probability of the word written by "
-               f"{drop} on average, random orders by {getattr(shipped, side).random.comprehensiveness.mean:.2f}"
-               + (f"; its alignments' error rate is {', '.join(aer)}, a diagonal alignment's "
-                  f"{diagonal:.2f}." if aer and diagonal is not None else "."))
+    numbers = dict(n=shipped.n_sentences, drop=drop, random=getattr(shipped, side).random.comprehensiveness.mean,
+                   source=names[0], target=names[1])
+    line = (_("How far to trust it, on {n} test sentences (the Faithfulness view measures every method): removing the "
+              "{source} tokens it ranks first lowers the probability of the word written by {drop} on average, random "
+              "orders by {random:.2f}") if side == "source" else
+            _("How far to trust it, on {n} test sentences (the Faithfulness view measures every method): removing the "
+              "{target} words before the step it ranks first lowers the probability of the word written by {drop} on "
+              "average, random orders by {random:.2f}")).format(**numbers)
+    if aer and diagonal is not None:
+        line += _("; its alignments' error rate is {aer}, a diagonal alignment's {diagonal:.2f}.").format(
+            aer=", ".join(aer), diagonal=diagonal)
+    st.caption(line if aer and diagonal is not None else line + ".")
 
 
 def text_box(where, label: str, key: str, what: str, on_change: Callable | None = None, **kwargs) -> str:
@@ -297,18 +308,18 @@ def text_box(where, label: str, key: str, what: str, on_change: Callable | None 
         text = st.session_state[key]
         if len(text) > MAX_SENTENCE:
             st.session_state[key] = text[:MAX_SENTENCE]
-            st.session_state[f"{key}_cut"] = (f"{what} had {len(text):,} characters, more than the {MAX_SENTENCE:,} "
-                                              f"the box takes: only the first {MAX_SENTENCE:,} were kept.")
+            st.session_state[f"{key}_cut"] = len(text)  # said in the run: a callback runs before its language is set
         if on_change:
             on_change()
 
     value = where.text_input(label, key=key, on_change=typed, **kwargs)
     if cut := st.session_state.pop(f"{key}_cut", None):
-        where.warning(cut)
+        where.warning(_("{what} had {n:,} characters, more than the {max:,} the box takes: only the first {max:,} were "
+                        "kept.").format(what=what, n=cut, max=MAX_SENTENCE))
     return value
 
 
 def head_picker(where, n_heads: int, key: str, **kwargs):
     """The "Head" switch of a view: the mean of the layer's heads, then each head counted from 1."""
-    return where.segmented_control("Head", [MEAN, *range(n_heads)], key=key, required=True,
-                                   format_func=lambda h: "mean" if h == MEAN else str(h + 1), **kwargs)
+    return where.segmented_control(_("Head"), [MEAN, *range(n_heads)], key=key, required=True,
+                                   format_func=lambda h: _("mean") if h == MEAN else str(h + 1), **kwargs)

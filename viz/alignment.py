@@ -3,17 +3,19 @@
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import N_, _
+
 from .attention import attention_heatmap
 from .decoding import head_grid
 from .labels import plain
 
 # What a link is, against the hand-checked reference: marker symbol, colour, legend name
 LINK_STYLES = {
-    "hit": ("circle", "#ffffff", "model link, sure in the reference"),
-    "possible": ("circle", "#f5c400", "model link, possible in the reference"),
-    "extra": ("x-thin-open", "#ff3b30", "model link, not in the reference"),
-    "missed": ("square-open", "#ff8c00", "sure reference link the model missed"),
-    "model": ("circle", "#ffffff", "model link"),
+    "hit": ("circle", "#ffffff", N_("model link, sure in the reference")),
+    "possible": ("circle", "#f5c400", N_("model link, possible in the reference")),
+    "extra": ("x-thin-open", "#ff3b30", N_("model link, not in the reference")),
+    "missed": ("square-open", "#ff8c00", N_("sure reference link the model missed")),
+    "model": ("circle", "#ffffff", N_("model link")),
 }
 
 
@@ -33,14 +35,16 @@ def alignment_map(rows, en_tokens, de_tokens, links, sure=None, possible=None, *
     it; given the reference's sure and possible links, each link is marked hit, possible or extra and each sure
     link the model did not make as missed. names: the source's and the target's language, as the axes say them."""
     fig = attention_heatmap(rows, en_tokens, de_tokens, title=title, subtitle=subtitle, norms=norms,
-                            stretch=not norms, query_axis=f"{names[1]} word", key_axis=f"{names[0]} word")
+                            stretch=not norms, query_axis=_("{language} word").format(language=names[1]),
+                            key_axis=_("{language} word").format(language=names[0]))
     size = max(6, min(16, int(fig.layout.height / max(len(en_tokens), 1) * 0.45)))
     for name, cells in link_classes(links, sure, possible).items():
         if not cells:
             continue
         symbol, colour, label = LINK_STYLES[name]
+        label = _(label)
         fig.add_trace(go.Scatter(
-            x=[i for i, _ in cells], y=[t for _, t in cells], mode="markers", name=label,
+            x=[i for i, _t in cells], y=[t for _i, t in cells], mode="markers", name=label,
             marker=dict(symbol=symbol, size=size, color=colour, line=dict(width=2, color=colour if "open" in symbol
                                                                                else "#202020")),
             customdata=[[plain(en_tokens[t]), plain(de_tokens[i])] for i, t in cells],
@@ -53,7 +57,7 @@ def aer_grid(aer, best=None, title="", low=None, high=None):
     """(L, H) AER per head, one colour range (low, high shared with what it is compared with); the best head
     (lowest AER; `best` = (layer, head) from 0) outlined in red."""
     v = np.asarray(aer, dtype=float)
-    fig = head_grid(v, title=title, value="AER (lower: a better alignment)", low=low, high=high)
+    fig = head_grid(v, title=title, value=_("AER (lower: a better alignment)"), low=low, high=high)
     if best is None and np.isfinite(v).any():
         best = np.unravel_index(np.nanargmin(v), v.shape)
     if best is not None:

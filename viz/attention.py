@@ -23,6 +23,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from .labels import check_tokens, check_weights, positioned, tick_labels
 
 COLORSCALE = "Viridis"
@@ -49,7 +51,8 @@ def stops(name: str) -> list:
     return [list(stop) for stop in go.layout.Coloraxis(colorscale=name).colorscale]
 
 
-def _coloraxis(title="weight", cmax=1.0):
+def _coloraxis(title=None, cmax=1.0):
+    title = _("weight") if title is None else title
     return dict(cmin=0.0, cmax=cmax, colorscale=stops(COLORSCALE),
                 colorbar=dict(title=dict(text=title), thickness=10, len=0.9, xpad=6))
 
@@ -116,7 +119,7 @@ def _ticks(tokens, unknown, cell: int):
 def _masked_trace(x, y, masked, hover, customdata):
     z = np.where(masked, 1.0, np.nan)
     return go.Heatmap(x=x, y=y, z=z, customdata=customdata, colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
-                      showscale=False, hovertemplate=hover + "masked: a future position<extra></extra>",
+                      showscale=False, hovertemplate=hover + _("masked: a future position") + "<extra></extra>",
                       name="masked", xgap=0, ygap=0, _validate=False)
 
 
@@ -131,13 +134,13 @@ def heat_scale(weights, masked=None, *, stretch=False, norms=False, signed=False
     shown = np.abs(shown) if signed else shown
     cmax = max(float(shown.max()) if (stretch or norms) and shown.size else 1.0, 1e-6)
     if signed:
-        return -cmax, cmax, "difference"
-    return 0.0, cmax, NORM_LABEL if norms else "weight (stretched)" if stretch else "weight"
+        return -cmax, cmax, _("difference")
+    return 0.0, cmax, NORM_LABEL if norms else _("weight (stretched)") if stretch else _("weight")
 
 
 def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title="",
                       query_unknown=None, key_unknown=None, stretch=False, subtitle="", signed=False, norms=False,
-                      query_axis="query: the token that is looking", key_axis="key: the token looked at"):
+                      query_axis=None, key_axis=None):
     """One (Q, K) attention map as a heatmap of square cells; hover shows query, key and the exact weight.
 
     stretch: colour from 0 to this map's largest weight instead of the fixed 0-1 scale (more contrast,
@@ -165,9 +168,12 @@ def attention_heatmap(weights, query_tokens, key_tokens, *, causal=False, title=
     custom[..., 1] = np.array(k_lab, dtype=object)[None, :]
     custom = custom.astype(str)
     masked = causal_mask(Q, K) if causal else np.zeros((Q, K), dtype=bool)
-    hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>"
+    query_axis = _("query: the token that is looking") if query_axis is None else query_axis
+    key_axis = _("key: the token looked at") if key_axis is None else key_axis
+    hover = _("query") + " %{customdata[0]}<br>" + _("key") + " %{customdata[1]}<br>"
     x, y = list(range(K)), list(range(Q))
-    value = "difference %{z:+.4f}" if signed else f"{NORM_LABEL} %{{z:.4f}}" if norms else "weight %{z:.4f}"
+    value = (_("difference") + " %{z:+.4f}" if signed else NORM_LABEL + " %{z:.4f}" if norms else
+             _("weight") + " %{z:.4f}")
     data = [go.Heatmap(x=x, y=y, z=np.where(masked, np.nan, w), customdata=custom, coloraxis="coloraxis",
                        hovertemplate=hover + value + "<extra></extra>", name="attention", _validate=False)]
     if masked.any():
@@ -240,14 +246,16 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
                 custom[r:r + Q, c:c + K, 3] = np.array(k_lab, dtype=object)[None, :]
         custom = custom.astype(str)
         drawn = {"attention": dict(z=weights, customdata=custom), "masked": dict(z=future, customdata=custom)}
-    hover = "layer %{customdata[0]}, head %{customdata[1]}<br>query %{customdata[2]}<br>key %{customdata[3]}<br>"
+    hover = (_("layer") + " %{customdata[0]}, " + _("head") + " %{customdata[1]}<br>" + _("query")
+             + " %{customdata[2]}<br>" + _("key") + " %{customdata[3]}<br>")
     common = dict(x0=0, dx=1, y0=0, dy=1, hoverongaps=False, xgap=0, ygap=0)
     data = [go.Heatmap(**drawn["attention"], name="attention", coloraxis="coloraxis",
-                       hovertemplate=hover + (NORM_LABEL if norms else "weight") + " %{z:.4f}<extra></extra>",
+                       hovertemplate=hover + (NORM_LABEL if norms else _("weight")) + " %{z:.4f}<extra></extra>",
                        **common, _validate=False)]
     if tile_future.any():
         data.append(go.Heatmap(**drawn["masked"], name="masked", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
-                               showscale=False, hovertemplate=hover + "masked: a future position<extra></extra>",
+                               showscale=False,
+                               hovertemplate=hover + _("masked: a future position") + "<extra></extra>",
                                **common, _validate=False))
     return unchecked(data, dict(
         title=dict(text=title), width=cell * cols + 180, meta=dict(min_width=min(cell, TILE_LEGIBLE_PX) * cols + 180),
@@ -255,10 +263,11 @@ def model_view(maps, query_tokens, key_tokens, *, causal=False, title="", query_
                                              1e-6)) if norms else _coloraxis(), height=cell * rows + 110,
         margin=dict(l=10, r=10, t=50 if title else 20, b=10), dragmode=False, hovermode="closest",
         xaxis=dict(tickmode="array", tickvals=[h * (K + GAP) + (K - 1) / 2 for h in range(H)],
-                   ticktext=[f"head {h + 1}" for h in range(H)], showgrid=False, zeroline=False,
+                   ticktext=[_("head {head}").format(head=h + 1) for h in range(H)], showgrid=False, zeroline=False,
                    range=[-0.5, cols - 0.5], constrain="domain", side="top", automargin=True),
         yaxis=dict(tickmode="array", tickvals=[i * (Q + GAP) + (Q - 1) / 2 for i in range(L)],
-                   ticktext=[f"layer {first_layer + i + 1}" for i in range(L)], range=[rows - 0.5, -0.5],
+                   ticktext=[_("layer {layer}").format(layer=first_layer + i + 1) for i in range(L)],
+                   range=[rows - 0.5, -0.5],
                    showgrid=False, zeroline=False, scaleanchor="x", constrain="domain", automargin=True),
     ))
 
@@ -271,7 +280,7 @@ def step_keys_axis(key_tokens, key_unknown=None) -> dict:
     return dict(tickmode="array", tickvals=x_vals, ticktext=x_text, tickangle=-90 if len(key_tokens) > 12 else -45)
 
 
-def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis="key: the token looked at"):
+def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis=None):
     """Where every layer and head looked at one decoding step: (L, H, K) -> heatmap of L*H rows x K."""
     r = check_weights(rows, 3, "rows (layers, heads, keys)")
     check_tokens(key_tokens, "key_tokens")
@@ -285,15 +294,16 @@ def heads_at_step(rows, key_tokens, *, title="", key_unknown=None, key_axis="key
     custom[..., 1] = np.array(k_lab, dtype=object)[None, :]
     x, y = list(range(K)), list(range(L * H))
     fig = go.Figure(go.Heatmap(x=x, y=y, z=r.reshape(L * H, K), customdata=custom, coloraxis="coloraxis",
-                               hovertemplate="%{customdata[0]}<br>key %{customdata[1]}<br>"
-                                             "weight %{z:.4f}<extra></extra>", ygap=0, name="attention"))
+                               hovertemplate="%{customdata[0]}<br>" + _("key") + " %{customdata[1]}<br>"
+                                             + _("weight") + " %{z:.4f}<extra></extra>", ygap=0, name="attention"))
     for layer in range(1, L):  # a line between layers
         fig.add_hline(y=layer * H - 0.5, line=dict(color="white", width=3))
     fig.update_layout(
         title=dict(text=title), coloraxis=_coloraxis(), height=max(300, 14 * L * H + 150),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-        xaxis=dict(title=dict(text=key_axis), automargin=True, **step_keys_axis(key_tokens, key_unknown)),
-        yaxis=dict(title=dict(text="layer and head"), tickmode="array", tickvals=y, ticktext=labels,
+        xaxis=dict(title=dict(text=_("key: the token looked at") if key_axis is None else key_axis), automargin=True,
+                   **step_keys_axis(key_tokens, key_unknown)),
+        yaxis=dict(title=dict(text=_("layer and head")), tickmode="array", tickvals=y, ticktext=labels,
                    autorange="reversed", automargin=True),
     )
     return fig

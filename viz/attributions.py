@@ -9,6 +9,8 @@ the colours differ: a score has no upper bound, and a signed one goes below 0.
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from .attention import COLORSCALE, DIVERGING, attention_heatmap, causal_mask
 from .contributions import numbered
 from .labels import check_tokens, tick_labels
@@ -18,7 +20,7 @@ OTHER_COLOR = "#5b7db1"  # the line it is read against (ALTI+): contribution_map
 
 
 def attribution_map(values, step_tokens, key_tokens, *, signed: bool, causal=False, title="", subtitle="",
-                    key_unknown=None, key_axis="key token", value_name="score", top: float | None = None):
+                    key_unknown=None, key_axis=None, value_name=None, top: float | None = None):
     """A step x token map of attribution scores (T, K), each cell the score itself.
 
     signed: the scores have a direction (input x gradient, integrated gradients, leave one out, contrastive):
@@ -37,8 +39,10 @@ def attribution_map(values, step_tokens, key_tokens, *, signed: bool, causal=Fal
         raise ValueError(f"unsigned scores must be >= 0, got {v.min():.3g}: draw them with signed=True")
     # The cells, ticks and sizes of an attention map drawn from the sizes |v|; then the scores themselves.
     fig = attention_heatmap(np.abs(v), step_tokens, key_tokens, causal=causal, title=title, subtitle=subtitle,
-                            key_unknown=key_unknown, norms=True, key_axis=key_axis,
-                            query_axis="step: the token read → the token chosen")
+                            key_unknown=key_unknown, norms=True,
+                            key_axis=_("key token") if key_axis is None else key_axis,
+                            query_axis=_("step: the token read → the token chosen"))
+    value_name = _("score") if value_name is None else value_name
     masked = causal_mask(*v.shape) if causal else np.zeros(v.shape, dtype=bool)
     top = max(largest_score(v, causal) if top is None else top, 1e-6)
     steps = np.array(numbered(step_tokens), dtype=object)
@@ -48,11 +52,10 @@ def attribution_map(values, step_tokens, key_tokens, *, signed: bool, causal=Fal
         trace.customdata = custom.astype(str)
     number = "%{z:+.4f}" if signed else "%{z:.4f}"
     fig.data[0].z = np.where(masked, np.nan, v)
-    fig.data[0].hovertemplate = (f"step %{{customdata[0]}}<br>from %{{customdata[1]}}<br>{value_name} {number}"
-                                 "<extra></extra>")
+    hover = _("step") + " %{customdata[0]}<br>" + _("from") + " %{customdata[1]}<br>"
+    fig.data[0].hovertemplate = hover + f"{value_name} {number}<extra></extra>"
     for trace in fig.data[1:]:  # the masked cells
-        trace.hovertemplate = "step %{customdata[0]}<br>from %{customdata[1]}<br>masked: a later decoder input" \
-                              "<extra></extra>"
+        trace.hovertemplate = hover + _("masked: a later decoder input") + "<extra></extra>"
     fig.update_layout(coloraxis=dict(cmin=-top if signed else 0.0, cmax=top, cmid=0.0 if signed else None,
                                      colorscale=DIVERGING if signed else COLORSCALE,
                                      colorbar=dict(title=dict(text=value_name), thickness=10, len=0.9, xpad=6)))
@@ -87,7 +90,8 @@ def share_comparison(step_tokens, shares: dict, *, title="", subtitle=""):
             x=list(range(T)), y=s, name=name, mode="lines+markers", customdata=labels,
             line=dict(color=colors[i % len(colors)], width=2.5 if i == 0 else 2, dash="solid" if i == 0 else "dash"),
             marker=dict(size=8 if i == 0 else 7, symbol="circle" if i == 0 else "diamond"),
-            hovertemplate=f"step %{{customdata}}<br>{name}: source share %{{y:.4f}}<extra></extra>"))
+            hovertemplate=_("step") + " %{customdata}<br>" + _("{method}: source share").format(method=name)
+            + " %{y:.4f}<extra></extra>"))
     ticks = tick_labels(step_tokens)
     narrow = T > 12
     fig.update_layout(
@@ -96,9 +100,9 @@ def share_comparison(step_tokens, shares: dict, *, title="", subtitle=""):
                     bgcolor="rgba(0,0,0,0)"),
         height=360 + 5 * max((len(t) for t in ticks), default=0),
         margin=dict(l=10, r=10, t=(95 if subtitle else 70) if title else 40, b=10),
-        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
+        xaxis=dict(title=dict(text=_("step: the token read → the token chosen")), tickmode="array",
                    tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if narrow else -45, automargin=True,
                    range=[-0.5, T - 0.5], tickfont=dict(size=12), showgrid=False),
-        yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.05], automargin=True,
+        yaxis=dict(title=dict(text=_("source share (rest: the prefix)")), range=[0, 1.05], automargin=True,
                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0]))
     return fig

@@ -9,6 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from model.i18n import _
+
 from .attention import NORM_LABEL, attention_heatmap
 from .inside import MASKED_BAR
 from .labels import check_tokens, plain, positioned, tick_labels
@@ -43,7 +45,7 @@ def step_bars_layout(step_tokens, title: str, subtitle: str, height: int) -> dic
                     bgcolor="rgba(0,0,0,0)"),
         height=height + 5 * max((len(t) for t in ticks), default=0),
         margin=dict(l=10, r=10, t=(75 if subtitle else 50) if title else 20, b=10),
-        xaxis=dict(title=dict(text="step: the token read → the token chosen"), tickmode="array",
+        xaxis=dict(title=dict(text=_("step: the token read → the token chosen")), tickmode="array",
                    tickvals=list(range(T)), ticktext=ticks, tickangle=-90 if cell < 40 else -45, automargin=True,
                    range=[-0.6, T - 0.4], tickfont=dict(size=12)))
 
@@ -64,16 +66,18 @@ def source_share_bars(step_tokens, shares, *, median: float | None = None, thres
         raise ValueError(f"shares must be in [0, 1], got values in [{np.nanmin(s):.3g}, {np.nanmax(s):.3g}]")
     low = set(low_steps(s, threshold))
     labels = numbered(step_tokens)
-    notes = [" — below the test set's low-share threshold" if t in low else "" for t in range(T)]
+    below = " — " + _("below the test set's low-share threshold")
+    notes = [below if t in low else "" for t in range(T)]
     custom = np.stack([np.array(labels, dtype=object), np.array(notes, dtype=object)], axis=-1).astype(str) \
         if T else np.empty((0, 2), dtype=str)
     fig = go.Figure(go.Bar(
         x=list(range(T)), y=s, marker_color=[LOW_COLOR if t in low else SHARE_COLOR for t in range(T)],
-        customdata=custom, name="source share", showlegend=False, text=[f"{v:.2f}" for v in s], textposition="outside",
-        cliponaxis=False,
-        hovertemplate="step %{customdata[0]}<br>source share %{y:.4f}%{customdata[1]}<extra></extra>"))
-    for value, name, dash, color in ((median, "test-set median", "dash", LINE_COLOR),
-                                     (threshold, "low-share threshold", "dot", LOW_COLOR)):
+        customdata=custom, name=_("source share"), showlegend=False, text=[f"{v:.2f}" for v in s],
+        textposition="outside", cliponaxis=False,
+        hovertemplate=_("step") + " %{customdata[0]}<br>" + _("source share")
+        + " %{y:.4f}%{customdata[1]}<extra></extra>"))
+    for value, name, dash, color in ((median, _("test-set median"), "dash", LINE_COLOR),
+                                     (threshold, _("low-share threshold"), "dot", LOW_COLOR)):
         if value is not None:  # a line across the steps, named in the legend (a label on it hid the bars' numbers)
             fig.add_trace(go.Scatter(x=[-0.5, T - 0.5], y=[value, value], mode="lines", name=f"{name} {value:.3f}",
                                      line=dict(color=color, width=2, dash=dash),
@@ -82,7 +86,7 @@ def source_share_bars(step_tokens, shares, *, median: float | None = None, thres
         **step_bars_layout(step_tokens, title, subtitle, 400), bargap=0.25,
         showlegend=median is not None or threshold is not None,
         # Each bar has its number: no grid on the value axis to run through the numbers (bright on the dark theme).
-        yaxis=dict(title=dict(text="source share (rest: the prefix)"), range=[0, 1.3], automargin=True,
+        yaxis=dict(title=dict(text=_("source share (rest: the prefix)")), range=[0, 1.3], automargin=True,
                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=False))
     return fig
 
@@ -104,16 +108,17 @@ def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = "")
     allowed = np.ones(K, bool) if mask is None else np.asarray(mask, bool)
     labels = positioned(key_tokens)
     length = np.divide(n, w, out=np.full(K, np.nan), where=w > 1e-12)
-    hover = [f"key {lab}<br>weight α {a:.4f}<br>{NORM_LABEL} {b:.4f}<br>‖f(x)‖ " +
-             (f"{c:.3f}" if np.isfinite(c) else "(weight 0)") if ok else f"key {lab}<br>masked: a future position"
+    key, weight, zero, future = _("key"), _("weight"), _("(weight 0)"), _("masked: a future position")
+    hover = [f"{key} {lab}<br>{weight} α {a:.4f}<br>{NORM_LABEL} {b:.4f}<br>‖f(x)‖ " +
+             (f"{c:.3f}" if np.isfinite(c) else zero) if ok else f"{key} {lab}<br>{future}"
              for lab, a, b, c, ok in zip(labels, w, n, length, allowed)]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05,
-                        subplot_titles=("weight α (the map)", f"{NORM_LABEL}: what it adds"))
+                        subplot_titles=(_("weight α (the map)"), _("{norm}: what it adds").format(norm=NORM_LABEL)))
     x = list(range(K))
     for col, (vals, (base, fmt)) in enumerate(zip((w, n), WEIGHT_NORM), 1):
         fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h",
                              marker_color=[base if a else MASKED_BAR for a in allowed],
-                             text=[f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)],
+                             text=[f"{v:{fmt}}" if a else _("masked") for v, a in zip(vals, allowed)],
                              textposition="auto", cliponaxis=False, hovertext=hover, hoverinfo="text",
                              showlegend=False), row=1, col=col)
     fig.update_yaxes(tickmode="array", tickvals=x, ticktext=[plain(t) for t in key_tokens], autorange="reversed",
@@ -125,23 +130,25 @@ def weights_and_norms(key_tokens, weights, norms, mask=None, *, title: str = "")
 
 
 def contribution_map(values, step_tokens, key_tokens, *, causal=False, title="", subtitle="", key_unknown=None,
-                     key_axis="key token"):
+                     key_axis=None):
     """A step x token map of ALTI+ contributions (T, K): an `attention_heatmap` coloured from 0 to its largest
     value (contributions spread thin), its colour bar and hover naming contributions, not weights.
 
     causal: the keys are the decoder inputs, and a step cannot draw on a later one (drawn grey).
     """
     fig = attention_heatmap(values, step_tokens, key_tokens, causal=causal, title=title, subtitle=subtitle,
-                            key_unknown=key_unknown, stretch=True, key_axis=key_axis,
-                            query_axis="step: the token read → the token chosen")
+                            key_unknown=key_unknown, stretch=True,
+                            key_axis=_("key token") if key_axis is None else key_axis,
+                            query_axis=_("step: the token read → the token chosen"))
     steps = np.array(numbered(step_tokens), dtype=object)
-    for trace in fig.data:  # hover: steps counted from 1 (the page's steps), not row positions from 0
+    hover = _("step") + " %{customdata[0]}<br>" + _("from") + " %{customdata[1]}<br>"
+    for k, trace in enumerate(fig.data):  # hover: steps counted from 1 (the page's steps), not row positions from 0
         custom = np.array(trace.customdata, dtype=object)
         custom[..., 0] = steps[:, None]
         trace.customdata = custom.astype(str)
-        trace.hovertemplate = trace.hovertemplate.replace("query ", "step ").replace("weight", "contribution") \
-            .replace("<br>key ", "<br>from ").replace("a future position", "a later decoder input")
-    fig.update_layout(coloraxis_colorbar_title_text="contribution")
+        trace.hovertemplate = hover + (_("contribution") + " %{z:.4f}" if k == 0 else
+                                       _("masked: a later decoder input")) + "<extra></extra>"
+    fig.update_layout(coloraxis_colorbar_title_text=_("contribution"))
     return fig
 
 
@@ -166,23 +173,24 @@ def ffn_logit_bars(step_tokens, blocks, parts, error=None, *, title: str = "", s
     fig = go.Figure()
     for b, name in enumerate(blocks):
         color = BLOCK_COLORS[b % len(BLOCK_COLORS)]
-        what = "its features" if error is not None else "the block"
+        what = (_("{block}, its features:") if error is not None else _("{block}, the block:")).format(block=name)
         fig.add_trace(go.Bar(x=list(range(T)), y=p[:, b], name=name,
                              offsetgroup=str(b), marker_color=color, customdata=np.array(labels, dtype=object),
-                             hovertemplate=f"step %{{customdata}}<br>{name}, {what}: %{{y:+.3f}}<extra></extra>"))
+                             hovertemplate=_("step") + f" %{{customdata}}<br>{what} %{{y:+.3f}}<extra></extra>"))
         if error is not None:
             e = np.asarray(error, dtype=float)[:, b]
-            fig.add_trace(go.Bar(x=list(range(T)), y=e, name="error (grey)", offsetgroup=str(b), base=p[:, b],
+            fig.add_trace(go.Bar(x=list(range(T)), y=e, name=_("error (grey)"), offsetgroup=str(b), base=p[:, b],
                                  marker=dict(color=ERROR_COLOR, line=dict(color=color, width=1.5)),
                                  showlegend=b == B - 1, legendgroup="error",
                                  customdata=np.array(labels, dtype=object),
-                                 hovertemplate=f"step %{{customdata}}<br>{name}, error (FFN − transcoder): "
-                                               "%{y:+.3f}<extra></extra>"))
+                                 hovertemplate=_("step") + " %{customdata}<br>"
+                                 + _("{block}, error (FFN − transcoder):").format(block=name)
+                                 + " %{y:+.3f}<extra></extra>"))
     ends = np.concatenate([p.ravel(), (p + (0 if error is None else np.asarray(error, dtype=float))).ravel(), [0.0]])
     low, high = float(ends.min()), float(ends.max())
     span = max(high - low, 1e-6)
     fig.update_layout(
         **step_bars_layout(step_tokens, title, subtitle, 420), barmode="group", bargap=0.2,
-        yaxis=dict(title=dict(text="part of the chosen word's logit"), automargin=True, zeroline=True,
+        yaxis=dict(title=dict(text=_("part of the chosen word's logit")), automargin=True, zeroline=True,
                    range=[low - 0.05 * span, high + 0.45 * span]))
     return fig

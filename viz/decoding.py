@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from .labels import plain
 
 CHOSEN_COLOR, OTHER_COLOR = "#ff5000", "#8fa8c8"
@@ -15,18 +17,18 @@ def candidates_bar(top, chosen: str, title=""):
     """Top-k candidates [(token, prob), ...] as horizontal bars, most likely on top; the chosen one marked."""
     if not top or not all(isinstance(t, str) and 0 <= float(p) <= 1 for t, p in top):
         raise ValueError("top must be a non-empty list of (token, probability) pairs")
-    tokens = [t for t, _ in top]
-    probs = [float(p) for _, p in top]
+    tokens = [t for t, _p in top]
+    probs = [float(p) for _t, p in top]
     y = list(range(len(top)))
-    labels = [plain(t) + ("  ◀ chosen" if t == chosen else "") for t in tokens]
+    labels = [plain(t) + ("  ◀ " + _("chosen") if t == chosen else "") for t in tokens]
     fig = go.Figure(go.Bar(
         x=probs, y=y, orientation="h", marker_color=[CHOSEN_COLOR if t == chosen else OTHER_COLOR for t in tokens],
         text=[f"{p:.3f}" for p in probs], textposition="outside", customdata=[plain(t) for t in tokens],
-        hovertemplate="%{customdata}<br>probability %{x:.4f}<extra></extra>"))
+        hovertemplate="%{customdata}<br>" + _("probability") + " %{x:.4f}<extra></extra>"))
     # Each bar has its number, so the value axis draws no grid: a gridline ran through the numbers (a bright one on
     # the dark theme).
     fig.update_layout(title=dict(text=title), height=60 + 34 * len(top), margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(title=dict(text="probability"), range=[0, 1.12], showgrid=False),
+                      xaxis=dict(title=dict(text=_("probability")), range=[0, 1.12], showgrid=False),
                       yaxis=dict(tickmode="array", tickvals=y, ticktext=labels, autorange="reversed"))
     return fig
 
@@ -58,14 +60,14 @@ def probability_change(tokens, before, after, title=""):
     x = list(range(len(tokens)))
     labels = [f"{i + 1}: {plain(t)}" for i, t in enumerate(tokens)]
     fig = go.Figure([
-        go.Bar(x=x, y=list(before), name="original", marker_color=OTHER_COLOR, customdata=labels,
-               hovertemplate="%{customdata}<br>original %{y:.4f}<extra></extra>"),
-        go.Bar(x=x, y=list(after), name="after", marker_color=CHOSEN_COLOR, customdata=labels,
-               hovertemplate="%{customdata}<br>after %{y:.4f}<extra></extra>")])
+        go.Bar(x=x, y=list(before), name=_("original"), marker_color=OTHER_COLOR, customdata=labels,
+               hovertemplate="%{customdata}<br>" + _("original") + " %{y:.4f}<extra></extra>"),
+        go.Bar(x=x, y=list(after), name=_("after"), marker_color=CHOSEN_COLOR, customdata=labels,
+               hovertemplate="%{customdata}<br>" + _("after") + " %{y:.4f}<extra></extra>")])
     fig.update_layout(title=dict(text=title), barmode="group", height=340, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(tickmode="array", tickvals=x, ticktext=[plain(t) for t in tokens], tickangle=-50,
-                                 title=dict(text="originally chosen token, step by step")),
-                      yaxis=dict(title=dict(text="probability"), range=[0, 1.05]),
+                                 title=dict(text=_("originally chosen token, step by step"))),
+                      yaxis=dict(title=dict(text=_("probability")), range=[0, 1.05]),
                       # Under the chart, not above it: above, a title wrapped to three lines on a phone ran into it.
                       legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0))
     return fig
@@ -77,7 +79,7 @@ def beam_table(trace) -> pd.DataFrame:
                           "status": c["status"]} for t, step in enumerate(trace) for c in step])
 
 
-def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=None, digits=2):
+def importance_heatmap(drop, title="", value=None, lim=None, interval=None, digits=2):
     """(L, H) drop in a score when each head alone is switched off; larger = more important.
 
     lim: the colour range +-lim, shared by the figures that are to be compared (default: this one's
@@ -94,8 +96,10 @@ def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=Non
         raise ValueError(f"interval must be (layers, heads, 2) like drop {d.shape}, got {ci.shape}")
     sure = np.zeros((L, H), bool) if ci is None else (ci[..., 0] > 0) | (ci[..., 1] < 0)
     text = [[f"{d[i, j]:.{digits}f}" + ("*" if sure[i, j] else "") for j in range(H)] for i in range(L)]
-    custom = [[f"layer {i + 1}, head {j + 1}" + ("" if ci is None else
-               f"<br>95% interval {ci[i, j, 0]:.{digits + 1}f} to {ci[i, j, 1]:.{digits + 1}f}")
+    value = _("BLEU drop") if value is None else value
+    custom = [[_("layer {layer}, head {head}").format(layer=i + 1, head=j + 1) + ("" if ci is None else "<br>" +
+               _("95% interval {low} to {high}").format(low=f"{ci[i, j, 0]:.{digits + 1}f}",
+                                                        high=f"{ci[i, j, 1]:.{digits + 1}f}"))
                for j in range(H)] for i in range(L)]
     fig = go.Figure(go.Heatmap(z=d, x=list(range(H)), y=list(range(L)), customdata=custom, colorscale="RdBu_r",
                                zmid=0, zmin=-lim, zmax=lim, colorbar=dict(title=dict(text=value), thickness=12),
@@ -105,7 +109,7 @@ def importance_heatmap(drop, title="", value="BLEU drop", lim=None, interval=Non
     return _heads_layout(fig, L, H, title)
 
 
-def head_grid(values, title="", value="value", low=None, high=None, digits=2):
+def head_grid(values, title="", value=None, low=None, high=None, digits=2):
     """(L, H) one number per head on a sequential scale, the number in each cell; NaN cells left empty.
 
     low, high: the colour range, shared by the grids that are to be compared (default: this one's).
@@ -118,7 +122,8 @@ def head_grid(values, title="", value="value", low=None, high=None, digits=2):
     low = float(finite.min()) if low is None and finite.size else (low or 0.0)
     high = float(finite.max()) if high is None and finite.size else (high if high is not None else 1.0)
     text = [["" if not np.isfinite(v[i, j]) else f"{v[i, j]:.{digits}f}" for j in range(H)] for i in range(L)]
-    custom = [[f"layer {i + 1}, head {j + 1}" for j in range(H)] for i in range(L)]
+    value = _("value") if value is None else value
+    custom = [[_("layer {layer}, head {head}").format(layer=i + 1, head=j + 1) for j in range(H)] for i in range(L)]
     fig = go.Figure(go.Heatmap(z=v, x=list(range(H)), y=list(range(L)), customdata=custom, colorscale="Viridis",
                                zmin=low, zmax=max(high, low + 1e-9), text=text, texttemplate="%{text}",
                                textfont=dict(size=12), xgap=2, ygap=2,
@@ -131,7 +136,8 @@ def _heads_layout(fig, L: int, H: int, title: str):
     """Axes of a layers x heads grid: heads across, layers down, both counted from 1."""
     fig.update_layout(title=dict(text=title), height=120 + 50 * L, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[f"{h + 1}" for h in range(H)],
-                                 title=dict(text="head")),
-                      yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"layer {i + 1}" for i in range(L)],
+                                 title=dict(text=_("head"))),
+                      yaxis=dict(tickmode="array", tickvals=list(range(L)),
+                                 ticktext=[_("layer {layer}").format(layer=i + 1) for i in range(L)],
                                  autorange="reversed"))
     return fig

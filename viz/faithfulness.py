@@ -7,6 +7,8 @@ method, p(the step's word) as the tokens it ranks first are replaced by <unk> on
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from .labels import check_tokens
 
 RANDOM_COLOR = "rgba(128, 128, 128, 0.25)"  # the band of random orders, readable on either theme
@@ -38,13 +40,14 @@ def deletion_curves(curves: dict, random_mean, random_band, *, removed_first: di
     x = list(range(n + 1))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=x + x[::-1], y=[*high, *low[::-1]], fill="toself", fillcolor=RANDOM_COLOR, mode="lines",
-                             line=dict(width=0), name="random orders (95%)", hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=x, y=mean, name="random orders (mean)", mode="lines",
+                             line=dict(width=0), name=_("random orders (95%)"), hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=x, y=mean, name=_("random orders (mean)"), mode="lines",
                              line=dict(color="#808080", dash="dash", width=2),
-                             hovertemplate="random orders, %{x} removed: p %{y:.3f}<extra></extra>"))
+                             hovertemplate=_("random orders, {k} removed:").format(k="%{x}")
+                             + " p %{y:.3f}<extra></extra>"))
     for i, (name, c) in enumerate(curves.items()):
         removed = (removed_first or {}).get(name)
-        custom = ["(nothing)"] + [str(t) for t in removed] if removed is not None else [""] * (n + 1)
+        custom = [_("(nothing)")] + [str(t) for t in removed] if removed is not None else [""] * (n + 1)
         if removed is not None:
             check_tokens(removed, f"removed_first[{name!r}]")
         fig.add_trace(go.Scatter(
@@ -52,7 +55,8 @@ def deletion_curves(curves: dict, random_mean, random_band, *, removed_first: di
             line=dict(color=COLORS[i % len(COLORS)], dash=DASHES[(i // len(COLORS)) % len(DASHES)],
                       width=4 if name == highlight else 2),
             marker=dict(size=8 if name == highlight else 5),
-            hovertemplate=f"{name}<br>%{{x}} removed, the last: %{{customdata}}<br>p %{{y:.3f}}<extra></extra>"))
+            hovertemplate=f"{name}<br>" + _("{k} removed, the last: {token}").format(k="%{x}", token="%{customdata}")
+            + "<br>p %{y:.3f}<extra></extra>"))
     rows = -(-(len(curves) + 2) // 2)  # legend rows: the methods and the random band's two entries, two a row
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)),
@@ -61,7 +65,7 @@ def deletion_curves(curves: dict, random_mean, random_band, *, removed_first: di
         height=460 + 22 * rows, margin=dict(l=10, r=10, t=(95 if subtitle else 70) if title else 30, b=70 + 22 * rows),
         legend=dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container",
                     entrywidth=0.5, entrywidthmode="fraction", font=dict(size=12)),
-        xaxis=dict(title=dict(text="tokens removed (replaced by <unk>)"), tickmode="array",
+        xaxis=dict(title=dict(text=_("tokens removed (replaced by <unk>)")), tickmode="array",
                    tickvals=x, range=[-0.2, n + 0.2], automargin=True, showgrid=False),
-        yaxis=dict(title=dict(text="p(the step's word)"), rangemode="tozero", automargin=True))
+        yaxis=dict(title=dict(text=_("p(the step's word)")), rangemode="tozero", automargin=True))
     return fig

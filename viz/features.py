@@ -6,6 +6,8 @@ Pure functions: numbers in, Plotly figures out (no torch).
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 BAR_COLOR = "#2a9d8f"
 
 
@@ -19,12 +21,13 @@ def feature_histogram(edges, counts, *, title: str = ""):
     decades = np.log10(c.max() / c[c > 0].min()) if (c > 0).any() else 0.0
     fig = go.Figure(go.Bar(x=mid, y=c, width=width, marker_color=BAR_COLOR,
                            customdata=np.stack([e[:-1], e[1:]], -1),
-                           hovertemplate="activation %{customdata[0]:.2f}–%{customdata[1]:.2f}: %{y:,} tokens"
-                                         "<extra></extra>"))
+                           hovertemplate=_("activation {low}–{high}: {n} tokens").format(
+                               low="%{customdata[0]:.2f}", high="%{customdata[1]:.2f}", n="%{y:,}")
+                           + "<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10), bargap=0.05,
-                      xaxis=dict(title=dict(text="activation"), automargin=True),
+                      xaxis=dict(title=dict(text=_("activation")), automargin=True),
                       # Plotly's own log ticks label every digit, which overlap on a phone: the powers of ten where
                       # the counts span two decades or more, else 1, 2 and 5 in each
-                      yaxis=dict(title=dict(text="tokens"), type="log", dtick=1 if decades >= 2 else "D2",
+                      yaxis=dict(title=dict(text=_("tokens")), type="log", dtick=1 if decades >= 2 else "D2",
                                  automargin=True))
     return fig

@@ -7,6 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from model.i18n import _
+
 from .labels import check_tokens, plain, positioned
 
 VECTOR_SCALE = "RdBu_r"  # diverging: negative blue, positive red, 0 white
@@ -15,7 +17,7 @@ MASKED_BAR = "#c8c8c8"  # a key the query may not look at
 CHAIN = (("#5b7db1", ".2f"), ("#5b7db1", ".2f"), ("#c03d00", ".3f"))
 
 
-def vector_strips(vectors, labels, *, title="", highlight=None, value="value"):
+def vector_strips(vectors, labels, *, title="", highlight=None, value=None):
     """(n, d) vectors as n rows of d coloured cells on a symmetric scale; hover gives row, dimension and value.
 
     highlight: a row index to outline (e.g. this head among all heads).
@@ -27,6 +29,7 @@ def vector_strips(vectors, labels, *, title="", highlight=None, value="value"):
     n, d = v.shape
     if len(labels) != n:
         raise ValueError(f"{n} vectors but {len(labels)} labels")
+    value = _("value") if value is None else value
     lim = float(np.abs(v).max()) or 1.0
     rows = [plain(t) for t in labels]
     custom = np.array(rows, dtype=object)[:, None].repeat(d, axis=1)
@@ -35,13 +38,13 @@ def vector_strips(vectors, labels, *, title="", highlight=None, value="value"):
                                # cell is under a pixel wide, and the gaps would hide every one of them.
                                zmid=0, zmin=-lim, zmax=lim, xgap=1 if d <= 64 else 0, ygap=2,
                                colorbar=dict(title=dict(text=value), thickness=10, len=1, nticks=3),
-                               hovertemplate="%{customdata}<br>dimension %{x}<br>" + value
+                               hovertemplate="%{customdata}<br>" + _("dimension") + " %{x}<br>" + value
                                              + " %{z:.4f}<extra></extra>"))
     if highlight is not None:
         fig.add_hrect(y0=highlight - 0.5, y1=highlight + 0.5, line=dict(color="#c03d00", width=3))
     fig.update_layout(title=dict(text=title), height=max(180, 90 + 26 * n),
                       margin=dict(l=10, r=10, t=45 if title else 15, b=30),
-                      xaxis=dict(title=dict(text="dimension"), showgrid=False, zeroline=False),
+                      xaxis=dict(title=dict(text=_("dimension")), showgrid=False, zeroline=False),
                       yaxis=dict(tickmode="array", tickvals=list(range(n)), ticktext=rows, autorange="reversed",
                                  showgrid=False, zeroline=False, automargin=True))
     return fig
@@ -63,14 +66,14 @@ def score_chain(key_tokens, scores, scaled, weights, mask=None, *, title=""):
     labels = positioned(key_tokens)
     x = list(range(K))
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("1. score<br>q·k", "2. scaled<br>÷ √d_k", "3. softmax:<br>the weights"))
+                        subplot_titles=(_("1. score<br>q·k"), _("2. scaled<br>÷ √d_k"), _("3. softmax:<br>the weights")))
     colors = lambda base: [base if a else MASKED_BAR for a in allowed]  # noqa: E731
     for col, (vals, (base, fmt)) in enumerate(zip((s, c, w), CHAIN), 1):
-        text = [f"{v:{fmt}}" if a else "masked" for v, a in zip(vals, allowed)]
+        text = [f"{v:{fmt}}" if a else _("masked") for v, a in zip(vals, allowed)]
         fig.add_trace(go.Bar(x=np.where(allowed, vals, 0.0), y=x, orientation="h", marker_color=colors(base),
                              text=text, textposition=["auto" if a else "outside" for a in allowed],
                              cliponaxis=False, customdata=labels, showlegend=False,
-                             hovertemplate="key %{customdata}<br>%{text}<extra></extra>"), row=1, col=col)
+                             hovertemplate=_("key") + " %{customdata}<br>%{text}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(tickmode="array", tickvals=x, ticktext=[plain(t) for t in key_tokens], autorange="reversed",
                      automargin=True)
     # The column titles take two lines: on one line each, they overprinted their neighbours on a phone (390 px).
@@ -88,9 +91,9 @@ def coverage_bars(tokens, received, *, title="", unknown=None):
     labels = positioned(tokens, unknown)
     fig = go.Figure(go.Bar(x=list(range(len(tokens))), y=r, marker_color="#5b7db1", customdata=labels,
                            text=[f"{v:.2f}" for v in r], textposition="outside",
-                           hovertemplate="%{customdata}<br>received %{y:.3f}<extra></extra>"))
+                           hovertemplate="%{customdata}<br>" + _("received") + " %{y:.3f}<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=45 if title else 15, b=10),
                       xaxis=dict(tickmode="array", tickvals=list(range(len(tokens))),
                                  ticktext=[plain(t) for t in tokens], tickangle=-45, automargin=True),
-                      yaxis=dict(title=dict(text="attention received (sum over steps)")))
+                      yaxis=dict(title=dict(text=_("attention received (sum over steps)"))))
     return fig

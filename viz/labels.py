@@ -10,19 +10,21 @@ import string
 
 import numpy as np
 
+from model.i18n import N_, _
+
 ARROW = " → "
 # What one attention map of each kind shows, for the page and the HTML report (map_caption fills in the words, the
 # languages and the decoder's start token, and escapes all of it: "<sos>" is text).
 MAP_CAPTIONS = {
-    "enc": "Each {src} token (row) builds its new representation as a weighted mix of all {src} tokens "
-           "(columns). Each row sums to 1.",
-    "dec": "Each decoder row reads the {tgt} produced so far (columns) while predicting the next word: "
-           "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
-           "future positions, masked: the model cannot see them. The first row, “{start} → {first}”, has only "
-           "{start} to look at, so every head gives {start} weight 1: by construction, not by choice.",
-    "cross": "While predicting the next {tgt} word, each decoder row reads from the {src} tokens (columns). "
-             "The row “{start} → {first}” is where the model, with nothing written yet, chose “{first}”. "
-             "Rows sum to 1.",
+    "enc": N_("Each {src} token (row) builds its new representation as a weighted mix of all {src} tokens "
+              "(columns). Each row sums to 1."),
+    "dec": N_("Each decoder row reads the {tgt} produced so far (columns) while predicting the next word: "
+              "the row “{a} → {b}” is where the model, having just written “{a}”, chose “{b}”. Grey cells are "
+              "future positions, masked: the model cannot see them. The first row, “{start} → {first}”, has only "
+              "{start} to look at, so every head gives {start} weight 1: by construction, not by choice."),
+    "cross": N_("While predicting the next {tgt} word, each decoder row reads from the {src} tokens (columns). "
+                "The row “{start} → {first}” is where the model, with nothing written yet, chose “{first}”. "
+                "Rows sum to 1."),
 }
 def map_caption(kind: str, steps: list, escape=html.escape, names=("German", "English"), start="<sos>") -> str:
     """The caption of a map of this kind, its example rows named by the output's first words, the languages by
@@ -34,7 +36,7 @@ def map_caption(kind: str, steps: list, escape=html.escape, names=("German", "En
     words = dict(first=steps[0], a=steps[0], b=steps[1] if len(steps) > 1 else steps[0], src=names[0],
                  tgt=names[1], start=start)
     return "".join(escape(text) + (escape(words[name]) if name else "")
-                   for text, name, _, _ in string.Formatter().parse(MAP_CAPTIONS[kind]))
+                   for text, name, _spec, _conv in string.Formatter().parse(_(MAP_CAPTIONS[kind])))
 
 
 def plain(token: str) -> str:

@@ -17,6 +17,8 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from .attention import NORM_LABEL, check_norms, unchecked
 from .labels import check_tokens, check_weights, positioned, tick_labels
 
@@ -69,7 +71,7 @@ def layer_lines(layer_maps, query_tokens, key_tokens, *, query_unknown=None, key
     hover text. A page holding the figure of one layer swaps these in for another (views/maps.js)."""
     values = np.asarray(layer_maps, dtype=float)
     m = values / max(float(values.max()), 1e-12) if norms and values.size else values
-    value = NORM_LABEL if norms else "weight"
+    value = NORM_LABEL if norms else _("weight")
     return {"lines": layer_segments(m),
             "hovers": {side: _hovers(tokens, unknown, values, side, value)
                        for side, tokens, unknown in (("query", query_tokens, query_unknown),
@@ -102,11 +104,11 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
         for level, high in enumerate(LEVELS):
             xs, ys = next(lines)
             data.append(go.Scatter(
-                x=xs, y=ys, mode="lines", hoverinfo="skip", legendgroup=f"head{h}", name=f"head {h + 1}",
+                x=xs, y=ys, mode="lines", hoverinfo="skip", legendgroup=f"head{h}", name=_("head {head}").format(head=h + 1),
                 showlegend=level == len(LEVELS) - 1,  # the legend swatch in the head's full colour
                 visible=True if h in shown else "legendonly",
                 line=dict(color=head_color(h, 0.15 + 0.85 * high), width=0.5 + 3.5 * high), _validate=False))
-    value = NORM_LABEL if norms else "weight"
+    value = NORM_LABEL if norms else _("weight")
     data += [_column(0, query_tokens, query_unknown, values, "query", focus, value),
              _column(1, key_tokens, key_unknown, values, "key", focus, value)]
     rows = max(Q, K)
@@ -118,12 +120,12 @@ def attention_lines(layer_maps, query_tokens, key_tokens, *, heads=None, focus=N
         width=2 * 8 * width + 560, clickmode="event+select", dragmode=False, hovermode="closest",
         # The legend under the columns, not beside them: on the right it covered the key tokens and squeezed the
         # query tokens to two letters on a phone.
-        legend=dict(title=dict(text="heads (click to hide or show)", side="top"), itemclick="toggle",
+        legend=dict(title=dict(text=_("heads (click to hide or show)"), side="top"), itemclick="toggle",
                     itemdoubleclick="toggleothers", orientation="h", x=0, xanchor="left", y=0, yanchor="top"),
         xaxis=dict(visible=False, range=[-0.75, 1.75], fixedrange=True), font=dict(size=13),
         yaxis=dict(visible=False, range=[rows - 0.5, -0.8], fixedrange=True),
-        annotations=[dict(x=0, y=-0.7, text="query", showarrow=False, xanchor="right"),
-                     dict(x=1, y=-0.7, text="key", showarrow=False, xanchor="left")]))
+        annotations=[dict(x=0, y=-0.7, text=_("query"), showarrow=False, xanchor="right"),
+                     dict(x=1, y=-0.7, text=_("key"), showarrow=False, xanchor="left")]))
 
 
 def _hovers(tokens, unknown, maps: np.ndarray, side: str, value: str) -> list[str]:
@@ -134,8 +136,10 @@ def _hovers(tokens, unknown, maps: np.ndarray, side: str, value: str) -> list[st
     out = []
     for i in range(len(tokens)):
         top = np.argsort(-per_token[i])[:3]
-        partners = "<br>".join(f"{'key' if side == 'query' else 'query'} {j}: {per_token[i, j]:.3f}" for j in top)
-        out.append(f"{full[i]}<br>strongest partners ({value}), any head:<br>{partners}<extra></extra>")
+        other = _("key") if side == "query" else _("query")
+        partners = "<br>".join(f"{other} {j}: {per_token[i, j]:.3f}" for j in top)
+        strongest_line = _("strongest partners ({value}), any head:").format(value=value)
+        out.append(f"{full[i]}<br>{strongest_line}<br>{partners}<extra></extra>")
     return out
 
 

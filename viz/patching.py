@@ -7,6 +7,8 @@ logit difference, 0 where a patch does nothing alone (denoising) and 1 where it 
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from .attention import DIVERGING
 from .labels import check_tokens, tick_labels
 
@@ -30,9 +32,9 @@ def effect_map(values, row_labels, col_labels, *, title="", subtitle="", x_title
         # always gives them)
         text=text, texttemplate="%{text}" if v.shape[1] <= 12 else None, textfont=dict(size=11),
         customdata=np.array([[[r, c] for c in col_labels] for r in row_labels], dtype=object),
-        hovertemplate=f"{hover_row}%{{customdata[0]}}<br>{hover_col}%{{customdata[1]}}<br>effect %{{z:.3f}}"
-                      "<extra></extra>",
-        colorbar=dict(title=dict(text="effect"), thickness=10, len=0.9, tickvals=[-1, 0, 1])))
+        hovertemplate=f"{hover_row}%{{customdata[0]}}<br>{hover_col}%{{customdata[1]}}<br>" + _("effect")
+                      + " %{z:.3f}<extra></extra>",
+        colorbar=dict(title=dict(text=_("effect")), thickness=10, len=0.9, tickvals=[-1, 0, 1])))
     fig.update_layout(
         title=dict(text=title, subtitle=dict(text=subtitle)),
         height=max(240, 90 + 34 * v.shape[0]) + 6 * max((len(t) for t in col_labels), default=0),

@@ -3,6 +3,8 @@
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import _
+
 from model.sinusoid import sinusoidal_table as sinusoidal  # the table the model adds (numpy: no torch here)
 
 
@@ -30,12 +32,13 @@ def position_heatmap(table, used: int = 0, title=""):
     P, D = t.shape
     lim = float(np.abs(t).max()) or 1.0
     fig = go.Figure(go.Heatmap(z=t, x=list(range(D)), y=list(range(P)), colorscale="RdBu", zmid=0, zmin=-lim,
-                               zmax=lim, colorbar=dict(title=dict(text="value"), thickness=12),
-                               hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"))
+                               zmax=lim, colorbar=dict(title=dict(text=_("value")), thickness=12),
+                               hovertemplate=_("position") + " %{y}<br>" + _("dimension") + " %{x}<br>" + _("value")
+                               + " %{z:.4f}<extra></extra>"))
     _mark_used(fig, used, horizontal=True)
     fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(title=dict(text="dimension")),
-                      yaxis=dict(title=dict(text="position"), autorange="reversed"))
+                      xaxis=dict(title=dict(text=_("dimension"))),
+                      yaxis=dict(title=dict(text=_("position")), autorange="reversed"))
     return fig
 
 
@@ -51,12 +54,13 @@ def similarity_heatmap(table, used: int = 0, title=""):
     sim = cosine_similarity(table)
     P = sim.shape[0]
     fig = go.Figure(go.Heatmap(z=sim, x=list(range(P)), y=list(range(P)), colorscale="RdBu", zmid=0, zmin=-1,
-                               zmax=1, colorbar=dict(title=dict(text="cosine"), thickness=12),
-                               hovertemplate="positions %{y} and %{x}<br>cosine %{z:.4f}<extra></extra>"))
+                               zmax=1, colorbar=dict(title=dict(text=_("cosine")), thickness=12),
+                               hovertemplate=_("positions {a} and {b}").format(a="%{y}", b="%{x}") + "<br>"
+                               + _("cosine") + " %{z:.4f}<extra></extra>"))
     _mark_used(fig, used, horizontal=True, both=True)
     fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(title=dict(text="position"), scaleanchor="y"),
-                      yaxis=dict(title=dict(text="position"), autorange="reversed"))
+                      xaxis=dict(title=dict(text=_("position")), scaleanchor="y"),
+                      yaxis=dict(title=dict(text=_("position")), autorange="reversed"))
     return fig
 
 
@@ -67,11 +71,12 @@ def dimension_curves(table, dims, used: int = 0, title=""):
     if bad:
         raise ValueError(f"dimensions {bad} out of range: the table has {t.shape[1]}")
     fig = go.Figure([go.Scatter(x=list(range(t.shape[0])), y=t[:, d], mode="lines", name=f"dim {d}",
-                                hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.4f}}<extra></extra>")
+                                hovertemplate=_("dimension") + f" {d}<br>" + _("position") + " %{x}<br>" + _("value")
+                                + " %{y:.4f}<extra></extra>")
                      for d in dims])
     _mark_used(fig, used, horizontal=False)
     fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis=dict(title=dict(text="position")), yaxis=dict(title=dict(text="value")))
+                      xaxis=dict(title=dict(text=_("position"))), yaxis=dict(title=dict(text=_("value"))))
     return fig
 
 
@@ -101,8 +106,9 @@ def position_reach(lengths: dict, tables: dict, title=""):
     fig = go.Figure()
     for k, (name, counts) in enumerate(lengths.items()):  # the first as bars, any other as a dotted outline
         share = 100 * reach(counts, P)
-        hover = f"{name}<br>position %{{x}}<br>%{{y:.2f}}% of training sentences<extra></extra>"
-        label = f"{name}: training sentences reaching it"
+        hover = (f"{name}<br>" + _("position") + " %{x}<br>"
+                 + _("{share} of training sentences").format(share="%{y:.2f}%") + "<extra></extra>")
+        label = _("{name}: training sentences reaching it").format(name=name)
         fig.add_trace(go.Bar(x=x, y=share, name=label, marker_color="rgba(99,110,250,0.5)", hovertemplate=hover)
                       if k == 0 else
                       go.Scatter(x=x, y=share, name=label, mode="lines", line=dict(shape="hvh", dash="dot", width=2,
@@ -110,13 +116,14 @@ def position_reach(lengths: dict, tables: dict, title=""):
                                  hovertemplate=hover))
     for name, table in tables.items():
         cos = neighbour_cosine(table)[:P - 1]
-        fig.add_trace(go.Scatter(x=x[:-1], y=cos, name=f"{name}: cosine with the next position", yaxis="y2",
-                                 mode="lines", hovertemplate=f"{name}<br>positions %{{x}} and next"
-                                                             "<br>cosine %{y:.3f}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=x[:-1], y=cos, name=_("{name}: cosine with the next position").format(name=name),
+                                 yaxis="y2", mode="lines",
+                                 hovertemplate=f"{name}<br>" + _("positions {a} and next").format(a="%{x}")
+                                 + "<br>" + _("cosine") + " %{y:.3f}<extra></extra>"))
     fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10), barmode="overlay",
                       bargap=0, legend=dict(orientation="h", y=-0.18),
-                      xaxis=dict(title=dict(text="position")),
-                      yaxis=dict(title=dict(text="% of training sentences"), range=[0, 100]),
-                      yaxis2=dict(title=dict(text="cosine with the next position"), overlaying="y", side="right",
+                      xaxis=dict(title=dict(text=_("position"))),
+                      yaxis=dict(title=dict(text=_("% of training sentences")), range=[0, 100]),
+                      yaxis2=dict(title=dict(text=_("cosine with the next position")), overlaying="y", side="right",
                                   range=[-1, 1], showgrid=False))
     return fig

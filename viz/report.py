@@ -25,6 +25,7 @@ import plotly.io as pio
 import plotly.offline
 
 from model import files
+from model.i18n import _, language
 from model.languages import language_names
 from model.result import KIND_NAMES
 
@@ -44,7 +45,7 @@ for (const [kind, k] of Object.entries(report.kinds)) {
     const l = Number(layer.value), h = Number(head.value);
     // Only the first trace (the weights) changes; the grey trace of masked cells stays as it is.
     const data = [{...k.figure.data[0], z: k.maps[l][h]}, ...k.figure.data.slice(1)];
-    const name = `${k.name}, layer ${l + 1}, head ${h + 1}`;
+    const name = report.title.replace("{kind}", k.name).replace("{layer}", l + 1).replace("{head}", h + 1);
     const layout = {...k.figure.layout, title: {...k.figure.layout.title, text: name}};
     // As on the page: the camera saves PNG at twice the size, named after the map.
     const config = {displaylogo: false,
@@ -79,7 +80,7 @@ def _figure(result, kind: str) -> dict:
     fills them in from the maps)."""
     (q_tokens, q_unk), (k_tokens, k_unk) = (token_labels(result, side) for side in SIDES[kind])
     fig = attention_heatmap(result.maps(kind)[0, 0], q_tokens, k_tokens, causal=kind == "dec", query_unknown=q_unk,
-                            key_unknown=k_unk, title=KIND_NAMES[kind], subtitle=subtitle(result.source))
+                            key_unknown=k_unk, title=_(KIND_NAMES[kind]), subtitle=subtitle(result.source))
     # Plotly's own template and JSON engine, whatever the process's defaults (Streamlit sets its theme's template,
     # app.py the engine): the same bytes from the page and the CLI.
     fig.update_layout(template=pio.templates["plotly"])
@@ -99,14 +100,15 @@ def _trace_table(result) -> str:
         rows.append(f"<tr><td class=num>{t}</td><td>{html.escape(read)}</td><td class=chosen>"
                     f"{html.escape(step.token)}</td><td class=num>{step.prob:.4f}</td><td class=num>"
                     f"{step.entropy:.3f}</td><td>{candidates}</td></tr>")
-    return ("<table><thead><tr><th>step</th><th>reads</th><th>chooses</th><th>probability</th>"
-            "<th>entropy (nats)</th><th>top candidates</th></tr></thead><tbody>\n" + "\n".join(rows)
-            + "\n</tbody></table>")
+    heads = (_("step"), _("reads"), _("chooses"), _("probability"), _("entropy (nats)"), _("top candidates"))
+    return ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr></thead><tbody>\n"
+            + "\n".join(rows) + "\n</tbody></table>")
 
 
 def _select(kind: str, what: str, n: int) -> str:
     options = "".join(f'<option value="{i}">{i + 1}</option>' for i in range(n))
-    return f'<label>{what.capitalize()} <select id="{kind}-{what}" name="{kind}-{what}">{options}</select></label>'
+    label = html.escape({"layer": _("Layer"), "head": _("Head")}[what])
+    return f'<label>{label} <select id="{kind}-{what}" name="{kind}-{what}">{options}</select></label>'
 
 
 @functools.cache
@@ -121,10 +123,11 @@ def report_html(result, provenance: dict, names=("German", "English")) -> str:
     (model.languages.language_names). Deterministic: the same arguments give the same string."""
     if any(np.asarray(result.maps(kind)).ndim != 4 for kind in KIND_NAMES):
         raise ValueError("this result has no attention maps: translate with with_maps=True to report them")
-    data = {"kinds": {}}
+    data = {"kinds": {}, "title": _("{kind}, layer {layer}, head {head}")}  # a map's title, filled by SCRIPT
     sections = []
     steps = [s.token for s in result.steps]
-    for kind, name in KIND_NAMES.items():
+    for kind, english in KIND_NAMES.items():
+        name = _(english)
         maps = result.maps(kind)  # (L, H, Q, K)
         L, H = maps.shape[:2]
         data["kinds"][kind] = {"name": name, "figure": _figure(result, kind),
@@ -137,30 +140,36 @@ def report_html(result, provenance: dict, names=("German", "English")) -> str:
                        ).translate(JSON_ESCAPES)  # sorted: a template's keys come in the order it was built
     sentence, translation = html.escape(result.source), html.escape(result.text)
     prov = html.escape(files.dumps(provenance, indent=1, ensure_ascii=False))
-    cut = (f"<p>The sentence was cut by {result.truncated} token(s) to fit the model's positions.</p>\n"
-           if result.truncated else "")
+    cut = ("<p>" + html.escape(_("The sentence was cut by {n} token(s) to fit the model's positions.").format(
+        n=result.truncated)) + "</p>\n" if result.truncated else "")
+    words = {k: html.escape(v) for k, v in dict(
+        title=_("Inside a Transformer translator"),
+        every=_("Every attention map of every layer and head: pick one with the switches above each map. Layers and "
+                "heads count from 1; hover a cell for its tokens and weight."),
+        trace=_("Decoding trace"),
+        greedy=_("Greedy decoding, step by step: the token the decoder read, the one it chose, its probability, the "
+                 "entropy of the whole next-token distribution and the most likely candidates."),
+        produced=_("What produced this")).items()}
     return f"""<!DOCTYPE html>
-<html lang="en">
+<html lang="{language()}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Inside a Transformer translator: {sentence}</title>
+<title>{words["title"]}: {sentence}</title>
 <style>{STYLE}</style>
 <script>{_plotly_js()}</script>
 </head>
 <body>
-<h1>Inside a Transformer translator</h1>
+<h1>{words["title"]}</h1>
 <p class="sentence" lang="de">{sentence}</p>
 <p class="translation">{translation}</p>
-{cut}<p class="caption">Every attention map of every layer and head: pick one with the switches above each map.
-Layers and heads count from 1; hover a cell for its tokens and weight.</p>
+{cut}<p class="caption">{words["every"]}</p>
 {chr(10).join(sections)}
-<section id="trace"><h2>Decoding trace</h2>
-<p class="caption">Greedy decoding, step by step: the token the decoder read, the one it chose, its probability, the
-entropy of the whole next-token distribution and the most likely candidates.</p>
+<section id="trace"><h2>{words["trace"]}</h2>
+<p class="caption">{words["greedy"]}</p>
 {_trace_table(result)}
 </section>
-<section id="provenance"><h2>What produced this</h2>
+<section id="provenance"><h2>{words["produced"]}</h2>
 <pre class="provenance">{prov}</pre>
 </section>
 <script type="application/json" id="report-data">{blob}</script>

@@ -6,11 +6,13 @@ import textwrap
 import numpy as np
 import plotly.graph_objects as go
 
+from model.i18n import N_, _
+
 from .attention import attention_heatmap
 from .labels import plain
 
 CURRENT_COLOR = "#ff5000"
-SNAPSHOT_AXIS = "snapshot, by training step (not to scale)"
+SNAPSHOT_AXIS = N_("snapshot, by training step (not to scale)")
 # A map's title and sentence wrap to the width the chart gets: its own, and at most what a 390 px phone leaves it.
 # Rough widths of one character of a title (16 px) and of a subtitle (11 px), and the height of their lines.
 PHONE_PX, TITLE_CHAR_PX, SUBTITLE_CHAR_PX, TITLE_LINE_PX, SUBTITLE_LINE_PX = 350, 7.5, 5.6, 21, 15
@@ -25,18 +27,19 @@ def training_curve(labels: list, values: list, current: int, name: str, model: s
     y = [np.nan if v is None else float(v) for v in values]
     fig = go.Figure(go.Scatter(x=x, y=y, mode="lines+markers", name=plain(name), customdata=labels,
                                line=dict(color="#4c78a8"), marker=dict(size=5),
-                               hovertemplate="step %{customdata}<br>" + plain(name) + " %{y:.3f}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[current], y=[y[current]], mode="markers", name="this snapshot", hoverinfo="skip",
+                               hovertemplate=_("step") + " %{customdata}<br>" + plain(name)
+                               + " %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[current], y=[y[current]], mode="markers", name=_("this snapshot"), hoverinfo="skip",
                              marker=dict(size=13, color=CURRENT_COLOR, line=dict(width=2, color="#ffffff"))))
     step = max(1, len(labels) // 6)
     fig.update_layout(title=dict(text=plain(name), subtitle=dict(text=plain(model))), height=280 if model else 260,
                       margin=dict(l=10, r=10, t=60 if model else 40, b=10), showlegend=False,
                       xaxis=dict(tickmode="array", tickvals=x[::step], ticktext=labels[::step], tickangle=-45,
-                                 title=dict(text=SNAPSHOT_AXIS)))
+                                 title=dict(text=_(SNAPSHOT_AXIS))))
     return fig
 
 
-def heads_over_time(values, labels: list, current: int, title="", value="value", low=None, high=None):
+def heads_over_time(values, labels: list, current: int, title="", value=None, low=None, high=None):
     """(N snapshots, L, H) one number per head per snapshot as a heatmap: a row per head ("L1 H1" ...), a column
     per snapshot, the current column outlined; which heads change first shows as the colour moving."""
     v = np.asarray(values, dtype=float)
@@ -48,7 +51,9 @@ def heads_over_time(values, labels: list, current: int, title="", value="value",
     finite = z[np.isfinite(z)]
     low = float(finite.min()) if low is None and finite.size else (low if low is not None else 0.0)
     high = float(finite.max()) if high is None and finite.size else (high if high is not None else 1.0)
-    custom = np.array([[f"layer {r // H + 1}, head {r % H + 1}, {labels[n]}" for n in range(N)]
+    value = _("value") if value is None else value
+    custom = np.array([[_("layer {layer}, head {head}").format(layer=r // H + 1, head=r % H + 1) + f", {labels[n]}"
+                        for n in range(N)]
                        for r in range(L * H)])
     fig = go.Figure(go.Heatmap(z=z, x=list(range(N)), y=list(range(L * H)), customdata=custom, colorscale="Viridis",
                                zmin=low, zmax=max(high, low + 1e-9), xgap=1, ygap=1,
@@ -61,7 +66,7 @@ def heads_over_time(values, labels: list, current: int, title="", value="value",
     step = max(1, N // 10)
     fig.update_layout(title=dict(text=title), height=140 + 13 * L * H, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(tickmode="array", tickvals=list(range(N))[::step], ticktext=labels[::step],
-                                 tickangle=-45, title=dict(text="snapshot")),
+                                 tickangle=-45, title=dict(text=_("snapshot"))),
                       yaxis=dict(tickmode="array", tickvals=list(range(L * H)), ticktext=rows, autorange="reversed",
                                  tickfont=dict(size=10)))
     return fig

@@ -1,0 +1,114 @@
+"""The page in Korean and German in a real browser: the browser's own language opens it in that language, the 🌐
+switch changes it and keeps the page's state, Hangul is drawn with a font that has it (Chromium's own report of the
+fonts that drew a node), German's long words overflow no box at a phone's width, and the decoding trace, drawn in the
+browser, speaks the page's language too. Every expected string is the catalogue's translation of the English one."""
+
+from urllib.parse import urlencode
+
+import pytest
+
+from appserver import wait_idle
+from model.i18n import catalogue
+from views.walk import STOPS
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+SENTENCE = "Zwei Männer spielen Fußball auf einer Wiese."
+HANGUL_FONTS = ("CJK", "Nanum", "Baekmuk", "UnDotum", "UnBatang", "Malgun", "Apple SD Gothic")
+
+
+def said(lang: str, english: str) -> str:
+    text = catalogue(lang).gettext(english)
+    assert text != english, f"{english!r} is not translated into {lang}"
+    return text
+
+
+def opened(browser, server, params: dict, width: int = 1400, height: int = 1600, **context):
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server + "/?" + urlencode(params))
+    return ctx, pg, errors
+
+
+def fonts_drawing(pg, selector: str) -> list[str]:
+    """The platform fonts Chromium drew the first node matching `selector` with (DevTools' CSS domain)."""
+    cdp = pg.context.new_cdp_session(pg)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    assert node, f"no node {selector}"
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return [f["familyName"] for f in fonts if f["glyphCount"] > 0]
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_korean_is_drawn_with_a_font_that_has_hangul(browser, server, width):
+    ctx, pg, errors = opened(browser, server, {"s": SENTENCE, "view": "walk", "stop": "1", "lang": "ko"}, width)
+    title = said("ko", STOPS[0].title)
+    pg.get_by_text(title).wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)
+    pg.evaluate("t => [...document.querySelectorAll('h4')].find(h => h.textContent.includes(t))"
+                ".setAttribute('data-probe', '1')", title)
+    fonts = fonts_drawing(pg, "[data-probe='1']")
+    assert any(name in font for font in fonts for name in HANGUL_FONTS), fonts
+    ctx.close()
+    assert not errors, errors
+
+
+def test_the_browsers_language_opens_the_page_in_it_and_the_link_says_so(browser, server):
+    ctx, pg, errors = opened(browser, server, {"s": SENTENCE, "view": "walk", "stop": "2"}, locale="de-DE")
+    pg.get_by_text(said("de", STOPS[1].title)).wait_for(timeout=60_000)
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('lang') === 'de'", timeout=30_000)
+    assert pg.get_by_text(said("de", "Inside a Transformer translator")).count() >= 1
+    ctx.close()
+    assert not errors, errors
+
+
+def test_the_switch_changes_the_language_and_keeps_the_walks_place(browser, server):
+    ctx, pg, errors = opened(browser, server, {"s": SENTENCE, "view": "walk", "stop": "4"}, locale="en-US")
+    pg.get_by_text(STOPS[3].title).wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)
+    pg.get_by_role("radio", name="한국어").or_(pg.get_by_role("button", name="한국어")).first.click()
+    pg.get_by_text(said("ko", STOPS[3].title)).wait_for(timeout=60_000)
+    pg.wait_for_function("() => { const p = new URLSearchParams(location.search); return p.get('lang') === 'ko' "
+                         "&& p.get('stop') === '4' && p.get('view') === 'walk' }", timeout=30_000)
+    pg.keyboard.press("ArrowRight")  # the walk's keys still step: stop 5, in Korean
+    pg.get_by_text(said("ko", STOPS[4].title)).wait_for(timeout=60_000)
+    ctx.close()
+    assert not errors, errors
+
+
+def test_german_overflows_no_box_at_a_phones_width(browser, server):
+    ctx, pg, errors = opened(browser, server, {"s": SENTENCE, "view": "walk", "stop": "6", "lang": "de"}, 390, 844)
+    pg.get_by_text(said("de", STOPS[5].title)).wait_for(timeout=60_000)
+    wait_idle(pg, 60_000)
+    pg.wait_for_timeout(500)
+    wide = pg.evaluate("""() => {
+        const main = document.querySelector('[data-testid="stMain"]') || document.body;
+        const found = [];
+        if (main.scrollWidth > main.clientWidth + 1) found.push(['main', main.scrollWidth, main.clientWidth]);
+        for (const b of document.querySelectorAll('button, label, h1, h2, h3, h4, p')) {
+            if (!b.offsetParent || b.closest('.js-plotly-plot, pre, code, [data-testid="stCode"]')) continue;
+            if (b.scrollWidth > b.clientWidth + 1 && getComputedStyle(b).overflowX !== 'auto')
+                found.push([b.tagName, b.textContent.slice(0, 40), b.scrollWidth, b.clientWidth]);
+        }
+        return found;
+    }""")
+    assert not wide, wide
+    ctx.close()
+    assert not errors, errors
+
+
+def test_the_decoding_trace_drawn_in_the_browser_speaks_korean(browser, server):
+    ctx, pg, errors = opened(browser, server, {"s": SENTENCE, "view": "trace", "step": "2", "lang": "ko"})
+    pg.locator(".explorer-trace[data-ready]").wait_for(timeout=60_000)
+    box = pg.locator(".explorer-trace")
+    assert box.get_by_role("button", name=said("ko", "Next ▶")).count() == 1
+    step = said("ko", "Step {step} of {n}.").split("{")[0]
+    assert step.strip() and step.strip() in box.inner_text()
+    assert "Output so far" not in box.inner_text() and said("ko", "Output so far:") in box.inner_text()
+    ctx.close()
+    assert not errors, errors
