@@ -265,4 +265,5 @@ if guess.open_now():  # what the question asks would be read off the translation
 else:
     shown = literal(result.text) or _("(empty)")
     translation.markdown(_("**Translation**") + f"<div class='translation'>{shown}</div>", unsafe_allow_html=True)
-    output_tokens.markdown(_("Output tokens:") + " " + token_chips([s.token for s in result.steps]), unsafe_allow_html=True)
+    output_tokens.markdown(_("Output tokens:") + " " + token_chips([s.token for s in result.steps]),
+                           unsafe_allow_html=True)

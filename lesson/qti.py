@@ -13,6 +13,8 @@ import io
 import zipfile
 import xml.etree.ElementTree as ET
 
+from model.i18n import _
+
 QTI = "http://www.imsglobal.org/xsd/imsqti_v2p1"
 CP = "http://www.imsglobal.org/xsd/imscp_v1p1"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -31,7 +33,9 @@ def item_xml(ex) -> bytes:
     ET.register_namespace("", QTI)
     q = f"{{{QTI}}}"
     item = ET.Element(q + "assessmentItem", {
-        "identifier": item_id(ex), "title": f"Exercise {ex.number}: {ex.title or ex.topic}", "adaptive": "false",
+        "identifier": item_id(ex),
+        "title": _("Exercise {n}: {title}").format(n=ex.number, title=ex.title or _(ex.topic)),
+        "adaptive": "false",
         "timeDependent": "false", f"{{{XSI}}}schemaLocation": f"{QTI} {QTI_XSD}"})
     choice = bool(ex.options)
     response = ET.SubElement(item, q + "responseDeclaration", {

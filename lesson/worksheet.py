@@ -75,7 +75,8 @@ def server_fault(url: str) -> str | None:
 
 
 def page(title: str, body: list[str]) -> str:
-    return (f"<!DOCTYPE html>\n<html lang=\"{language()}\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+    return (f"<!DOCTYPE html>\n<html lang=\"{language()}\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n" + "\n".join(body)
             + "\n</body></html>\n")
 

@@ -36,41 +36,46 @@ import numpy as np
 from tqdm import tqdm
 
 from .errors import InputError
+from .i18n import N_
 
 KINDS = ("enc", "dec", "cross")  # as model.transformer.KINDS; not imported: this module stays free of torch
 SELF = ("enc", "dec")
 BATCH_SIZE = 64  # sentences per greedy batch (Translator.translate_batch)
 
 # {stat: one line}: what the page shows as a caption, and what each JSON file carries
-DEFINITIONS = {
-    "entropy": "mean over queries of -sum_j w_ij log w_ij, in nats (0 log 0 = 0): 0 = one key takes everything",
-    "relative_entropy": "mean over queries of the entropy / log(keys the query may see): S for enc and cross, "
-                        "i+1 for dec query i; 1 = uniform over what it may see",
-    "mean_distance": "mean over queries of sum_j w_ij |i - j|, in tokens (enc, dec; positions of different "
-                     "sequences for cross, so null)",
-    "diagonal_share": "mean over queries of w_ii, the weight on the query's own position (enc, dec)",
-    "previous_share": "mean over queries i >= 1 of w_i,i-1, the weight on the token before (enc, dec)",
-    "next_share": "mean over queries i <= S-2 of w_i,i+1, the weight on the token after (enc; dec cannot look ahead)",
-    "sos_share": "mean over queries of the weight on the <sos> key (position 0)",
-    "eos_share": "mean over queries of the weight on the source's <eos> key (last position; enc, cross: "
-                 "the decoder inputs hold no <eos>)",
-    "punctuation_share": "mean over queries of the summed weight on punctuation keys (tokens made only of Unicode "
-                         "punctuation); sentences without such a key left out",
-    "max_weight": "mean over queries of max_j w_ij: 1 = every query puts all its weight on one key",
-    "monotonicity": "cross: fraction of consecutive decoding steps whose argmax source position does not go "
-                    "back (the step that emits <eos> left out; needs 2 steps); 1 = monotone alignment",
-    "alignment_spearman": "cross: Spearman correlation of decoding step and argmax source position (average "
-                          "ranks for ties; <eos> step left out); undefined (left out) where the argmax never moves",
+DEFINITIONS = {  # marked for the catalogues (model/i18n.py): the page shows each as _(definition)
+    "entropy": N_("mean over queries of -sum_j w_ij log w_ij, in nats (0 log 0 = 0): 0 = one key takes everything"),
+    "relative_entropy": N_("mean over queries of the entropy / log(keys the query may see): S for enc and cross, "
+                           "i+1 for dec query i; 1 = uniform over what it may see"),
+    "mean_distance": N_("mean over queries of sum_j w_ij |i - j|, in tokens (enc, dec; positions of different "
+                        "sequences for cross, so null)"),
+    "diagonal_share": N_("mean over queries of w_ii, the weight on the query's own position (enc, dec)"),
+    "previous_share": N_("mean over queries i >= 1 of w_i,i-1, the weight on the token before (enc, dec)"),
+    "next_share": N_("mean over queries i <= S-2 of w_i,i+1, the weight on the token after (enc; dec cannot look "
+                     "ahead)"),
+    "sos_share": N_("mean over queries of the weight on the <sos> key (position 0)"),
+    "eos_share": N_("mean over queries of the weight on the source's <eos> key (last position; enc, cross: "
+                    "the decoder inputs hold no <eos>)"),
+    "punctuation_share": N_("mean over queries of the summed weight on punctuation keys (tokens made only of Unicode "
+                            "punctuation); sentences without such a key left out"),
+    "max_weight": N_("mean over queries of max_j w_ij: 1 = every query puts all its weight on one key"),
+    "monotonicity": N_("cross: fraction of consecutive decoding steps whose argmax source position does not go "
+                       "back (the step that emits <eos> left out; needs 2 steps); 1 = monotone alignment"),
+    "alignment_spearman": N_("cross: Spearman correlation of decoding step and argmax source position (average "
+                             "ranks for ties; <eos> step left out); undefined (left out) where the argmax never "
+                             "moves"),
 }
 STATS = tuple(DEFINITIONS)
 APPLIES = {stat: KINDS for stat in STATS} | {  # the kinds each statistic is defined for; null elsewhere
     "mean_distance": SELF, "diagonal_share": SELF, "previous_share": SELF, "next_share": ("enc",),
     "eos_share": ("enc", "cross"), "monotonicity": ("cross",), "alignment_spearman": ("cross",)}
 # {stat: its short name}: how the page's pickers, tables and charts name it (Head statistics, Training)
-NAMES = {"entropy": "entropy (nats)", "relative_entropy": "relative entropy", "mean_distance": "mean distance",
-         "diagonal_share": "on itself", "previous_share": "on the previous token", "next_share": "on the next token",
-         "sos_share": "on <sos>", "eos_share": "on <eos>", "punctuation_share": "on punctuation",
-         "max_weight": "max weight", "monotonicity": "monotonicity", "alignment_spearman": "alignment Spearman"}
+NAMES = {"entropy": N_("entropy (nats)"), "relative_entropy": N_("relative entropy"),
+         "mean_distance": N_("mean distance"), "diagonal_share": N_("on itself"),
+         "previous_share": N_("on the previous token"), "next_share": N_("on the next token"),
+         "sos_share": N_("on <sos>"), "eos_share": N_("on <eos>"), "punctuation_share": N_("on punctuation"),
+         "max_weight": N_("max weight"), "monotonicity": N_("monotonicity"),
+         "alignment_spearman": N_("alignment Spearman")}
 
 
 def head_divergence(maps: np.ndarray, first_row: int = 0) -> np.ndarray:

@@ -59,6 +59,17 @@ def speaking(lang: str):
         _language.reset(token)
 
 
+def kept(fn):
+    """`fn` to be called later, outside this run (a download's file, made when it is clicked), in this run's
+    language."""
+    lang = language()
+
+    def run(*args, **kwargs):
+        with speaking(lang):
+            return fn(*args, **kwargs)
+    return run
+
+
 def _(message: str) -> str:
     """`message` in the language of this run."""
     return catalogue(_language.get()).gettext(message)

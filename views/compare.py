@@ -11,6 +11,7 @@ import streamlit as st
 
 from model.errors import InputError
 from model.heads import HeadSet
+from model.i18n import N_, _
 from model.result import Translation
 
 from . import Context
@@ -18,8 +19,8 @@ from .calls import analyze, model_name, models, translate
 from .state import alternatives, heads_param, int_param, offers, text_param
 from .widgets import literal, text_box
 
-OPTIONS = {"none": "nothing", "model": "the other model", "sentence": "another sentence",
-           "off": "heads switched off", "force": "a forced word"}
+OPTIONS = {"none": N_("nothing"), "model": N_("the other model"), "sentence": N_("another sentence"),
+           "off": N_("heads switched off"), "force": N_("a forced word")}  # translated where shown
 
 
 def other_model(checkpoint: str | None) -> tuple[str, str | None] | None:
@@ -38,11 +39,12 @@ def read_link(params, cfg, notes: list):
     if vs is None:
         return
     if vs not in OPTIONS:
-        notes.append(f"vs={vs[:40]!r} is not one of {', '.join(OPTIONS)}")
+        notes.append(_("{key}={value} is not one of {options}").format(key="vs", value=repr(vs[:40]),
+                                                                       options=", ".join(OPTIONS)))
         return
     st.session_state.vs = vs
     if vs == "sentence":
-        st.session_state.s2 = text_param(params, "s2", "the second sentence (s2)", notes) or ""
+        st.session_state.s2 = text_param(params, "s2", _("the second sentence (s2)"), notes) or ""
     elif vs == "off" and (heads := heads_param(params, cfg, notes)) is not None:
         st.session_state.vs_off = heads.picks()
     elif vs == "force":
@@ -85,14 +87,14 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         this = st.session_state.get("model", "learned")
         return model_name(this), model_name(slug), translate(checkpoint, r.source)
     if vs == "sentence":
-        other = text_box(st, "Second sentence (press Enter)", "s2", "The second sentence",
+        other = text_box(st, _("Second sentence (press Enter)"), "s2", _("The second sentence"),
                          placeholder="Die Katze rennt durch den Schnee.")
         if not other.strip():
-            st.info("Type a second sentence. A minimal pair (one word changed) or a word-order change keeps the "
-                    "token count, and then the difference of the two maps is drawn too.")
+            st.info(_("Type a second sentence. A minimal pair (one word changed) or a word-order change keeps the "
+                      "token count, and then the difference of the two maps is drawn too."))
             return None
         try:
-            return "this sentence", "second sentence", translate(ctx.checkpoint, other)
+            return _("this sentence"), _("second sentence"), translate(ctx.checkpoint, other)
         except InputError as e:
             st.warning(literal(f"{e}."))
             return None
@@ -100,39 +102,42 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         # Typed text picks by prefix, with no "Select all/N matches" entry: Enter takes the first option that starts
         # with it, and a layer's option comes before its heads, so "cross L3" + Enter is layer 3's heads exactly (the
         # default fuzzy filter would also match "cross L1 H3" and offer to select all of those first).
-        picked = st.multiselect("Heads to switch off", HeadSet.choices(ctx.cfg), key="vs_off",
+        picked = st.multiselect(_("Heads to switch off"), HeadSet.choices(ctx.cfg), key="vs_off",
                                 format_func=lambda p: p.short(), filter_mode="prefix", select_all=False,
-                                placeholder="pick a layer or heads, e.g. cross L3 or cross L2 H8")
+                                placeholder=_("pick a layer or heads, e.g. cross L3 or cross L2 H8"))
         if not picked:
-            st.info("Pick the heads to switch off; the maps of that run are drawn beside the original's.")
+            st.info(_("Pick the heads to switch off; the maps of that run are drawn beside the original's."))
             return None
         heads = HeadSet.of(ctx.cfg, picked)
         spec = heads.spec()
         # The maps of the ablated model reading the *same* output (teacher forcing), so the two always
         # have one shape and the difference shows what switching the heads off changes in the others.
         alone = translate(ctx.checkpoint, r.source, spec)
-        st.caption(f"Without those {len(heads)} heads, greedy decoding says “{literal(alone.text) or '(empty)'}”. "
-                   "The second run's maps are the ablated model reading the original output, so that cell compares "
-                   "with cell.")
+        st.caption(_("Without those {n} heads, greedy decoding says “{text}”. The second run's maps are the ablated "
+                     "model reading the original output, so that cell compares with cell.").format(
+                         n=len(heads), text=literal(alone.text) or _("(empty)")))
         tokens = tuple(s.token for s in r.steps)
-        return "all heads", f"without {heads.label()}", analyze(ctx.checkpoint, r.source, tokens, spec)
+        return (_("all heads"), _("without {heads}").format(heads=heads.label()),
+                analyze(ctx.checkpoint, r.source, tokens, spec))
     if vs == "force":
         c1, c2 = st.columns(2)
         if st.session_state.get("vs_step") not in range(len(r.steps)):  # from a link, or a longer output before
             st.session_state.pop("vs_step", None)
-        step = c1.selectbox("At step", range(len(r.steps)), key="vs_step",
-                            format_func=lambda t: f"{t + 1}: the model said “{r.steps[t].token}”")
+        step = c1.selectbox(_("At step"), range(len(r.steps)), key="vs_step",
+                            format_func=lambda t: _("{step}: the model said “{token}”").format(
+                                step=t + 1, token=r.steps[t].token))
         others = alternatives(r, step)
         if st.session_state.get("vs_word") not in others:
             st.session_state.pop("vs_word", None)
-        word = c2.selectbox("say instead (then greedy again)", others, key="vs_word")
+        word = c2.selectbox(_("say instead (then greedy again)"), others, key="vs_word")
         if word is None:
             return None
-        return "the model's choice", f"step {step + 1} forced to “{word}”", translate(ctx.checkpoint, r.source, "",
-                                                                                     step, word)
+        return (_("the model's choice"), _("step {step} forced to “{word}”").format(step=step + 1, word=word),
+                translate(ctx.checkpoint, r.source, "", step, word))
     return None
 
 
 def header(name: str, result: Translation) -> str:
     """The heading of one side: which run, and its translation (user and model text shown literally)."""
-    return f"**{literal(name)}**: {literal(result.text) or '(empty)'}"
+    empty = _("(empty)")
+    return f"**{literal(name)}**: {literal(result.text) or empty}"

@@ -15,6 +15,7 @@ import streamlit as st
 
 import viz
 from model.export import _csv, table_csv
+from model.i18n import N_, _, ngettext
 from model.tables import command_line
 from viz.labels import subtitle, token_labels
 
@@ -30,7 +31,7 @@ SHARE_FILE = "source_share.json"
 # height stays), so it gets a row of its own. Three in a row left 170 px of map each.
 PAIR_PX = 800
 
-WHAT_IT_MEASURES = (
+WHAT_IT_MEASURES = N_(
     "**What ALTI+ measures** (Ferrando et al., EMNLP 2022). Each attention block's output for a token is a sum of "
     "parts, one per input token (its value vector, weighted and projected, plus the token's own residual); ALTI+ "
     "scores each part by how close it lies to the whole output (Manhattan distance), and carries these shares "
@@ -53,66 +54,70 @@ def share_lines(table: dict | None) -> tuple[float | None, float | None]:
 def contributions_view(ctx: Context):
     result = ctx.result
     source, target = ctx.names
-    st.caption(f"How much of each {target} token's prediction came from the {source} source, and how much from the "
-               f"{target} already written (the prefix)? Each step's contributions add up to 1: its source share "
-               "plus its prefix share.")
-    with waiting_notice("Contributions") as waiting:
+    st.caption(_("How much of each {target} token's prediction came from the {source} source, and how much from the "
+                 "{target} already written (the prefix)? Each step's contributions add up to 1: its source share "
+                 "plus its prefix share.").format(target=target, source=source))
+    with waiting_notice(_("Contributions")) as waiting:
         c = contributions(ctx.checkpoint, result.source, tuple(s.token for s in result.steps), _waiting=waiting)
     table = checkpoint_json(ctx.checkpoint, SHARE_FILE)
     median, threshold = share_lines(table)
     if threshold is None:
-        st.info(f"No `{SHARE_FILE}` beside this checkpoint, so the shares are drawn without the test set's "
-                f"median and low-share threshold, and no step is flagged. Compute it with "
-                f"`{command_line(ctx.checkpoint)}`.")
-    rows, _ = token_labels(result, "tgt")
+        st.info(_("No `{file}` beside this checkpoint, so the shares are drawn without the test set's median and "
+                  "low-share threshold, and no step is flagged. Compute it with `{command}`.").format(
+                    file=SHARE_FILE, command=command_line(ctx.checkpoint)))
+    rows, _unknown = token_labels(result, "tgt")
     chart(viz.source_share_bars(rows, c.source_share, median=median, threshold=threshold,
-                                title="Source share of every step (ALTI+)", subtitle=subtitle(result.source)),
+                                title=_("Source share of every step (ALTI+)"), subtitle=subtitle(result.source)),
           key="contrib_share", name="source-share")
     flags(c, rows, table, threshold)
     trust_line(ctx.checkpoint, {"": "ALTI+"}, names=ctx.names)
-    st.markdown("**Step × token: contributions beside attention**")
+    st.markdown(_("**Step × token: contributions beside attention**"))
     L, H = result.cross_attentions.shape[:2]
-    st.caption(f"“ALTI+: source tokens” is what each step drew from each source token, “ALTI+: prefix tokens” what "
-               "it drew from each token of its prefix (grey: later tokens it cannot see): a row of the two together "
-               f"sums to 1. “Cross-attention” is the weights over the same source tokens, the mean over all {L} layers "
-               f"and {H} heads: where the heads looked, not how much of it reached the prediction. Each map has its "
-               "own colour range.")
+    st.caption(_("“ALTI+: source tokens” is what each step drew from each source token, “ALTI+: prefix tokens” "
+                 "what it drew from each token of its prefix (grey: later tokens it cannot see): a row of the two "
+                 "together sums to 1. “Cross-attention” is the weights over the same source tokens, the mean over "
+                 "all {L} layers and {H} heads: where the heads looked, not how much of it reached the prediction. "
+                 "Each map has its own colour range.").format(L=L, H=H))
     maps = (
         viz.contribution_map(c.source, rows, result.src_tokens, key_unknown=result.src_unknown,
-                             title="ALTI+: source tokens", key_axis="source token"),
+                             title=_("ALTI+: source tokens"), key_axis=_("source token")),
         viz.attention_heatmap(result.cross_attentions.mean(axis=(0, 1)), rows, result.src_tokens,
-                              key_unknown=result.src_unknown, stretch=True, key_axis="source token",
-                              query_axis="step: the token read → the token chosen",
-                              title=f"Cross-attention, mean of {L} layers × {H} heads"),
-        viz.contribution_map(c.prefix, rows, result.tgt_tokens, causal=True, title="ALTI+: prefix tokens",
-                             key_axis="prefix token (decoder input)"))
-    steps = [f"step {t + 1}: {r}" for t, r in enumerate(rows)]  # counted from 1, as the hover and the CSV count
+                              key_unknown=result.src_unknown, stretch=True, key_axis=_("source token"),
+                              query_axis=_("step: the token read → the token chosen"),
+                              title=_("Cross-attention, mean of {L} layers × {H} heads").format(L=L, H=H)),
+        viz.contribution_map(c.prefix, rows, result.tgt_tokens, causal=True, title=_("ALTI+: prefix tokens"),
+                             key_axis=_("prefix token (decoder input)")))
+    # counted from 1, as the hover and the CSV count
+    steps = [_("step {step}: {token}").format(step=t + 1, token=r) for t, r in enumerate(rows)]
     source, prefix = table_labels(result.src_tokens, result.src_unknown), table_labels(result.tgt_tokens)
-    tables = ((c.source, source, None, "ALTI+ contributions of the source tokens"),
+    tables = ((c.source, source, None, _("ALTI+ contributions of the source tokens")),
               (result.cross_attentions.mean(axis=(0, 1)), source, None,
-               f"Cross-attention weights, mean of {L} layers × {H} heads"),
-              (c.prefix, prefix, viz.causal_mask(len(steps), len(prefix)), "ALTI+ contributions of the prefix tokens"))
+               _("Cross-attention weights, mean of {L} layers × {H} heads").format(L=L, H=H)),
+              (c.prefix, prefix, viz.causal_mask(len(steps), len(prefix)),
+               _("ALTI+ contributions of the prefix tokens")))
     # Source and attention share their axes, so they sit side by side; below them the prefix, beside what ALTI+
     # measures; each in a row of its own where they are wider (PAIR_PX).
     if all(fig.layout.width <= PAIR_PX for fig in maps):
         first, second = st.columns(2), st.columns(2)
         places, aside = (*first, second[0]), second[1]
     else:
-        places, aside = [st.container() for _ in maps], st.container()
+        places, aside = [st.container() for _fig in maps], st.container()
     for col, fig, key, (values, columns, masked, what) in zip(places, maps, ("source", "attention", "prefix"),
                                                               tables):
         with col:
             chart(fig, key=f"contrib_{key}", name=f"contributions-{key}", width="content")
-            map_table(values, steps, columns, f"{what}; rows: steps (the token read → the token chosen)",
-                      key=f"contrib_{key}_table", corner="step \\ token", masked=masked)
-    aside.markdown(WHAT_IT_MEASURES.format(src=ctx.names[0], tgt=ctx.names[1]))
+            map_table(values, steps, columns,
+                      _("{what}; rows: steps (the token read → the token chosen)").format(what=what),
+                      key=f"contrib_{key}_table", corner=_("step \\ token"), masked=masked)
+    aside.markdown(_(WHAT_IT_MEASURES).format(src=ctx.names[0], tgt=ctx.names[1]))
     ffn = feed_forward_parts(ctx.checkpoint, result.source, tuple(s.token for s in result.steps))
     feed_forward_section(ffn, rows, c, result.source)
     downloads(ctx, extra=[
-        ("Contributions (JSON)", "contributions.json", "application/json",
+        (_("Contributions (JSON)"), "contributions.json", "application/json",
          lambda: json.dumps(c.to_json(), ensure_ascii=False)),
-        ("Source share per step (CSV)", "source-share.csv", "text/csv", lambda: share_csv(c, threshold)),
-        ("Contributions per step and token (CSV)", "contributions.csv", "text/csv", lambda: contributions_csv(c))])
+        (_("Source share per step (CSV)"), "source-share.csv", "text/csv", lambda: share_csv(c, threshold)),
+        (_("Contributions per step and token (CSV)"), "contributions.csv", "text/csv",
+         lambda: contributions_csv(c))])
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -127,7 +132,7 @@ def feed_forward_parts(checkpoint: str | None, sentence: str, output_tokens: tup
     tr = load_translator(checkpoint)
     forced = tr.force(sentence, list(output_tokens))
     try:
-        dicts, _ = transcoders.load(checkpoint_folder(checkpoint), tr.device)
+        dicts, _card = transcoders.load(checkpoint_folder(checkpoint), tr.device)
     except InputError as e:
         d = direct_logits(tr.capture(forced), tr.model, forced.output_ids)
         L = tr.cfg.n_dec_layers
@@ -142,27 +147,27 @@ def feed_forward_parts(checkpoint: str | None, sentence: str, output_tokens: tup
 def feed_forward_section(ffn: dict, rows: list, c, sentence: str):
     """The blind spot closed: what each decoder feed-forward block wrote into the chosen word's logit,
     beside ALTI+'s source share, with the transcoder's error shown."""
-    st.markdown("**The feed-forward blocks in the chosen word's logit**")
-    st.caption("ALTI+ leaves the feed-forward blocks out. Here the chosen word's logit is split into what each part "
-               "of the decoder wrote along its residual stream (each LayerNorm held at its own spread, as ALTI+ holds "
-               "it): the bars are the decoder's feed-forward blocks' parts. The encoder's blocks reach the logit "
-               "only through cross-attention: switch their features off in the Feed-forward features view to see "
-               "what they do.")
-    labels = [f"decoder layer {int(b.split('.')[1]) + 1}" for b in ffn["blocks"]]
+    st.markdown(_("**The feed-forward blocks in the chosen word's logit**"))
+    st.caption(_("ALTI+ leaves the feed-forward blocks out. Here the chosen word's logit is split into what each "
+                 "part of the decoder wrote along its residual stream (each LayerNorm held at its own spread, as ALTI+ "
+                 "holds it): the bars are the decoder's feed-forward blocks' parts. The encoder's blocks reach the "
+                 "logit only through cross-attention: switch their features off in the Feed-forward features view to "
+                 "see what they do."))
+    labels = [_("decoder layer {layer}").format(layer=int(b.split('.')[1]) + 1) for b in ffn["blocks"]]
     chart(viz.ffn_logit_bars(rows, labels, ffn["parts"], ffn["error"],
-                             title="Feed-forward blocks: their part of each chosen word's logit",
+                             title=_("Feed-forward blocks: their part of each chosen word's logit"),
                              subtitle=subtitle(sentence)), key="contrib_ffn", name="feed-forward-logit")
     if ffn["missing"]:
-        st.caption(f"No transcoders for this checkpoint, so each block's part is not split into features: "
-                   f"{literal(ffn['missing'])}.")
-    table = {"step": [f"{t + 1}: {r}" for t, r in enumerate(rows)],
-             "logit": [round(float(v), 3) for v in ffn["logit"]],
-             "ALTI+ source share": [round(float(v), 3) for v in c.source_share]}
+        st.caption(_("No transcoders for this checkpoint, so each block's part is not split into features: "
+                     "{reason}.").format(reason=literal(ffn['missing'])))
+    table = {_("step"): [f"{t + 1}: {r}" for t, r in enumerate(rows)],
+             _("logit"): [round(float(v), 3) for v in ffn["logit"]],
+             _("ALTI+ source share"): [round(float(v), 3) for v in c.source_share]}
     for l, label in enumerate(labels):
         table[label] = [round(float(v), 3) for v in ffn["parts"][:, l]]
         if ffn["error"] is not None:
-            table[f"{label}: error"] = [round(float(v), 3) for v in ffn["error"][:, l]]
-            table[f"{label}: strongest features"] = [
+            table[_("{layer}: error").format(layer=label)] = [round(float(v), 3) for v in ffn["error"][:, l]]
+            table[_("{layer}: strongest features").format(layer=label)] = [
                 ", ".join(f"{ffn['blocks'][l]}.{f} {v:+.2f}" for f, v in ffn["top"][t][l]) for t in range(len(rows))]
     st.dataframe(pd.DataFrame(table), hide_index=True, key="contrib_ffn_table")
 
@@ -172,24 +177,31 @@ def flags(c, rows: list, table: dict | None, threshold: float | None):
     if threshold is None:
         return
     low = viz.low_steps(c.source_share, threshold)
-    dale = ("Dale et al. (ACL 2023) found that a low source contribution marks hallucinations: output the "
-            "model wrote from its own prefix rather than from the source. A signal to look at, not a verdict.")
+    dale = _("Dale et al. (ACL 2023) found that a low source contribution marks hallucinations: output the "
+             "model wrote from its own prefix rather than from the source. A signal to look at, not a verdict.")
     if low:
-        st.markdown(f"**{len(low)} step{'s' * (len(low) > 1)} below the low-share threshold** ({threshold:.3f}, "
-                    "the test set's 5th percentile of step shares): " +
-                    "; ".join(f"step {t + 1}, “{literal(rows[t])}”: {float(c.source_share[t]):.3f}" for t in low))
+        found = "; ".join(_("step {step}, “{token}”: {share:.3f}").format(step=t + 1, token=literal(rows[t]),
+                                                                        share=float(c.source_share[t])) for t in low)
+        st.markdown(ngettext("**{n} step below the low-share threshold** ({threshold:.3f}, the test set's 5th "
+                             "percentile of step shares): {steps}",
+                             "**{n} steps below the low-share threshold** ({threshold:.3f}, the test set's 5th "
+                             "percentile of step shares): {steps}", len(low)).format(n=len(low), threshold=threshold,
+                                                                                     steps=found))
     else:
-        st.markdown(f"**No step below the low-share threshold** ({threshold:.3f}, the test set's 5th percentile "
-                    "of step shares).")
+        st.markdown(_("**No step below the low-share threshold** ({threshold:.3f}, the test set's 5th percentile "
+                      "of step shares).").format(threshold=threshold))
     mean = float(np.mean(c.source_share))
     try:
         sentence_low = float(table["low_share_threshold"]["per_sentence"])
         sentence_median = float(table["per_sentence"]["quantiles"]["0.5"])
-        sentence = (f" This sentence's mean share is {mean:.3f} (test-set sentences: median {sentence_median:.3f}, "
-                    f"5th percentile {sentence_low:.3f}{'; it is below' if mean < sentence_low else ''}).")
+        numbers = dict(mean=mean, median=sentence_median, low=sentence_low)
+        sentence = (_("This sentence's mean share is {mean:.3f} (test-set sentences: median {median:.3f}, 5th "
+                      "percentile {low:.3f}; it is below).") if mean < sentence_low else
+                    _("This sentence's mean share is {mean:.3f} (test-set sentences: median {median:.3f}, 5th "
+                      "percentile {low:.3f}).")).format(**numbers)
     except (TypeError, KeyError, ValueError):
-        sentence = f" This sentence's mean share is {mean:.3f}."
-    st.caption(dale + sentence)
+        sentence = _("This sentence's mean share is {mean:.3f}.").format(mean=mean)
+    st.caption(dale + " " + sentence)
 
 
 def share_csv(c, threshold: float | None) -> str:

@@ -14,6 +14,7 @@ import streamlit as st
 
 from model.checkpoint import DEFAULT_CHECKPOINT
 from model.evidence import CORPUS_LEXICON, LEXICON, Lexicon, StepIndex, step_state, texts_of
+from model.i18n import _
 from model.vocab import WORD_START
 from model.tables import command_line
 
@@ -92,66 +93,73 @@ def evidence_view(ctx: Context):
     result, lex, folder = ctx.result, lexicon(ctx.checkpoint), Path(ctx.checkpoint or DEFAULT_CHECKPOINT)
     corpus = (folder / CORPUS_LEXICON).is_file()  # built from a corpus one gave (model.tables --corpus)
     if lex is None and ctx.translator.origin["family"] == "marian":
-        st.info("No training evidence for this model: its training corpus is not known here (its makers trained it on "
-                f"their own data). `{command_line(ctx.checkpoint)} --corpus FILE` builds the evidence from a parallel "
-                "corpus you have (a pair a line: the sentence, a tab, its translation).")
+        st.info(_("No training evidence for this model: its training corpus is not known here (its makers trained it "
+                  "on their own data). `{command} --corpus FILE` builds the evidence from a parallel corpus you have "
+                  "(a pair a line: the sentence, a tab, its translation).").format(
+                    command=command_line(ctx.checkpoint)))
         return
     n = len(texts_of(folder)["de"]) if corpus else 29_000
-    st.caption(f"The corpus the indexes beside this checkpoint were built from ({n:,} pairs): not necessarily all the "
-               "model learned from, and the words are the model's own tokens." if corpus else
-               "What the model saw in training: the model learned from 29,000 German descriptions of photos and "
-               "their English translations (Multi30k), nothing else.")
+    st.caption(_("The corpus the indexes beside this checkpoint were built from ({n:,} pairs): not necessarily all "
+                 "the model learned from, and the words are the model's own tokens.").format(n=n) if corpus else
+               _("What the model saw in training: the model learned from 29,000 German descriptions of photos and "
+                 "their English translations (Multi30k), nothing else."))
     positions = word_positions(result, int(ctx.cfg.source_start))
     if lex is None or not positions:
-        st.info("No training evidence here: " + ("this sentence has no word." if lex is not None else
-                                                  "the lexical table is not installed (python -m model.silver)."))
+        st.info(_("No training evidence here: this sentence has no word.") if lex is not None else
+                _("No training evidence here: the lexical table is not installed (python -m model.silver)."))
         return
     if st.session_state.get("evidence_word") not in positions:
         unknown = [i for i in positions if result.src_unknown[i]]
         st.session_state.evidence_word = (unknown or positions)[0]
-    st.markdown("**A word of the sentence**")
-    i = st.segmented_control("Word", positions, key="evidence_word", required=True,
+    st.markdown(_("**A word of the sentence**"))
+    i = st.segmented_control(_("Word"), positions, key="evidence_word", required=True,
                              format_func=lambda i: literal(result.src_tokens[i]))
     ev = lex.word(result.src_tokens[i], ctx.translator.src_vocab)
     word = literal(ev.word)
-    where = "the corpus" if corpus else "the training data"
     if ev.sentences == 0:
-        st.markdown(f"“{word}” never occurs in {where}" + (": the model reads it as `<unk>`, a word it does not know, "
-                                                           "and guesses from the rest of the sentence." if not corpus
-                                                           else "."))
+        st.markdown(_("“{word}” never occurs in the corpus.").format(word=word) if corpus else
+                    _("“{word}” never occurs in the training data: the model reads it as `<unk>`, a word it does not "
+                      "know, and guesses from the rest of the sentence.").format(word=word))
     else:
-        rare = "" if ev.known else (" Too rare to get its own vector (a word needs two occurrences), it reads as "
-                                    "`<unk>` all the same.")
-        st.markdown(f"“{word}” occurs in **{ev.sentences:,}** of the {n:,} {'corpus' if corpus else 'training'} "
-                    f"sentences ({ev.occurrences:,} times).{rare}")
+        rare = "" if ev.known else " " + _("Too rare to get its own vector (a word needs two occurrences), it reads "
+                                           "as `<unk>` all the same.")
+        counts = dict(word=word, sentences=ev.sentences, n=n, occurrences=ev.occurrences)
+        st.markdown((_("“{word}” occurs in **{sentences:,}** of the {n:,} corpus sentences ({occurrences:,} times).")
+                     if corpus else
+                     _("“{word}” occurs in **{sentences:,}** of the {n:,} training sentences ({occurrences:,} "
+                       "times).")).format(**counts) + rare)
     if ev.aligned:
-        total = sum(n for _, n in ev.aligned)
-        st.markdown("The English words a statistical aligner (eflomal) linked it to in those sentences:")
-        st.dataframe(pd.DataFrame({"English word": [w for w, _ in ev.aligned], "links": [n for _, n in ev.aligned],
-                                   "share of these links": [round(n / total, 3) for _, n in ev.aligned]}),
+        total = sum(count for _word, count in ev.aligned)
+        st.markdown(_("The English words a statistical aligner (eflomal) linked it to in those sentences:"))
+        st.dataframe(pd.DataFrame({_("English word"): [w for w, _count in ev.aligned],
+                                   _("links"): [count for _word, count in ev.aligned],
+                                   _("share of these links"): [round(count / total, 3)
+                                                               for _word, count in ev.aligned]}),
                      hide_index=True)
     pieces = ctx.translator.src_vocab.pieces is not None
     if ev.pairs:
-        st.markdown(f"{'Corpus' if corpus else 'Training'} pairs that contain it (the first {len(ev.pairs)}):")
-        st.markdown("".join(f"<p>{marked(de, ev.word, pieces)}<br><i>{literal(en)}</i> <small>(line {line + 1:,})"
-                            "</small></p>" for line, de, en in ev.pairs), unsafe_allow_html=True)
+        st.markdown((_("Corpus pairs that contain it (the first {n}):") if corpus else
+                     _("Training pairs that contain it (the first {n}):")).format(n=len(ev.pairs)))
+        st.markdown("".join(f"<p>{marked(de, ev.word, pieces)}<br><i>{literal(en)}</i> <small>"
+                            + _("(line {line:,})").format(line=line + 1) + "</small></p>"
+                            for line, de, en in ev.pairs), unsafe_allow_html=True)
     steps_view(ctx)
     downloads(ctx)
 
 
 def steps_view(ctx: Context):
     result, found = ctx.result, step_index(ctx.checkpoint)
-    st.markdown("**A step of the decoding**")
+    st.markdown(_("**A step of the decoding**"))
     if found is None:
-        st.info(f"This checkpoint ships no index of training steps: `{command_line(ctx.checkpoint)}` writes it (this "
-                "one alone: `python -m model.familiarity`).")
+        st.info(_("This checkpoint ships no index of training steps: `{command}` writes it (this one alone: `python "
+                  "-m model.familiarity`).").format(command=command_line(ctx.checkpoint)))
         return
     T = len(result.steps)
     if st.session_state.get("evidence_step") not in range(T):
         st.session_state.evidence_step = 0
-    t = st.select_slider("Step", list(range(T)), key="evidence_step",
+    t = st.select_slider(_("Step"), list(range(T)), key="evidence_step",
                          format_func=lambda t: f"{t + 1}: {result.steps[t].token}")
-    st.markdown(f"Step {t + 1}: " + token_chips(result.tgt_tokens[:t + 1]) + " → "
+    st.markdown(_("Step {step}:").format(step=t + 1) + " " + token_chips(result.tgt_tokens[:t + 1]) + " → "
                 + token_chips([result.steps[t].token], current=0), unsafe_allow_html=True)
     tr = load_translator(ctx.checkpoint)
     folder = Path(ctx.checkpoint or DEFAULT_CHECKPOINT)
@@ -159,18 +167,19 @@ def steps_view(ctx: Context):
     split = None if vocab.pieces is None else (lambda text: vocab.tokenize(text, "en"))
     near = found.nearest(step_state(tr, result, t), texts, k=5, split=split)
     if (folder / CORPUS_LEXICON).is_file():
-        st.caption(f"The moments of the corpus ({len(set(found.line.tolist())):,} pairs, teacher-forced on their "
-                   "translations) when the decoder's last layer was in the most similar state before choosing a word "
-                   "(cosine over the state's 64 principal components): a corpus one gave, not necessarily the "
-                   "model's training data.")
+        st.caption(_("The moments of the corpus ({n:,} pairs, teacher-forced on their translations) when the "
+                     "decoder's last layer was in the most similar state before choosing a word (cosine over the "
+                     "state's 64 principal components): a corpus one gave, not necessarily the model's training "
+                     "data.").format(n=len(set(found.line.tolist()))))
     else:
-        st.caption("The moments of training (5,000 pairs, teacher-forced on their references) when the decoder's "
-                   "last layer was in the most similar state before choosing a word (cosine over the state's 64 "
-                   "principal components). Similar states, similar choices: what the model does here, it learned "
-                   "there.")
-    st.dataframe(pd.DataFrame({"training sentence": [n.de for n in near],
-                               f"{ctx.names[1]} so far": [vocab.join(list(n.prefix)) for n in near],
-                               "its next word": [n.word for n in near],
-                               "distance": [n.distance for n in near], "line": [n.line + 1 for n in near]}),
+        st.caption(_("The moments of training (5,000 pairs, teacher-forced on their references) when the decoder's "
+                     "last layer was in the most similar state before choosing a word (cosine over the state's 64 "
+                     "principal components). Similar states, similar choices: what the model does here, it learned "
+                     "there."))
+    st.dataframe(pd.DataFrame({_("training sentence"): [n.de for n in near],
+                               _("{target} so far").format(target=ctx.names[1]): [vocab.join(list(n.prefix))
+                                                                                  for n in near],
+                               _("its next word"): [n.word for n in near],
+                               _("distance"): [n.distance for n in near], _("line"): [n.line + 1 for n in near]}),
                  hide_index=True)
 

@@ -15,7 +15,7 @@ from lesson.exercises import check, lesson_of, lesson_params, link
 from lesson.qti import qti_package
 from lesson.worksheet import TITLE, answer_key_html, worksheet_html
 from model.checkpoint import checkpoint_folder
-from model.i18n import _, language, ngettext, speaking
+from model.i18n import _, kept, language, ngettext, speaking
 from model.tables import command_line
 
 from . import Context, classroom
@@ -38,17 +38,6 @@ def sheet(checkpoint: str | None, sentence: str, lang: str):
     server (a few model calls)."""
     with HEAVY.turn(), speaking(lang):
         return lesson_of(load_translator(checkpoint), checkpoint or DEFAULT_CHECKPOINT, sentence)
-
-
-def said_in(fn):
-    """`fn` as a download's maker: a download's file is made when it is clicked, outside the page's run, so it is
-    made in the language the page had when it drew the button."""
-    lang = language()
-
-    def made():
-        with speaking(lang):
-            return fn()
-    return made
 
 
 
@@ -108,12 +97,12 @@ def teachers(ctx: Context, lesson):
     # made when clicked (as views/export.py's files), not on every run of the view; the address read now, in the
     # page's run (the click's call has no page to ask)
     here = server()
-    cols[0].download_button(_("Worksheet (HTML)"), said_in(lambda: worksheet_html(exs, here, _(TITLE))),
+    cols[0].download_button(_("Worksheet (HTML)"), kept(lambda: worksheet_html(exs, here, _(TITLE))),
                             "worksheet.html", mime="text/html", on_click="ignore", key="worksheet_download")
     cols[1].download_button(_("Answer key (HTML)"),
-                            said_in(lambda: answer_key_html(exs, here, _(TITLE), lesson.skipped)),
+                            kept(lambda: answer_key_html(exs, here, _(TITLE), lesson.skipped)),
                             "worksheet-answers.html", mime="text/html", on_click="ignore", key="answers_download")
-    cols[2].download_button(_("QTI 2.1 (Moodle, Canvas)"), said_in(lambda: qti_package(exs)), "exercises-qti.zip",
+    cols[2].download_button(_("QTI 2.1 (Moodle, Canvas)"), kept(lambda: qti_package(exs)), "exercises-qti.zip",
                             mime="application/zip", on_click="ignore", key="qti_download",
                             help=_("The picked exercises with this model's answers, for a learning platform's quiz "
                                    "import (Moodle: IMS QTI 2.1; Canvas: QTI .zip file)."))

@@ -16,6 +16,7 @@ import json
 import streamlit as st
 
 from model.export import bertviz_npz, map_csv, maps_npz, numbered, provenance, result_json, steps_csv
+from model.i18n import _, kept
 from viz.labels import token_labels
 from viz.report import report_html
 
@@ -51,22 +52,23 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
         return lambda: json.dumps(numbered(json.loads(make())), ensure_ascii=False)
 
     stem = "translation" + ("-ablated" if heads_off else "-whatif" if force else f"-beam{beam}" if beam > 1 else "")
-    files = [("Result (JSON)", f"{stem}.json", "application/json",
+    files = [(_("Result (JSON)"), f"{stem}.json", "application/json",
               lambda: json.dumps(result_json(result, numbered(prov())), ensure_ascii=False)),
-             ("All maps (.npz)", f"{stem}-maps.npz", "application/octet-stream",
+             (_("All maps (.npz)"), f"{stem}-maps.npz", "application/octet-stream",
               lambda: maps_npz(result, numbered(prov()))),
-             ("For BertViz (.npz)", f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
-             ("Step trace (CSV)", f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result)),
-             ("Download as an HTML page", f"{stem}.html", "text/html", lambda: report_html(result, prov(), ctx.names))]
+             (_("For BertViz (.npz)"), f"{stem}-bertviz.npz", "application/octet-stream", lambda: bertviz_npz(result)),
+             (_("Step trace (CSV)"), f"{stem}-steps.csv", "text/csv", lambda: steps_csv(result)),
+             (_("Download as an HTML page"), f"{stem}.html", "text/html",
+              kept(lambda: report_html(result, prov(), ctx.names)))]
     if shown_map is not None:
         name, weights, q_tokens, k_tokens = shown_map
-        files.insert(1, ("This map (CSV)", f"{name}.csv", "text/csv",
+        files.insert(1, (_("This map (CSV)"), f"{name}.csv", "text/csv",
                          lambda: map_csv(weights, map_rows(result, q_tokens), k_tokens)))
     files += [(label, name, mime, stated(make) if mime == "application/json" else make)
               for label, name, mime, make in extra or []]
     # Made only while open (state tracked: opening it reruns the view): its buttons, its choice and its caption were
     # about a quarter of the script thread's samples per Enter (py-spy), on every pick and every Enter.
-    section = st.expander("Download the data behind this view", key="downloads_open", on_change="rerun")
+    section = st.expander(_("Download the data behind this view"), key="downloads_open", on_change="rerun")
     if not section.open:
         return
     with section:
@@ -75,18 +77,18 @@ def downloads(ctx: Context, result=None, heads_off: str = "", force: dict | None
             row.download_button(label, data=make, file_name=file_name, mime=mime, on_click="ignore",
                                 key=f"download_{file_name}")
         # The choice is kept under its own key: a widget's state is dropped on a run that does not draw it.
-        st.segmented_control("The chart toolbar's camera saves", IMAGE_FORMATS, key="image_format_pick",
+        st.segmented_control(_("The chart toolbar's camera saves"), IMAGE_FORMATS, key="image_format_pick",
                              default=st.session_state.get("image_format", IMAGE_FORMATS[0]), required=True,
                              on_change=keep_image_format)
-        st.caption("The JSON is exactly what `python -m model.translate --json` prints for this sentence and these "
-                   "settings, with a `provenance` record (checkpoint and its hash, heads off, forced steps, beam, "
-                   "versions, and the `numbering` below). Load the BertViz file with `model.export.load_bertviz_npz(path)` and pass the result "
-                   "to `bertviz.model_view(**...)`. The HTML page holds every map (a layer and head switch for each "
-                   "kind) and the trace, and opens from disk with no network: for a slide or a course page. "
-                   "Numbering: the JSON and .npz files count layers, heads, steps and positions from 0, as their "
-                   "arrays index them and the command-line tools do, and say so in a `numbering` field; the file "
-                   "names, the step trace's steps and the HTML page count as this page does, from 1 (a map CSV's positions "
-                   "from 0).")
+        st.caption(_("The JSON is exactly what `python -m model.translate --json` prints for this sentence and these "
+                     "settings, with a `provenance` record (checkpoint and its hash, heads off, forced steps, beam, "
+                     "versions, and the `numbering` below). Load the BertViz file with "
+                     "`model.export.load_bertviz_npz(path)` and pass the result to `bertviz.model_view(**...)`. The "
+                     "HTML page holds every map (a layer and head switch for each kind) and the trace, and opens from "
+                     "disk with no network: for a slide or a course page. Numbering: the JSON and .npz files count "
+                     "layers, heads, steps and positions from 0, as their arrays index them and the command-line tools "
+                     "do, and say so in a `numbering` field; the file names, the step trace's steps and the HTML page "
+                     "count as this page does, from 1 (a map CSV's positions from 0)."))
 
 
 def keep_image_format():

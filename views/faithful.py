@@ -20,6 +20,7 @@ import streamlit as st
 
 from model import faithfulness as F
 from model.checkpoint import checkpoint_folder
+from model.i18n import N_, _
 from model.methods import Explanation, by_name
 from model.translator import MAX_OUTPUT
 from viz.faithfulness import deletion_curves
@@ -32,8 +33,9 @@ from .state import choice_param, int_param, page_view, state_params
 from .widgets import FAITHFULNESS, chart, literal
 
 STEP_KEY, SIDE_KEY = "faith_step", "faith_side"
-SIDES = {"source": "{src} source tokens", "prefix": "{tgt} words written before"}  # with Context.names filled in
-WHAT = {"source": "{src} tokens", "prefix": "{tgt} prefix words"}
+# with Context.names filled in, translated where shown
+SIDES = {"source": N_("{src} source tokens"), "prefix": N_("{tgt} words written before")}
+WHAT = {"source": N_("{src} tokens"), "prefix": N_("{tgt} prefix words")}
 NOT_MEASURED = "—"  # every table's empty cell, as the captions say: Streamlit would draw None (its `placeholder`)
 
 
@@ -107,33 +109,35 @@ def step_faithfulness(checkpoint: str | None, sentence: str, output_tokens: tupl
 @page_view
 def faithful_view(ctx: Context):
     result = ctx.result
-    st.caption("An explanation ranks the tokens a word was predicted from. If it is faithful to the model, replacing "
-               "what it ranks first by <unk> lowers the word's probability most (comprehensiveness), and keeping only "
-               "what it ranks first keeps the probability (low sufficiency) — better than random orders do "
-               "(DeYoung et al., 2020).")
+    st.caption(_("An explanation ranks the tokens a word was predicted from. If it is faithful to the model, "
+                 "replacing what it ranks first by <unk> lowers the word's probability most (comprehensiveness), and "
+                 "keeping only what it ranks first keeps the probability (low sufficiency) — better than random "
+                 "orders do (DeYoung et al., 2020)."))
     shipped = faithfulness_table(ctx.checkpoint)
     if shipped is not None:
-        st.markdown(f"**For this model:** {literal(F.verdict(shipped))}")
+        st.markdown(_("**For this model:** {verdict}").format(verdict=literal(F.verdict(shipped))))
 
     T = len(result.steps)
     tokens = [s.token for s in result.steps]
     st.session_state[STEP_KEY] = min(max(int(st.session_state.get(STEP_KEY, 1)), 1), T)
     left, right = st.columns([3, 2])
-    step = left.selectbox("Step", list(range(1, T + 1)), key=STEP_KEY,
-                          format_func=lambda t: f"step {t}: {result.tgt_tokens[t - 1]} → {tokens[t - 1]}")
+    step = left.selectbox(_("Step"), list(range(1, T + 1)), key=STEP_KEY,
+                          format_func=lambda t: _("step {step}: {read} → {chosen}").format(
+                              step=t, read=result.tgt_tokens[t - 1], chosen=tokens[t - 1]))
     st.session_state.setdefault(SIDE_KEY, "source")
     names = dict(src=ctx.names[0], tgt=ctx.names[1])
-    side = right.segmented_control("Tokens removed", list(SIDES), key=SIDE_KEY, required=True,
-                                   format_func=lambda k: SIDES[k].format(**names))
+    side = right.segmented_control(_("Tokens removed"), list(SIDES), key=SIDE_KEY, required=True,
+                                   format_func=lambda k: _(SIDES[k]).format(**names))
     t = step - 1
 
-    with waiting_notice("Faithfulness") as waiting, st.spinner(f"Removing tokens for step {step}, every method…"):
+    with waiting_notice(_("Faithfulness")) as waiting, st.spinner(
+            _("Removing tokens for step {step}, every method…").format(step=step)):
         measured = step_faithfulness(ctx.checkpoint, result.source, tuple(tokens), t, _waiting=waiting)
     m = measured[side]
     if m is None:
-        st.info(f"Step {step} has no {ctx.names[1]} word before it (only {result.tgt_tokens[0]}): there is nothing to "
-                "remove. Pick a later "
-                "step, or remove source tokens.")
+        st.info(_("Step {step} has no {target} word before it (only {token}): there is nothing to remove. Pick a "
+                  "later step, or remove source tokens.").format(step=step, target=ctx.names[1],
+                                                                 token=result.tgt_tokens[0]))
         return
     methods, rand = m["methods"], m["random"]
     first = int(ctx.cfg.source_start) if side == "source" else 1  # the position of the side's first content token
@@ -142,20 +146,21 @@ def faithful_view(ctx: Context):
                           rand["deletion_range"],
                           removed_first={F.display_name(k): [token(m, p, first) for p in v["order"]]
                                          for k, v in methods.items()},
-                          title=f"Step {step}: p(“{tokens[t]}”)<br>as each method's top "
-                                f"{WHAT[side].format(**names)} go",
+                          title=_("Step {step}: p(“{token}”)<br>as each method's top {what} go").format(
+                              step=step, token=tokens[t], what=_(WHAT[side]).format(**names)),
                           subtitle=subtitle(result.source)),
           key="faith_curves", name=f"faithfulness-step{step}-{side}")
-    st.caption(f"p = {measured['p']:.3f} with nothing removed; {n} tokens can be removed, each method's highest-ranked "
-               f"first. The grey band holds 95% of {rand['orders']} random orders; a faithful ranking's curve falls "
-               "below it at once. Click a method in the legend to hide it.")
+    st.caption(_("p = {p:.3f} with nothing removed; {n} tokens can be removed, each method's highest-ranked first. "
+                 "The grey band holds 95% of {orders} random orders; a faithful ranking's curve falls below it at "
+                 "once. Click a method in the legend to hide it.").format(p=measured["p"], n=n,
+                                                                          orders=rand["orders"]))
     step_table(ctx, methods, rand, m, side)
     test_set_table(ctx, shipped, side)
-    st.caption("The same numbers on the command line, as JSON:")
+    st.caption(_("The same numbers on the command line, as JSON:"))
     end = ["--"] if result.source.startswith("-") else []
     st.code(" ".join(["python -m model.inspect faithfulness --step", str(t), *end, shlex.quote(result.source)]),
             language="bash")
-    downloads(ctx, extra=[("Faithfulness of this step (JSON)", f"faithfulness-step{step}.json", "application/json",
+    downloads(ctx, extra=[(_("Faithfulness of this step (JSON)"), f"faithfulness-step{step}.json", "application/json",
                            lambda: json.dumps(measured, ensure_ascii=False))])
 
 
@@ -172,21 +177,34 @@ def step_table(ctx: Context, methods: dict, rand: dict, m: dict, side: str):
              "drawn in": link_to(ctx, k, side)} for k, v in methods.items()]
     rows.sort(key=lambda r: -r["comprehensiveness"])
     low, high = rand["comprehensiveness_range"]
-    rows.append({"method": f"random orders ({rand['orders']}; 95%: {low:.3f} to {high:.3f})",
+    rows.append({"method": _("random orders ({orders}; 95%: {low:.3f} to {high:.3f})").format(
+                     orders=rand["orders"], low=low, high=high),
                  "comprehensiveness": rand["comprehensiveness"], "sufficiency": rand["sufficiency"],
                  "τ with leave-one-out": None, "removed first": "", "drawn in": None})
-    st.markdown("**This step, every method**")
+    st.markdown(_("**This step, every method**"))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_step_table", placeholder=NOT_MEASURED,
-                 column_config=number_columns() | {"drawn in": st.column_config.LinkColumn(
-                     "drawn in", display_text="open the view", help="the view that draws this method's scores")})
-    st.caption("Comprehensiveness: how far p falls, on average over k = 0..n, with the top k removed (higher: "
-               "more faithful). Sufficiency: how far it falls with only the top k kept (lower: more faithful). τ: "
-               "Kendall's rank agreement with leave-one-out, which removes one token at a time.")
+                 column_config=text_columns("method", "removed first") | number_columns() | {
+                     "drawn in": st.column_config.LinkColumn(
+                         _("drawn in"), display_text=_("open the view"),
+                         help=_("the view that draws this method's scores"))})
+    st.caption(_("Comprehensiveness: how far p falls, on average over k = 0..n, with the top k removed (higher: "
+                 "more faithful). Sufficiency: how far it falls with only the top k kept (lower: more faithful). τ: "
+                 "Kendall's rank agreement with leave-one-out, which removes one token at a time."))
+
+
+# The tables' columns, by their names in the data; the page says them in its language
+COLUMNS = {"method": N_("method"), "comprehensiveness": N_("comprehensiveness"), "sufficiency": N_("sufficiency"),
+           "τ with leave-one-out": N_("τ with leave-one-out"), "removed first": N_("removed first"),
+           "alignment error (AER)": N_("alignment error (AER)")}
+
+
+def text_columns(*names: str) -> dict:
+    return {c: st.column_config.TextColumn(_(COLUMNS[c])) for c in names}
 
 
 def number_columns() -> dict:
-    f = st.column_config.NumberColumn(format="%.3f")
-    return {"comprehensiveness": f, "sufficiency": f, "τ with leave-one-out": f}
+    return {c: st.column_config.NumberColumn(_(COLUMNS[c]), format="%.3f")
+            for c in ("comprehensiveness", "sufficiency", "τ with leave-one-out")}
 
 
 def interval(e: F.Interval) -> str:
@@ -194,10 +212,10 @@ def interval(e: F.Interval) -> str:
 
 
 def test_set_table(ctx: Context, shipped: F.Table | None, side: str):
-    st.markdown("**On the test set**")
+    st.markdown(_("**On the test set**"))
     if shipped is None:
-        st.info(f"This checkpoint has no {FAITHFULNESS}: `python -m model.faithfulness --src FILE --out "
-                f"CHECKPOINT/{FAITHFULNESS}` measures it.")
+        st.info(_("This checkpoint has no {file}: `python -m model.faithfulness --src FILE --out CHECKPOINT/{file}` "
+                  "measures it.").format(file=FAITHFULNESS))
         return
     table = getattr(shipped, side)
     aer = lambda x: {"alignment error (AER)": x} if side == "source" else {}  # noqa: E731
@@ -205,22 +223,29 @@ def test_set_table(ctx: Context, shipped: F.Table | None, side: str):
              "sufficiency": interval(e.sufficiency), "τ with leave-one-out": interval(e.tau), **aer(e.aer),
              "drawn in": link_to(ctx, k, side)} for k, e in table.rows.items()]
     r = table.random
-    rows.append({"method": f"random orders ({r.orders})", "comprehensiveness": interval(r.comprehensiveness),
+    rows.append({"method": _("random orders ({orders})").format(orders=r.orders),
+                 "comprehensiveness": interval(r.comprehensiveness),
                  "sufficiency": interval(r.sufficiency), "τ with leave-one-out": NOT_MEASURED, **aer(None),
                  "drawn in": None})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="faith_test_table", placeholder=NOT_MEASURED,
-                 column_config={"alignment error (AER)": st.column_config.NumberColumn(format="%.3f"),
-                                "drawn in": st.column_config.LinkColumn("drawn in", display_text="open the view")})
+                 column_config=text_columns("method", "comprehensiveness", "sufficiency", "τ with leave-one-out") | {
+                     "alignment error (AER)": st.column_config.NumberColumn(_(COLUMNS["alignment error (AER)"]),
+                                                                            format="%.3f"),
+                     "drawn in": st.column_config.LinkColumn(_("drawn in"), display_text=_("open the view"))})
     data = shipped.data
     diagonal = (shipped.baselines or {}).get("diagonal", {}).get("aer")
-    st.caption(f"{shipped.n_sentences} sentences of {data['src']}, {shipped.steps_per_sentence} steps each "
-               f"drawn at random, the model's own translation; mean and 95% bootstrap interval over sentences. "
-               + (f"AER: the alignment error against hand-checked links (lower: more plausible; a diagonal "
-                  f"alignment scores {diagonal:.3f}; {NOT_MEASURED} where not measured). "
-                  if side == "source" and diagonal else "")
-               + f"Computed offline in {data['seconds'] / 60:.0f} minutes: `{data['command']}`.")
+    said = [_("{n} sentences of {data}, {steps} steps each drawn at random, the model's own translation; mean and "
+              "95% bootstrap interval over sentences.").format(n=shipped.n_sentences, data=data["src"],
+                                                               steps=shipped.steps_per_sentence)]
+    if side == "source" and diagonal:
+        said.append(_("AER: the alignment error against hand-checked links (lower: more plausible; a diagonal "
+                      "alignment scores {diagonal:.3f}; {empty} where not measured).").format(diagonal=diagonal,
+                                                                                             empty=NOT_MEASURED))
+    said.append(_("Computed offline in {minutes:.0f} minutes: `{command}`.").format(minutes=data["seconds"] / 60,
+                                                                                   command=data["command"]))
+    st.caption(" ".join(said))
     if side == "source":
-        with st.expander("How the methods agree with one another (mean Kendall τ over every measured step)"):
+        with st.expander(_("How the methods agree with one another (mean Kendall τ over every measured step)")):
             a = shipped.agreement
             labels = [F.display_name(k) for k in a["methods"]]
             st.dataframe(pd.DataFrame(np.array(a["tau"], dtype=float), index=labels, columns=labels),

@@ -157,7 +157,8 @@ JS_WORDS = (
     N_("Keyboard: the ← and → keys step back and forward (Tab to the slider and they move it instead)."),
     N_("What each decoder layer would say"),
     N_("(the logit lens)"),
-    N_("The output layer applied to the state after each decoder layer (post-LN, so each is already normalised). The last row is the model's real choice; earlier rows show how the guess forms."),
+    N_("The output layer applied to the state after each decoder layer (post-LN, so each is already normalised). "
+       "The last row is the model's real choice; earlier rows show how the guess forms."),
     N_("step {step} of {n}"),
     N_("Step {step} of {n}."),
     N_("Output so far:"),

@@ -6,6 +6,8 @@ import viz
 from model.errors import InputError
 from model.export import steps_csv, table_csv
 from model.heads import KIND_NAMES, Head, HeadSet, n_layers
+from model.i18n import _
+from model.languages import OURS
 from model.metrics import sentence_bleu
 
 from . import Context
@@ -27,7 +29,7 @@ def score_reference(checkpoint: str | None, sentence: str, reference: str):
     return load_translator(checkpoint).score_reference(sentence, reference)
 
 
-@st.cache_data(max_entries=32, show_spinner="Searching with beams…")
+@st.cache_data(max_entries=32, show_spinner=False)  # its caller's spinner says what it computes, in the page's language
 def beam(checkpoint: str | None, sentence: str, width: int, _waiting=None):
     """Beam search (a heavy computation: it takes its turn)."""
     with HEAVY.turn(_waiting):
@@ -63,35 +65,37 @@ def ablation_link(cfg) -> dict:
 @page_view
 def ablation_view(ctx: Context):
     cfg, result = ctx.cfg, ctx.result
-    st.caption("Switch heads off for this request only (their output is zeroed; the shared model is never edited) "
-               "and see what the translation loses. Pick every head of a layer to switch the whole layer off.")
-    for col, (kind, label) in zip(st.columns(3), KIND_NAMES.items()):
+    st.caption(_("Switch heads off for this request only (their output is zeroed; the shared model is never edited) "
+                 "and see what the translation loses. Pick every head of a layer to switch the whole layer off."))
+    for col, kind in zip(st.columns(3), KIND_NAMES):
+        label = _(KIND_NAMES[kind])
         col.markdown(f"**{label}**")
         for layer in range(n_layers(cfg, kind)):
-            col.pills(f"{label}, layer {layer + 1}: heads to switch off", list(range(cfg.n_heads)),
-                      selection_mode="multi", key=ablate_key(kind, layer), format_func=lambda h: str(h + 1))
+            col.pills(_("{kind}, layer {layer}: heads to switch off").format(kind=label, layer=layer + 1),
+                      list(range(cfg.n_heads)), selection_mode="multi", key=ablate_key(kind, layer),
+                      format_func=lambda h: str(h + 1))
     heads = switched_off(cfg)
     if not heads:
-        st.info("Pick heads (or every head of a layer) to switch off.")
+        st.info(_("Pick heads (or every head of a layer) to switch off."))
         return
     spec = heads.spec()
-    st.button("Switch every head back on", on_click=switch_off, args=(cfg, HeadSet()))
-    st.markdown(f"**Switched off:** {literal(heads.label())}")
+    st.button(_("Switch every head back on"), on_click=switch_off, args=(cfg, HeadSet()))
+    st.markdown(_("**Switched off:** {heads}").format(heads=literal(heads.label())))
     ablated = translate(ctx.checkpoint, result.source, spec)
-    st.markdown("**Original:** " + literal(result.text), unsafe_allow_html=True)
-    st.markdown("**Without those heads:** " + diff_chips(viz.token_diff(result.output_tokens, ablated.output_tokens)),
-                unsafe_allow_html=True)
+    st.markdown(_("**Original:**") + " " + literal(result.text), unsafe_allow_html=True)
+    st.markdown(_("**Without those heads:**") + " "
+                + diff_chips(viz.token_diff(result.output_tokens, ablated.output_tokens)), unsafe_allow_html=True)
     cli_hint(result.source, "--mask-heads", spec)
     tokens = tuple(s.token for s in result.steps)
     after = analyze(ctx.checkpoint, result.source, tokens, spec)
     chart(viz.probability_change(list(tokens), [s.prob for s in result.steps], [s.prob for s in after.steps],
-                                           title="Probability of each originally chosen token, with and without "
-                                                 "those heads"), key="ablate_probs")
+                                 title=_("Probability of each originally chosen token, with and without those "
+                                         "heads")), key="ablate_probs")
     downloads(ctx, result=ablated, heads_off=spec)
 
 
 def read_reference_link(params, cfg, notes: list):
-    reference = text_param(params, "ref", "the reference (ref)", notes)
+    reference = text_param(params, "ref", _("the reference (ref)"), notes)
     if reference is not None:
         st.session_state.reference = reference
 
@@ -105,12 +109,14 @@ def reference_link(cfg) -> dict:
 def reference_view(ctx: Context):
     result = ctx.result
     source, target = ctx.names
-    ref = text_box(st, f"{target} reference" + (" (the examples come with theirs)" if target == "English" else ""),
-                   "reference", "The reference")
+    english = tuple(ctx.translator.origin["languages"]) == OURS  # the examples: German sentences, English references
+    ref = text_box(st, _("{target} reference").format(target=target)
+                   + (" " + _("(the examples come with theirs)") if english else ""), "reference", _("The reference"))
     if not ref.strip():
-        st.info(f"Type an {target} reference translation to see how likely the model finds each of its words."
-                if target == "English" else
-                f"Type a reference translation ({target}) to see how likely the model finds each of its words.")
+        st.info(_("Type an English reference translation to see how likely the model finds each of its words.")
+                if english else
+                _("Type a reference translation ({target}) to see how likely the model finds each of its words.")
+                .format(target=target))
         return
     try:
         scored = score_reference(ctx.checkpoint, result.source, ref)
@@ -119,27 +125,32 @@ def reference_view(ctx: Context):
         return
     forced = scored.translation
     c1, c2, c3 = st.columns(3)
-    c1.metric("Sentence BLEU of the model's output", f"{sentence_bleu(result.output_tokens, ref, result.pieces):.1f}",
-              help="sacrebleu's BLEU of the text, cased, on its own 13a tokens (the model writes pieces)"
-              if result.pieces else "on lower-cased spaCy tokens, as the model's own tokens are")
-    c2.metric("Loss per reference token", f"{scored.loss:.3f}")
-    c3.metric("Perplexity", f"{scored.ppl:.2f}")
-    st.caption("Teacher forcing: the decoder is fed the reference, and at each step we read the probability the "
-               "model gave the reference's next token.")
-    st.dataframe(viz.steps_table(forced.steps).rename(columns={"token": "reference token"}), hide_index=True)
-    layer = st.segmented_control("Layer", list(range(ctx.cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
+    c1.metric(_("Sentence BLEU of the model's output"),
+              f"{sentence_bleu(result.output_tokens, ref, result.pieces):.1f}",
+              help=_("sacrebleu's BLEU of the text, cased, on its own 13a tokens (the model writes pieces)")
+              if result.pieces else _("on lower-cased spaCy tokens, as the model's own tokens are"))
+    c2.metric(_("Loss per reference token"), f"{scored.loss:.3f}")
+    c3.metric(_("Perplexity"), f"{scored.ppl:.2f}")
+    st.caption(_("Teacher forcing: the decoder is fed the reference, and at each step we read the probability the "
+                 "model gave the reference's next token."))
+    st.dataframe(viz.steps_table(forced.steps).rename(columns={"token": _("reference token")}), hide_index=True)
+    layer = st.segmented_control(_("Layer"), list(range(ctx.cfg.n_dec_layers)), format_func=lambda i: str(i + 1),
                                  key="reference_layer", default=ctx.cfg.n_dec_layers - 1, required=True)
-    for r, name in ((forced, "teacher-forced on the reference"), (result, "the model's own output")):
+    runs = ((forced, "forced", _("Cross-attention, layer {layer}, mean of heads: teacher-forced on the reference"),
+             _("Show the teacher-forced map as a table")),
+            (result, "free", _("Cross-attention, layer {layer}, mean of heads: the model's own output"),
+             _("Show the own output map as a table")))
+    for r, key, title, label in runs:
         weights, rows = viz.select_head(r.cross_attentions, layer, None), viz.predicting(r.tgt_tokens,
                                                                                           [s.token for s in r.steps])
-        title, key = f"Cross-attention, layer {layer + 1}, mean of heads: {name}", "forced" if r is forced else "free"
+        title = title.format(layer=layer + 1)
         chart(viz.attention_heatmap(weights, rows, r.src_tokens, key_unknown=r.src_unknown, title=title),
               key=f"reference_{key}", width="content")
         map_table(weights, table_labels(rows), table_labels(r.src_tokens, r.src_unknown),
-                  f"{title}; rows: {target} steps (the token read → the token chosen), columns: {source} tokens",
-                  key=f"reference_{key}_table", corner="query \\ key",
-                  label=f"Show the {'teacher-forced' if r is forced else 'own output'} map as a table")
-    downloads(ctx, extra=[("Reference, teacher-forced (CSV)", "reference-steps.csv", "text/csv",
+                  _("{title}; rows: {target} steps (the token read → the token chosen), columns: {source} tokens")
+                  .format(title=title, target=target, source=source),
+                  key=f"reference_{key}_table", corner=_("query \\ key"), label=label)
+    downloads(ctx, extra=[(_("Reference, teacher-forced (CSV)"), "reference-steps.csv", "text/csv",
                            lambda: steps_csv(forced))])
 
 
@@ -158,27 +169,31 @@ def beam_link(cfg) -> dict:
 def beam_view(ctx: Context):
     result = ctx.result
     st.session_state.setdefault("beam_width", 4)
-    width = st.slider("Beam width", 1, MAX_BEAM, key="beam_width")
-    with waiting_notice("Beam search") as waiting:
+    width = st.slider(_("Beam width"), 1, MAX_BEAM, key="beam_width")
+    with waiting_notice(_("Beam search")) as waiting, st.spinner(_("Searching with beams…")):
         search = beam(ctx.checkpoint, result.source, width, _waiting=waiting)
-    st.markdown(f"**Beam search (width {width}):** " +
+    st.markdown(_("**Beam search (width {width}):**").format(width=width) + " " +
                 diff_chips(viz.token_diff(result.output_tokens, search.best.output_tokens)), unsafe_allow_html=True)
     alpha = ctx.translator.beam_rule()["alpha"]  # ours GNMT's 0.6, a Marian model's length_penalty
-    st.caption("Struck through: only in the greedy output; green: only in the beam output. Hypotheses are ranked by "
-               f"log-probability divided by length^{alpha:g}.")
+    st.caption(_("Struck through: only in the greedy output; green: only in the beam output. Hypotheses are ranked "
+                 "by log-probability divided by length^{alpha:g}.").format(alpha=alpha))
     cli_hint(result.source, "--beam", str(width))
-    st.markdown("**n-best list**")
+    st.markdown(_("**n-best list**"))
     vocab = ctx.translator.tgt_vocab
 
     def text(tokens):  # words by spaces, or a Marian model's pieces into text; the end token apart
         ended = bool(tokens) and tokens[-1] == vocab.eos
         return vocab.join(list(tokens[:-1] if ended else tokens)) + (f" {vocab.eos}" if ended else "")
 
-    st.dataframe([{"rank": i + 1, "hypothesis": text(c.tokens), "log-probability": round(c.score, 3),
-                   "normalised score": round(c.normalized, 3)} for i, c in enumerate(search.nbest)], hide_index=True)
-    st.markdown(f"**The search, step by step** (kept: stays in the beam; finished: ended with "
-                f"`{ctx.translator.tgt_vocab.eos}`; pruned: fell out)")
+    columns = dict(rank=_("rank"), hypothesis=_("hypothesis"), score=_("log-probability"),
+                   normalised=_("normalised score"))
+    st.dataframe([{columns["rank"]: i + 1, columns["hypothesis"]: text(c.tokens), columns["score"]: round(c.score, 3),
+                   columns["normalised"]: round(c.normalized, 3)} for i, c in enumerate(search.nbest)],
+                 hide_index=True)
+    st.markdown(_("**The search, step by step** (kept: stays in the beam; finished: ended with `{eos}`; pruned: fell "
+                  "out)").format(eos=ctx.translator.tgt_vocab.eos))
     table = viz.beam_table(search.trace)
     st.dataframe(table, hide_index=True)
     downloads(ctx, result=search.best, beam=width,
-              extra=[("Beam search steps (CSV)", f"beam{width}-search.csv", "text/csv", lambda: table_csv(table))])
+              extra=[(_("Beam search steps (CSV)"), f"beam{width}-search.csv", "text/csv",
+                      lambda: table_csv(table))])

@@ -179,8 +179,9 @@ function maps({data, parentElement}) {
       await view.plot(b.chart, fig, name(b.p, asLines ? "-lines" : ""),
                       {rescale: !asLines, room: b.p.isDifference ? undefined : half});
       b.clear.hidden = !(asLines && pick.focus);
+      const side = pick.focus && (pick.focus[0] === "query" ? say("query") : say("key"));
       if (pick.focus) b.clear.textContent = say("Show every token's lines (now only {side} {token})",
-                                                {side: pick.focus[0] === "query" ? say("query") : say("key"), token: pick.focus[1]});
+                                                {side, token: pick.focus[1]});
       b.asTable.fill(() => table(b.p, pick));
     }
     Explorer.follow(data.slug, {layer: String(pick.layer + 1), head: pick.head === H ? "mean" : String(pick.head + 1),

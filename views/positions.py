@@ -8,6 +8,7 @@ import streamlit as st
 
 import viz
 from model.export import table_csv
+from model.i18n import N_, _
 
 from . import Context
 from .calls import load_translator, model_name, models, translate
@@ -43,38 +44,45 @@ def default_dims(d_model: int) -> list[int]:
 @page_view
 def positions_view(ctx: Context):
     tables, result = position_tables(ctx.checkpoint), ctx.result
-    kind = {"learned": "learned", "halves": "fixed sinusoids of the paper's angles, Marian's layout: all the sines in "
-            "the first half of each vector, all the cosines in the second"}.get(ctx.cfg.positions,
-                                                                                "the paper's fixed sinusoids")
-    st.caption(f"The model adds a position vector to every token embedding. This model's are {kind} (one row "
-               "per position); the paper's sinusoids are shown for comparison. Orange marks the positions this "
-               "sentence uses.")
+    ours = {"learned": _("This model's are learned (one row per position); the paper's sinusoids are shown for "
+                         "comparison."),
+            "halves": _("This model's are fixed sinusoids of the paper's angles, Marian's layout: all the sines in the "
+                        "first half of each vector, all the cosines in the second (one row per position); the paper's "
+                        "sinusoids are shown for comparison.")}.get(
+        ctx.cfg.positions, _("This model's are the paper's fixed sinusoids (one row per position); the paper's "
+                             "sinusoids are shown for comparison."))
+    st.caption(_("The model adds a position vector to every token embedding.") + " " + ours + " "
+               + _("Orange marks the positions this sentence uses."))
     P, D = tables["source"].shape
-    choices = {"model, source (encoder)": (tables["source"], len(result.src_tokens)),
-               "model, target (decoder)": (tables["target"], len(result.tgt_tokens)),
-               "sinusoidal (the paper)": (viz.sinusoidal(P, D), len(result.src_tokens))}
-    which = st.segmented_control("Table", list(choices), key="pos_table", default=list(choices)[0], required=True)
+    # The switch's values (and the CSV's name) stay English; they are translated where shown
+    choices = {N_("model, source (encoder)"): (tables["source"], len(result.src_tokens)),
+               N_("model, target (decoder)"): (tables["target"], len(result.tgt_tokens)),
+               N_("sinusoidal (the paper)"): (viz.sinusoidal(P, D), len(result.src_tokens))}
+    which = st.segmented_control(_("Table"), list(choices), key="pos_table", default=list(choices)[0], required=True,
+                                 format_func=_)
     table, used = choices[which]
     c1, c2 = st.columns(2)
     with c1:
-        chart(viz.position_heatmap(table, used, title=f"{which}: positions × dimensions"), key="pos_map")
+        chart(viz.position_heatmap(table, used, title=_("{table}: positions × dimensions").format(table=_(which))),
+              key="pos_map")
     with c2:
-        chart(viz.similarity_heatmap(table, used, title="Cosine similarity between positions"), key="pos_sim")
-    dims = st.multiselect("Dimensions to draw", list(range(D)), default=default_dims(D), key="pos_dims")
+        chart(viz.similarity_heatmap(table, used, title=_("Cosine similarity between positions")), key="pos_sim")
+    dims = st.multiselect(_("Dimensions to draw"), list(range(D)), default=default_dims(D), key="pos_dims")
     if dims:
-        chart(viz.dimension_curves(table, dims, used, title="Dimensions over position"), key="pos_curves")
+        chart(viz.dimension_curves(table, dims, used, title=_("Dimensions over position")), key="pos_curves")
     name = which.split(" (")[0].replace(", ", "-").replace(" ", "-")
     why_noise(ctx)
-    downloads(ctx, extra=[(f"This table (CSV, positions × {D} dimensions)", f"positions-{name}.csv", "text/csv",
+    downloads(ctx, extra=[(_("This table (CSV, positions × {D} dimensions)").format(D=D), f"positions-{name}.csv",
+                           "text/csv",
                            lambda: table_csv(pd.DataFrame(table).rename_axis("position").reset_index()))])
 
 
 def why_noise(ctx: Context):
     """The learned rows past the training sentences' lengths, against the sinusoids."""
-    st.markdown("**Why the learned rows turn to noise**")
+    st.markdown(_("**Why the learned rows turn to noise**"))
     if ctx.translator.origin["family"] == "marian":
-        st.info("Not shown for this model: its positions are a formula (no row is learned), and how long its "
-                "training sentences were is not known here; the shipped model (`checkpoints/`) shows it.")
+        st.info(_("Not shown for this model: its positions are a formula (no row is learned), and how long its "
+                  "training sentences were is not known here; the shipped model (`checkpoints/`) shows it."))
         return
     data = train_lengths()
     src, tgt = ({int(k): v for k, v in data[side].items()} for side in ("source", "target"))
@@ -83,34 +91,36 @@ def why_noise(ctx: Context):
     # The sinusoidal model's table is the paper's formula (to float32 rounding: a test checks), so that model is not
     # loaded for it: its load was 0.18 s of this view's first visit.
     learned = position_tables(next(c for slug, c in models().items() if slug != "sinusoidal"))["source"]
-    fixed_name = "sinusoidal (source)" if "sinusoidal" in models() else "sinusoidal (the paper)"
-    tables = {"learned (source)": learned, fixed_name: viz.sinusoidal(*learned.shape)}
-    st.caption(f"A learned position vector is trained only by the sentences long enough to reach it. Of the "
-               f"{data['n']:,} Multi30k training sentences, half use at most {median_positions(src)} positions "
-               f"(with `<sos>` and `<eos>`), {over30:.1%} use more than 30, and the longest German one uses {longest}: "
-               f"rows {longest} and later never received a gradient and keep their random start values (their spread "
-               "is exactly that of the Xavier-uniform initialisation, 0.075). Neighbouring "
-               "learned rows are alike where many sentences reach them and unrelated past that; the paper's "
-               "sinusoids are a fixed formula, alike for neighbours at every position, so a model built on them has "
-               "at least seen the same kind of vector before.")
-    chart(viz.position_reach({"German": src, "English": tgt}, tables,
-                             title="Training sentences reaching each position, and how alike neighbouring rows are"),
+    fixed_name = _("sinusoidal (source)") if "sinusoidal" in models() else _("sinusoidal (the paper)")
+    tables = {_("learned (source)"): learned, fixed_name: viz.sinusoidal(*learned.shape)}
+    st.caption(_("A learned position vector is trained only by the sentences long enough to reach it. Of the {n:,} "
+                 "Multi30k training sentences, half use at most {median} positions (with `<sos>` and `<eos>`), "
+                 "{over30:.1%} use more than 30, and the longest German one uses {longest}: rows {longest} and later "
+                 "never received a gradient and keep their random start values (their spread is exactly that of the "
+                 "Xavier-uniform initialisation, 0.075). Neighbouring learned rows are alike where many sentences "
+                 "reach them and unrelated past that; the paper's sinusoids are a fixed formula, alike for neighbours "
+                 "at every position, so a model built on them has at least seen the same kind of vector before.")
+               .format(n=data["n"], median=median_positions(src), over30=over30, longest=longest))
+    chart(viz.position_reach({_("German"): src, _("English"): tgt}, tables,
+                             title=_("Training sentences reaching each position, and how alike neighbouring rows "
+                                     "are")),
           key="pos_reach")
     fixed = tables[fixed_name]
     c1, c2 = st.columns(2)
     with c1:
-        chart(viz.similarity_heatmap(learned, longest, title="Learned (source): cosine between positions"),
+        chart(viz.similarity_heatmap(learned, longest, title=_("Learned (source): cosine between positions")),
               key="pos_sim_learned")
     with c2:
-        chart(viz.similarity_heatmap(fixed, longest, title="Sinusoidal: cosine between positions"),
+        chart(viz.similarity_heatmap(fixed, longest, title=_("Sinusoidal: cosine between positions")),
               key="pos_sim_fixed")
     near, fixed_near = viz.neighbour_cosine(learned), viz.neighbour_cosine(fixed)
-    ranges = [(near[:30], "below position 30"), (near[30:longest - 1], f"from 30 to {longest - 1}"),
-              (near[longest:], "past it (unrelated vectors)")]
-    means = ", ".join(f"{part.mean():.2f} {where}" for part, where in ranges if part.size)  # a small model has fewer
-    st.caption(f"Orange: the {longest} positions the longest training sentence reaches. Mean cosine of neighbouring "
-               f"learned rows ({len(learned)} positions): {means}; the sinusoids' neighbours: "
-               f"{fixed_near.mean():.2f} at every position.")
+    ranges = [(near[:30], _("{mean:.2f} below position 30")), (near[30:longest - 1], _("{mean:.2f} from 30 to {last}")),
+              (near[longest:], _("{mean:.2f} past it (unrelated vectors)"))]
+    means = ", ".join(where.format(mean=part.mean(), last=longest - 1)
+                      for part, where in ranges if part.size)  # a small model has fewer
+    st.caption(_("Orange: the {longest} positions the longest training sentence reaches. Mean cosine of neighbouring "
+                 "learned rows ({n} positions): {means}; the sinusoids' neighbours: {fixed:.2f} at every position.")
+               .format(longest=longest, n=len(learned), means=means, fixed=fixed_near.mean()))
     long_sentence(ctx, longest)
 
 
@@ -128,20 +138,22 @@ def long_sentence(ctx: Context, longest: int):
     question first; and the second model's translation of a 66-token sentence was 0.4 s of the view's first visit)."""
     own = len(ctx.result.src_tokens) > longest
     sentence = ctx.result.source if own else LONG_SENTENCE
-    fold = st.expander(f"A sentence longer than any in training (over {longest} positions): which model copes? Guess, "
-                       "then open", key="pos_long_open", on_change="rerun")
+    fold = st.expander(_("A sentence longer than any in training (over {longest} positions): which model copes? "
+                         "Guess, then open").format(longest=longest), key="pos_long_open", on_change="rerun")
     if not fold.open:
         return
     with fold:
-        st.caption(("Your sentence" if own else "This sentence (five test-set scenes in one)") +
-                   f" uses more positions than the longest training sentence ({longest}). " +
-                   ("Both models translate it; compare where each loses the thread." if len(models()) > 1 else
-                    "Only this model is installed here; with checkpoints/sinusoidal beside it the page compares both."))
+        st.caption((_("Your sentence uses more positions than the longest training sentence ({longest}).") if own else
+                    _("This sentence (five test-set scenes in one) uses more positions than the longest training "
+                      "sentence ({longest}).")).format(longest=longest) + " " +
+                   (_("Both models translate it; compare where each loses the thread.") if len(models()) > 1 else
+                    _("Only this model is installed here; with checkpoints/sinusoidal beside it the page compares "
+                      "both.")))
         if not own:
             st.markdown(f"> {literal(sentence)}")
         cols = st.columns(len(models()))
         for col, (slug, checkpoint) in zip(cols, models().items()):
             r = translate(checkpoint, sentence)
-            col.markdown(f"**{model_name(slug)}** ({len(r.src_tokens)} source positions, "
-                         f"{len(r.steps)} output tokens)")
-            col.markdown(literal(r.text) or "(empty)")
+            col.markdown(_("**{model}** ({positions} source positions, {tokens} output tokens)").format(
+                model=model_name(slug), positions=len(r.src_tokens), tokens=len(r.steps)))
+            col.markdown(literal(r.text) or _("(empty)"))

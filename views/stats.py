@@ -14,6 +14,7 @@ import viz
 from model.export import table_csv
 from model.head_stats import APPLIES, DEFINITIONS, NAMES, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
+from model.i18n import _
 from model.tables import command_line
 
 from . import Context
@@ -50,6 +51,11 @@ def table(stats: dict, cfg) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def shown_columns() -> dict:
+    """`table`'s column headers as the page shows them (the CSV and the code keep the table's own)."""
+    return {"kind": _("kind"), "layer": _("layer"), "head": _("head")} | {NAMES[s]: _(NAMES[s]) for s in STATS}
+
+
 def row_picked(df: pd.DataFrame):
     """A picked row shows that head in its attention view (the view switch is outside this view: no fragment)."""
     rows = st.session_state.stats_table.selection.rows
@@ -63,38 +69,50 @@ def row_picked(df: pd.DataFrame):
 def stats_view(ctx: Context):
     mine = translation_stats(ctx.result, ctx.cfg.source_start)
     corpus = checkpoint_json(ctx.checkpoint, "head_stats.json")
-    st.caption("One number per head for what its attention does, for this sentence and, where the file ships "
-               "beside the model, averaged over the 1,000 sentences of the test set: sharper or more uniform, near "
-               "or far, on special tokens or punctuation, in source order or not.")
-    stat = st.selectbox("Statistic", STATS, key="stats_stat", format_func=NAMES.get)
-    st.caption(f"**{literal(NAMES[stat])}**: {literal(DEFINITIONS[stat])}.")
+    st.caption(_("One number per head for what its attention does, for this sentence and, where the file ships "
+                 "beside the model, averaged over the 1,000 sentences of the test set: sharper or more uniform, near "
+                 "or far, on special tokens or punctuation, in source order or not."))
+    stat = st.selectbox(_("Statistic"), STATS, key="stats_stat", format_func=lambda s: _(NAMES[s]))
+    stat_name, definition = _(NAMES[stat]), literal(_(DEFINITIONS[stat]))
+    st.caption(f"**{literal(stat_name)}**: {definition}.")
     kinds = APPLIES[stat]
-    sources = [("this sentence", mine)]
+    # Each source by its id (the widgets' keys, the "Table of" switch's values), named in words where shown
+    sources = [("this", mine)]
+    names = {"this": _("this sentence")}
+    headings = {"this": _("**This sentence**")}
     if corpus:
-        sources.append((f"test set ({corpus['n']:,} sentences)", corpus["stats"]))
+        sources.append(("test", corpus["stats"]))
+        names["test"] = _("test set ({n:,} sentences)").format(n=corpus["n"])
+        headings["test"] = _("**Test set ({n:,} sentences)**").format(n=corpus["n"])
     grids = {(name, k): np.asarray(values[stat][k], dtype=float) for name, values in sources for k in kinds
              if values[stat].get(k) is not None}
     finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()]) if grids else np.zeros(1)
     finite = finite if finite.size else np.zeros(1)  # every head undefined (a source without <sos>, one step)
     low, high = float(finite.min()), float(finite.max())  # one colour range: sentence and test set compare
-    for name, _ in sources:
-        st.markdown(f"**{name.capitalize()}**")
+    for name, _values in sources:
+        st.markdown(headings[name])
         cols = st.columns(len(kinds))
         for col, kind in zip(cols, kinds):
+            kind_name = _(KIND_NAMES[kind])
             with col:
-                chart(viz.head_grid(grids[(name, kind)], title=KIND_NAMES[kind], value=NAMES[stat], low=low,
-                                    high=high), key=f"stats_{name.split()[0]}_{kind}")
-                grid_table(grids[(name, kind)], f"{NAMES[stat]}, {KIND_NAMES[kind]}, {name}",
-                           key=f"stats_{name.split()[0]}_{kind}_table")
+                chart(viz.head_grid(grids[(name, kind)], title=kind_name, value=stat_name, low=low,
+                                    high=high), key=f"stats_{name}_{kind}")
+                grid_table(grids[(name, kind)], f"{stat_name}, {kind_name}, {names[name]}",
+                           key=f"stats_{name}_{kind}_table")
     if not corpus:
-        st.info(f"No test-set statistics beside this checkpoint: `{command_line(ctx.checkpoint)}` writes them (this "
-                "one alone: `python -m model.head_stats --src test_2016_flickr.de.gz`).")
-    which = st.segmented_control("Table of", [name for name, _ in sources], key="stats_of",
-                                 default=sources[0][0], required=True)
+        st.info(_("No test-set statistics beside this checkpoint: `{command}` writes them (this one alone: "
+                  "`python -m model.head_stats --src test_2016_flickr.de.gz`).").format(
+                      command=command_line(ctx.checkpoint)))
+    if st.session_state.get("stats_of") not in names:  # the test set's, after a switch to a model without it
+        st.session_state.pop("stats_of", None)
+    which = st.segmented_control(_("Table of"), list(names), key="stats_of", default=sources[0][0], required=True,
+                                 format_func=names.get)
     df = table(dict(sources)[which], ctx.cfg)
-    st.caption("Click a column header to sort; pick a row to open that head in its attention view.")
-    # placeholder: a statistic a kind of head does not have (monotonicity of the encoder) leaves its cell empty
-    st.dataframe(df, hide_index=True, key="stats_table", on_select=lambda: row_picked(df),
+    st.caption(_("Click a column header to sort; pick a row to open that head in its attention view."))
+    # placeholder: a statistic a kind of head does not have (monotonicity of the encoder) leaves its cell empty.
+    # The page shows the headers in its language; the CSV and row_picked keep the table's own.
+    headers = shown_columns()
+    st.dataframe(df.rename(columns=headers), hide_index=True, key="stats_table", on_select=lambda: row_picked(df),
                  selection_mode="single-row", height=320, placeholder="",
-                 column_config={NAMES[s]: st.column_config.NumberColumn(format="%.3f") for s in STATS})
-    downloads(ctx, extra=[("This table (CSV)", "head-stats.csv", "text/csv", lambda: table_csv(df))])
+                 column_config={headers[NAMES[s]]: st.column_config.NumberColumn(format="%.3f") for s in STATS})
+    downloads(ctx, extra=[(_("This table (CSV)"), "head-stats.csv", "text/csv", lambda: table_csv(df))])

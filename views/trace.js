@@ -94,7 +94,8 @@ function trace({data, parentElement, setTriggerValue}) {
     slider.value = String(t + 1);
     slider.setAttribute("aria-valuetext", say("step {step} of {n}", {step: t + 1, n: data.n}));
     where.replaceChildren(el("b", {textContent: say("Step {step} of {n}.", {step: t + 1, n: data.n})}),
-                          " " + say("Output so far:") + " ", ...chips(data.steps.slice(0, t + 1).map((x) => x.token), t));
+                          " " + say("Output so far:") + " ",
+                          ...chips(data.steps.slice(0, t + 1).map((x) => x.token), t));
     // One sentence with chips in it: the translation's own order, its {fields} filled with elements
     const chip = (className, textContent) => el("span", {className, textContent});
     const parts = {read: chip("chip", s.read), token: chip("chip now", s.token),

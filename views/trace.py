@@ -2,12 +2,14 @@
 candidates, from the box the browser draws, or any word of the model's target vocabulary (`model.translate --force`
 takes any), from the box under it."""
 
+import html
 
 import streamlit as st
 
 import viz
+from model.i18n import SOURCE, _, language
 from model.languages import language_names
-from viz.labels import plain, positioned
+from viz.labels import positioned
 
 from . import Context, guess
 from .calls import load_translator, models, translate
@@ -86,8 +88,8 @@ def trace_view(ctx: Context):
     # The step lives in its own key: it survives view changes, and a new sentence keeps it (clamped when the new
     # output is shorter) instead of jumping back to the start. The browser steps on its own (views/trace.js).
     st.session_state.trace_step = min(st.session_state.get("trace_step", 1), n)
-    st.caption("Greedy decoding picks the most likely token at every step. Step through it: what the model "
-               "considered, how sure it was, and where each head looked while choosing.")
+    st.caption(_("Greedy decoding picks the most likely token at every step. Step through it: what the model "
+                 "considered, how sure it was, and where each head looked while choosing."))
     t = st.session_state.trace_step - 1
     if guess.on():  # guess first: the word, then how sure; the step's pictures wait for both answers
         first = guess.next_word_question(result, t)
@@ -103,7 +105,7 @@ def trace_view(ctx: Context):
     if st.session_state.pop("evidence_jump", False):
         st.rerun(scope="app")
     alt = what_if(ctx, t)
-    st.markdown("**All steps**")
+    st.markdown(_("**All steps**"))
     st.dataframe(viz.steps_table(result.steps), hide_index=True)
     if alt is None:
         downloads(ctx)
@@ -118,7 +120,7 @@ def trace_data(ctx: Context, t: int) -> dict:
     r = ctx.result
     n, L, H = len(r.steps), *r.cross_attentions.shape[:2]
     ll = lens(ctx.checkpoint, r.source, tuple(s.token for s in r.steps))
-    heads = [f"layer {i + 1}, head {h + 1}" for i in range(L) for h in range(H)]
+    heads = [_("layer {layer}, head {head}").format(layer=i + 1, head=h + 1) for i in range(L) for h in range(H)]
     forced = st.session_state.what_if
 
     def others(i: int) -> list[str]:  # the browser's what-if box at step i: a word forced there, then ANY_WORD
@@ -131,21 +133,25 @@ def trace_data(ctx: Context, t: int) -> dict:
         "choice": MODEL_CHOICE,
         "steps": [{"read": r.tgt_tokens[i], "token": s.token, "prob": s.prob, "entropy": s.entropy,
                    "runner": list(s.runner_up), "top": [[tok, p] for tok, p in s.top],
-                   "top_labels": table_labels([tok for tok, _ in s.top]),
+                   "top_labels": table_labels([tok for tok, _p in s.top]),
                    "others": others(i)} for i, s in enumerate(r.steps)],
-        "bars": candidate_bars(ctx.checkpoint, r.source),
+        "bars": candidate_bars(ctx.checkpoint, r.source, language()),
         "self": {"figure": figure_json(viz.heads_at_step(r.decoder_attentions[:, :, t, :t + 1], r.tgt_tokens[:t + 1],
-                                                         title="Decoder self-attention at this step")),
+                                                         title=_("Decoder self-attention at this step"))),
                  "maps": packed(r.decoder_attentions, step=WEIGHT_STEP), "labels": positioned(r.tgt_tokens),
                  "axes": self_axes(r.tgt_tokens, n),
-                 "table": {"cols": table_labels(r.tgt_tokens), "caption": "Decoder self-attention at step {step}; rows: "
-                           f"layer and head, columns: the {ctx.names[1]} tokens so far"}},
+                 # {step}: the browser fills it in (views/trace.js), so it is given itself here
+                 "table": {"cols": table_labels(r.tgt_tokens),
+                           "caption": _("Decoder self-attention at step {step}; rows: layer and head, columns: the "
+                                        "{target} tokens so far").format(step="{step}", target=ctx.names[1])}},
         "cross": {"figure": figure_json(viz.heads_at_step(r.cross_attentions[:, :, t, :], r.src_tokens,
-                                                          key_unknown=r.src_unknown, title="Cross-attention at this "
-                                                          "step: where each head read the source")),
+                                                          key_unknown=r.src_unknown,
+                                                          title=_("Cross-attention at this step: where each head "
+                                                                  "read the source"))),
                   "maps": packed(r.cross_attentions, step=WEIGHT_STEP),
-                  "table": {"cols": table_labels(r.src_tokens, r.src_unknown), "caption": "Cross-attention at step "
-                            f"{{step}}; rows: layer and head, columns: the {ctx.names[0]} tokens"}},
+                  "table": {"cols": table_labels(r.src_tokens, r.src_unknown),
+                            "caption": _("Cross-attention at step {step}; rows: layer and head, columns: the {source} "
+                                         "tokens").format(step="{step}", source=ctx.names[0])}},
         "heads": heads, "heads_short": [f"L{i + 1} H{h + 1}" for i in range(L) for h in range(H)],
         "lens": {"chosen": ll.chosen_prob.round(4).tolist(), "top": ll.top_tokens.tolist(),
                  "probs": ll.top_probs.round(3).tolist()},
@@ -154,7 +160,8 @@ def trace_data(ctx: Context, t: int) -> dict:
 
 def only_start(start: str) -> str:
     """Step 1's key axis title: the decoder's start token (<sos>, or a Marian model's <pad>) is its only key."""
-    return "key: " + plain(f"{start}, the only token so far,") + "<br>so every head must give it weight 1"
+    return _("key: {start}, the only token so far,<br>so every head must give it weight 1").format(
+        start=html.escape(start, quote=False))  # as viz.labels.plain escapes it (the line is never blank)
 
 
 def self_axes(tgt_tokens: list, n: int) -> list[dict]:
@@ -166,18 +173,22 @@ def self_axes(tgt_tokens: list, n: int) -> list[dict]:
     return axes
 
 
-def heads_table(rows, key_tokens: list, key_unknown, caption: str, key: str, label: str = "Show as a table"):
-    """The table under a viz.heads_at_step chart: a row per layer and head (L*H), a column per key token."""
+def heads_table(rows, key_tokens: list, key_unknown, caption: str, key: str, label: str | None = None):
+    """The table under a viz.heads_at_step chart: a row per layer and head (L*H), a column per key token; its switch
+    named `label` (by default "Show as a table")."""
     L, H, K = rows.shape
-    map_table(rows.reshape(L * H, K), [f"layer {i + 1}, head {h + 1}" for i in range(L) for h in range(H)],
-              table_labels(key_tokens, key_unknown), caption, key=key, corner="head \\ key", label=label)
+    map_table(rows.reshape(L * H, K), [_("layer {layer}, head {head}").format(layer=i + 1, head=h + 1)
+                                       for i in range(L) for h in range(H)],
+              table_labels(key_tokens, key_unknown), caption, key=key, corner=_("head \\ key"),
+              label=label or _("Show as a table"))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def candidate_bars(checkpoint: str | None, sentence: str) -> list[str]:
-    """Each step's top candidates as a figure (JSON), built once per sentence: ~5 ms a step, and the trace view
-    reruns for a what-if word with the same steps."""
-    return [figure_json(viz.candidates_bar(list(s.top), s.token, title="Top candidates for this step"))
+def candidate_bars(checkpoint: str | None, sentence: str, lang: str = SOURCE) -> list[str]:
+    """Each step's top candidates as a figure (JSON), built once per sentence and language (`lang`, the page's,
+    keys the cache: the figures' words are in it): ~5 ms a step, and the trace view reruns for a what-if word with
+    the same steps."""
+    return [figure_json(viz.candidates_bar(list(s.top), s.token, title=_("Top candidates for this step")))
             for s in translate(checkpoint, sentence).steps]
 
 
@@ -206,23 +217,25 @@ def any_word_box(ctx: Context, t: int):
     words = [*candidates, *(w for w in english_words(ctx.checkpoint) if w not in candidates and w != chose)]
     forced = st.session_state.what_if
     st.session_state.whatif_word = None if forced == ANY_WORD else forced
-    st.selectbox(f"Step {t + 1}, any word of the model's {ctx.names[1]} vocabulary ({len(words):,} words: type to "
-                 "find one)",
+    st.selectbox(_("Step {step}, any word of the model's {target} vocabulary ({n:,} words: type to find one)").format(
+                     step=t + 1, target=ctx.names[1], n=len(words)),
                  words, index=None, key="whatif_word", on_change=any_word_picked, args=(t + 1,),
-                 placeholder="type a word", help="The step's candidates come first, then the rest of the vocabulary, "
-                                                 "most frequent first: as `python -m model.translate --force` takes")
+                 placeholder=_("type a word"),
+                 help=_("The step's candidates come first, then the rest of the vocabulary, most frequent first: as "
+                        "`python -m model.translate --force` takes"))
 
 
 def forced_chips(before: list, after: list, t: int) -> str:
     """The what-if output word by word against the original (viz.token_diff: struck out, added), the forced word,
     `after[t]`, outlined and named: what the page forced, apart from what greedy decoding wrote after it."""
     chips, j = [], -1
+    title, named = html.escape(_("forced at step {step}").format(step=t + 1)), html.escape(_("forced"))
     for op, token in viz.token_diff(before, after):
         j += op != "removed"  # the position in `after` of each word it keeps or adds
         if op != "removed" and j == t:
-            chips.append(f'<span class="chip{" add" if op == "added" else ""}" title="forced at step {t + 1}" '
+            chips.append(f'<span class="chip{" add" if op == "added" else ""}" title="{title}" '
                          f'style="outline:2px solid currentColor; outline-offset:1px">{literal(token)}</span>'
-                         "<small>&nbsp;◂&nbsp;forced</small>")
+                         f"<small>&nbsp;◂&nbsp;{named}</small>")
         else:
             chips.append(diff_chips([(op, token)]))
     return " ".join(chips)
@@ -240,19 +253,23 @@ def what_if(ctx: Context, t: int):
     if choice == ANY_WORD:
         return None
     alt = translate(ctx.checkpoint, result.source, "", t, choice)
-    st.markdown(f"**What-if translation** (step {t + 1} forced to “{literal(choice)}”, greedy after): " +
+    st.markdown(_("**What-if translation** (step {step} forced to “{word}”, greedy after):").format(
+                    step=t + 1, word=literal(choice)) + " " +
                 forced_chips([s.token for s in result.steps], [s.token for s in alt.steps], t),
                 unsafe_allow_html=True)
     cli_hint(result.source, "--force", f"{t}:{choice}")
     if t + 1 < min(len(alt.steps), len(result.steps)):
         c1, c2 = st.columns(2)
-        for col, (run, name, key) in zip((c1, c2), ((result, "Original", "whatif_orig"),
-                                                     (alt, "What-if", "whatif_alt"))):
+        sides = ((result, "whatif_orig", _("Original: cross-attention at step {step}"),
+                  _("Original: cross-attention at step {step}; rows: layer and head, columns: the {source} tokens"),
+                  _("Show the original map as a table")),
+                 (alt, "whatif_alt", _("What-if: cross-attention at step {step}"),
+                  _("What-if: cross-attention at step {step}; rows: layer and head, columns: the {source} tokens"),
+                  _("Show the what-if map as a table")))
+        for col, (run, key, title, caption, label) in zip((c1, c2), sides):
             with col:
                 chart(viz.heads_at_step(run.cross_attentions[:, :, t + 1], run.src_tokens,
-                                        title=f"{name}: cross-attention at step {t + 2}"), key=key)
+                                        title=title.format(step=t + 2)), key=key)
                 heads_table(run.cross_attentions[:, :, t + 1], run.src_tokens, run.src_unknown,
-                            f"{name}: cross-attention at step {t + 2}; rows: layer and head, columns: the "
-                            f"{ctx.names[0]} tokens", key=f"{key}_table", label=f"Show the {name.lower()} map as a "
-                            "table")
+                            caption.format(step=t + 2, source=ctx.names[0]), key=f"{key}_table", label=label)
     return alt

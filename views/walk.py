@@ -153,7 +153,8 @@ def tokens_and_ids(ctx: Context, ins, word: int, q=None):
                 "up in the model's vocabulary of {size:,} {source} tokens; an unknown one becomes `{unk}` (id "
                 "{unk_id}).") if v.lower else
               _("The {source} sentence is cut into tokens (spaCy's rules), and each token is looked up in the model's "
-                "vocabulary of {size:,} {source} tokens; an unknown one becomes `{unk}` (id {unk_id}).")).format(**vocab),
+                "vocabulary of {size:,} {source} tokens; an unknown one becomes `{unk}` (id {unk_id}).")
+              ).format(**vocab),
              _("`{sos}` and `{eos}` mark where the sentence starts and ends.").format(**vocab))
     else:  # a Marian model's: SentencePiece pieces (Kudo and Richardson, 2018), "▁" where a word starts
         text(_("The {source} sentence is cut into pieces by the model's own SentencePiece model: a frequent word is "

@@ -3,6 +3,7 @@ switch changes it and keeps the page's state, Hangul is drawn with a font that h
 fonts that drew a node), German's long words overflow no box at a phone's width, and the decoding trace, drawn in the
 browser, speaks the page's language too. Every expected string is the catalogue's translation of the English one."""
 
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -111,4 +112,80 @@ def test_the_decoding_trace_drawn_in_the_browser_speaks_korean(browser, server):
     assert step.strip() and step.strip() in box.inner_text()
     assert "Output so far" not in box.inner_text() and said("ko", "Output so far:") in box.inner_text()
     ctx.close()
+    assert not errors, errors
+
+
+# What the sweep reads of a page: every visible text of the main area but the model's own words (the translation,
+# token chips, tables of tokens and numbers, code, the sentence boxes), with quoted words (a token or an output,
+# “...”) left out; and the charts' titles, axis titles and legend entries. English is told by its function words,
+# none of which German or Korean uses as a word: two in one text mark a sentence of English.
+SWEEP_JS = """() => {
+  const skip = '.translation, .chip, code, pre, textarea, input, [data-testid="stTable"], [data-testid="stDataFrame"],'
+             + '[data-testid="stCode"], [data-testid="InputInstructions"], .js-plotly-plot, .explorer .table';
+  const main = document.querySelector('[data-testid="stMain"]');
+  const texts = [];
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const el = walker.currentNode.parentElement;
+    if (!el || el.closest(skip) || !el.getClientRects().length) continue;
+    const t = walker.currentNode.textContent.trim();
+    if (t) texts.push(t);
+  }
+  for (const gd of main.querySelectorAll('.js-plotly-plot')) {
+    const L = gd.layout || {};
+    const title = (x) => (x && (typeof x === 'string' ? x : x.text)) || '';
+    texts.push(title(L.title), ...Object.keys(L).filter((k) => /^[xy]axis/.test(k)).map((k) => title(L[k].title)));
+    for (const trace of gd.data || []) if (trace.showlegend !== false && trace.name) texts.push(trace.name);
+  }
+  return texts.filter((t) => t);
+}"""
+ENGLISH = {"the", "of", "and", "is", "are", "with", "for", "from", "this", "that", "its", "each", "which", "what",
+           "by", "than", "when", "where", "was", "were", "has", "have", "it", "to", "on", "or", "be", "not", "you",
+           "your", "into", "only", "how", "who", "why"}
+
+
+def english(texts: list[str]) -> list[str]:
+    """The texts that hold a sentence of English: two of its function words, once quoted words are left out."""
+    found = []
+    for text in texts:
+        bare = re.sub(r"“[^”]*”|\"[^\"]*\"|‘[^’]*’|<[^>]*>", " ", text)
+        words = re.findall(r"[A-Za-z]+", bare)
+        if sum(w.lower() in ENGLISH for w in words) >= 2:
+            found.append(text[:120])
+    return found
+
+
+def view_texts(pg, server, slug: str, lang: str) -> list[str]:
+    pg.goto(server + "/?" + urlencode({"s": SENTENCE, "view": slug, "lang": lang}))
+    pg.locator(".st-key-view_box").wait_for(timeout=120_000)
+    wait_idle(pg, 240_000)
+    pg.wait_for_timeout(300)
+    wait_idle(pg, 240_000)
+    return pg.evaluate(SWEEP_JS)
+
+
+def test_the_sweep_finds_english_where_it_is():
+    """The detector's own known answers: an English sentence is found, a German or Korean one and a quoted output
+    are not."""
+    assert english(["Each head looks at every token of the sentence.", "the answer"]) == \
+        ["Each head looks at every token of the sentence."]
+    assert english(["Jeder Kopf schaut auf jedes Token des Satzes.", "각 헤드는 문장의 모든 토큰을 봅니다.",
+                    "번역: “Two men are playing soccer on the grass.”"]) == []
+
+
+@pytest.mark.parametrize("lang", ["ko", "de"])
+def test_every_view_says_nothing_in_english(browser, server, lang):
+    """Every view of the page, opened by its link in Korean or German: no sentence of the interface left in
+    English (the model's output and tokens aside). The same sweep in English finds plenty, so it can fail."""
+    from views.registry import VIEWS
+
+    ctx, pg, errors = opened(browser, server, {"s": SENTENCE, "view": "walk", "lang": lang})
+    left = {}
+    for slug in VIEWS:
+        found = english(view_texts(pg, server, slug, lang))
+        if found:
+            left[slug] = found[:4]
+    assert english(view_texts(pg, server, "walk", "en")), "the sweep found no English on the English page"
+    ctx.close()
+    assert not left, left
     assert not errors, errors

@@ -225,3 +225,14 @@ def test_the_browser_drawn_views_say_only_what_the_page_sends_them_translated():
         source = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
         bare = re.findall(r'(?:textContent: |radios\(|tableSwitch\(|htmlTable\()"[A-Za-z]', source)
         assert not bare, f"{path.name} writes English a person reads without Explorer.say: {bare}"
+
+
+def test_a_kept_function_speaks_the_language_of_the_run_that_kept_it():
+    """A download's file is made when clicked, in a thread of its own: it is made in the page's language."""
+    with i18n.speaking("ko"):
+        later = i18n.kept(lambda: i18n._("Model"))
+    made = []
+    thread = threading.Thread(target=lambda: made.append(later()))
+    thread.start()
+    thread.join()
+    assert made == [catalogue("ko").get("Model").string] and i18n.language() == i18n.SOURCE
