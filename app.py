@@ -18,7 +18,7 @@ import streamlit as st
 import torch
 
 from model.errors import CheckpointError, InputError
-from model.i18n import LANGUAGES, _
+from model.i18n import LANGUAGES, _, kept
 from model.languages import OURS, language_names
 from model.translator import MAX_OUTPUT
 from views import Context, classroom, guess
@@ -26,7 +26,7 @@ from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
 from views.state import (CODE as CLASS, LANG, MODEL_CHOICE, judge_url, read_flags, read_language, read_model, read_url,
-                         speak, write_url)
+                         relabel, speak, write_url)
 from views.widgets import CSS, PRESENT_CSS, focus, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
@@ -120,6 +120,7 @@ else:
     frame = []  # the usual layout: the frame's parts one under another
 (frame[0] if present else header).segmented_control(
     "🌐", list(LANGUAGES), key=LANG, required=True, format_func=LANGUAGES.get, label_visibility="collapsed",
+    on_change=relabel,
     help=_("The page's language (lang= in the link). Model output, tokens and formulas stay as the model writes them."))
 if st.session_state.get("model") not in available:
     st.session_state.model = next(iter(available))
@@ -130,10 +131,10 @@ if len(available) > 1:
                   _("The checkpoints in the folder $TRANSFORMER_CHECKPOINT names, each by its folder and the "
                     "tutorial it comes from (`python -m model.convert` makes them)."))
     if present or len(available) > 3:
-        (frame[0] if present else st).selectbox(_("Model"), list(available), key="model", format_func=model_name,
+        (frame[0] if present else st).selectbox(_("Model"), list(available), key="model", format_func=kept(model_name),
                                                 help=model_help)
     else:
-        st.segmented_control(_("Model"), list(available), key="model", required=True, format_func=model_name,
+        st.segmented_control(_("Model"), list(available), key="model", required=True, format_func=kept(model_name),
                              help=model_help)
 checkpoint = available[st.session_state.model]  # None: the shipped checkpoints/
 try:
@@ -182,7 +183,7 @@ c1, c2 = (frame[1], details) if present else st.columns([3, 2])
 german = codes[0] == OURS[0]  # the examples are German sentences: offered to a model that reads German only
 if german:
     c2.selectbox(_("…or pick an example from the Multi30k test set"), [""] + [e["de"] for e in ex], key="example",
-                 on_change=example_picked, format_func=lambda s: s or _("choose an example"))
+                 on_change=example_picked, format_func=kept(lambda s: s or _("choose an example")))
 text_box(c1, _("{source} sentence (press Enter to translate)").format(source=source), "sentence", _("The sentence"),
          on_change=sentence_typed, placeholder="Ein Hund rennt durch den Schnee." if german else None)
 sentence = st.session_state.get("sentence", "")
@@ -230,16 +231,16 @@ with details if present else nullcontext():  # folded in the presenter layout
 st.session_state.setdefault("view", DEFAULT_VIEW)
 if present:  # a list, not a wall of buttons: the stop and its picture keep the screen
     view = frame[2].selectbox(_("View"), list(VIEWS), key="view", on_change=view_picked,
-                              format_func=lambda slug: f"{_(FAMILY_OF[slug].name)}: {_(VIEWS[slug].label)}")
+                              format_func=kept(lambda slug: f"{_(FAMILY_OF[slug].name)}: {_(VIEWS[slug].label)}"))
 else:  # two rows: the families, then the views of the one picked (slugs, as the link names them)
     family = FAMILY_OF[st.session_state.view]
     st.session_state.family = family.name  # the view decides the family: a link or the walk may have moved it
     st.segmented_control(_("Sections"), [f.name for f in FAMILIES], key="family", required=True,
-                         on_change=family_picked, format_func=_,
+                         on_change=family_picked, format_func=kept(_),
                          help=_("New here? Start here: the walk takes you through the model one stop at a time."))
     st.caption(_(family.line))
     view = st.segmented_control(_("View"), family.views, key="view", required=True, on_change=view_picked,
-                                format_func=lambda slug: _(VIEWS[slug].label), label_visibility="collapsed")
+                                format_func=kept(lambda slug: _(VIEWS[slug].label)), label_visibility="collapsed")
 switches = details.container(horizontal=True) if present else st.container(horizontal=True)
 switches.toggle(_("Guess first"), key="guess", help=_(
     "Before a picture is shown, one question about it, answered with a click; then the picture with your answer "

@@ -43,6 +43,7 @@ import torch
 from . import files
 from .checkpoint import checkpoint_folder
 from .errors import InputError
+from .i18n import _, ngettext
 from .methods import ATTRIBUTIONS as METHOD_KEYS
 from .methods import METHODS, Explanation, by_name
 from .metrics import mean_interval
@@ -202,7 +203,7 @@ class Removals:
                     chunk = rows[start:start + ROWS]
                     B = len(chunk)
                     ids = (self.src if side == "source" else tgt).repeat(B, 1)  # (B, S) or (B, n)
-                    for row, (removed, _) in enumerate(chunk):
+                    for row, (removed, _kept) in enumerate(chunk):
                         ids[row, list(removed)] = model.cfg.unk_id
                     if side == "source":
                         logits = model(ids, tgt.expand(B, -1), Extras(need_weights=False)).logits  # (B, n, V)
@@ -277,7 +278,7 @@ def add_integrated_gradients(a, scores: dict, steps) -> dict:
     steps = [int(t) for t in steps if np.isnan(scores["source"]["integrated_gradients"][t]).any()]
     if not steps:
         return scores
-    ig_src, ig_pre, *_ = a.integrated_gradients(steps=steps)
+    ig_src, ig_pre = a.integrated_gradients(steps=steps)[:2]
     filled = {**scores}
     for side, rows in (("source", ig_src), ("prefix", ig_pre)):
         filled[side] = {**scores[side], "integrated_gradients": scores[side]["integrated_gradients"].copy()}
@@ -304,7 +305,7 @@ def positions(side: str, S: int, t: int, first: int = 1) -> list[int]:
 
 def random_orders(n: int, count: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.permutation(n) for _ in range(count)]
+    return [rng.permutation(n) for _draw in range(count)]
 
 
 @dataclass(frozen=True)
@@ -619,21 +620,24 @@ def verdict(table: Table) -> str:
     n = next(iter(rows.values())).comprehensiveness.n
     if both:
         best = rows[both[0]]
-        first = (f"On {n} test sentences, {name(both[0])} is both faithful and plausible: removing the source words it "
-                 f"ranks first lowers the probability of the word written by {best.comprehensiveness.mean:.2f} "
-                 f"on average (random orders: {rand.comprehensiveness.mean:.2f}), and its alignments have an "
-                 f"error rate of {best.aer:.2f} (a diagonal alignment: {diagonal:.2f}).")
+        first = _("On {n} test sentences, {method} is both faithful and plausible: removing the source words it ranks "
+                  "first lowers the probability of the word written by {drop:.2f} on average (random orders: "
+                  "{random:.2f}), and its alignments have an error rate of {aer:.2f} (a diagonal alignment: "
+                  "{diagonal:.2f}).").format(n=n, method=name(both[0]), drop=best.comprehensiveness.mean,
+                                             random=rand.comprehensiveness.mean, aer=best.aer, diagonal=diagonal)
     else:
-        first = f"On {n} test sentences, no explanation is both faithful and plausible."
+        first = _("On {n} test sentences, no explanation is both faithful and plausible.").format(n=n)
     if neither:
-        rest = f" {join([name(m) for m in neither])} {'is' if len(neither) == 1 else 'are'} neither."
+        rest = ngettext("{methods} is neither.", "{methods} are neither.", len(neither)).format(
+            methods=join([name(m) for m in neither]))
     else:
-        rest = " Every explanation whose alignments were scored is faithful, plausible or both."
-    return first + rest
+        rest = _("Every explanation whose alignments were scored is faithful, plausible or both.")
+    return first + " " + rest
 
 
 def join(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return words[0] if len(words) == 1 else _("{first} and {last}").format(first=", ".join(words[:-1]),
+                                                                          last=words[-1])
 
 
 def display_name(method: str) -> str:

@@ -40,6 +40,7 @@ import torch
 from . import files
 from .errors import InputError
 from .extras import Extras
+from .i18n import _
 from .result import plain
 
 ROWS = 96  # patched runs per forward pass
@@ -134,7 +135,7 @@ def setup(translator, clean: str, corrupt: str) -> Setup:
                          "to trace back")
     stoi = translator.tgt_vocab.stoi
     forced = translator.force(clean, outs[0][:t + 1])  # the clean run, forced up to the step where the two part
-    clean_ids, tgt, _ = translator.inputs(forced)
+    clean_ids, tgt = translator.inputs(forced)[:2]
     return capture_pair(translator.model, clean_ids, torch.tensor([x_ids], device=translator.device), tgt,
                         t, (stoi[outs[0][t]], stoi[outs[1][t]]), {"clean": c_tokens, "corrupt": x_tokens},
                         forced.tgt_tokens, (outs[0][t], outs[1][t]), {"clean": outs[0], "corrupt": outs[1]})
@@ -164,7 +165,7 @@ def sites(s: Setup, n_enc: int, n_dec: int, n_heads: int) -> list[Site]:
     found = []
     for stack, L, P in (("encoder", n_enc, S), ("decoder", n_dec, T)):
         found += [Site.resid(stack, layer, p) for layer in range(-1, L) for p in range(P)]
-    for stack, sub, _ in HEAD_SITES:
+    for stack, sub, _kind in HEAD_SITES:
         found += [Site.head(stack, layer, sub, h) for layer in range(n_enc if stack == "encoder" else n_dec)
                   for h in range(n_heads)]
     return found
@@ -200,7 +201,7 @@ def edge_edits(edges: list[tuple], source: dict, device) -> dict:
         a_src, v_src = source["decoder", layer, "cross", "weights"], source["decoder", layer, "cross", "v"]
         H, Tq, Tk = a_src.shape[1:]
         where = torch.zeros(B, H, Tq, Tk, dtype=torch.float32, device=device)
-        for b, (_, h, i, j) in members:
+        for b, (_site, h, i, j) in members:
             where[b, h, i, j] = 1.0
 
         def edit(out, weights, v, where=where, a_src=a_src, v_src=v_src):
@@ -320,12 +321,16 @@ class Patching:
         cross = self.heads["denoising"]["cross"]
         layer, head = np.unravel_index(int(np.argmax(cross)), cross.shape)
         word = self.src_tokens["clean"][j]
-        carried = ", ".join(f"{dec[layer_, self.step]:.2f} after layer {layer_}" for layer_ in range(1, len(dec) - 1))
-        return (f"“{word}” instead of “{self.src_tokens['corrupt'][j]}” becomes “{self.words[0]}” instead of "
-                f"“{self.words[1]}” at step {self.step + 1}: the difference travels through source position {j} "
-                f"(“{word}”) up the encoder (its last layer there alone restores {enc[-1, j]:.2f} of it), into the "
-                f"decoder mostly by cross-attention layer {layer + 1} head {head + 1} (effect {cross[layer, head]:.2f})"
-                + (f"; the decoder's stream at the step carries {carried}." if carried else "."))
+        carried = ", ".join(_("{share:.2f} after layer {layer}").format(share=dec[layer_, self.step], layer=layer_)
+                            for layer_ in range(1, len(dec) - 1))
+        said = _("“{word}” instead of “{other}” becomes “{written}” instead of “{instead}” at step {step}: the difference "
+                 "travels through source position {j} (“{word}”) up the encoder (its last layer there alone restores "
+                 "{share:.2f} of it), into the decoder mostly by cross-attention layer {layer} head {head} (effect "
+                 "{effect:.2f})").format(word=word, other=self.src_tokens["corrupt"][j], written=self.words[0],
+                                         instead=self.words[1], step=self.step + 1, j=j, share=enc[-1, j],
+                                         layer=layer + 1, head=head + 1, effect=cross[layer, head])
+        return said + (_("; the decoder's stream at the step carries {carried}.").format(carried=carried) if carried
+                       else ".")
 
     def to_json(self, digits: int = 4) -> dict:
         """The `python -m model.patch --clean ... --corrupt ...` object (no edges_estimated: the edges carry it)."""
@@ -445,7 +450,7 @@ def contrast_table(translator, pairs: list[dict], progress: bool = False) -> Con
 
     categories = {}
     for category, values in found.items():
-        effects = {d: Effects({kind: band([v[d]["heads"][kind] for v in values]) for _, _, kind in HEAD_SITES},
+        effects = {d: Effects({kind: band([v[d]["heads"][kind] for v in values]) for _stack, _sub, kind in HEAD_SITES},
                               *(band([v[d][k] for v in values])
                                 for k in ("encoder_swapped", "encoder_other", "decoder_step")))
                    for d in DIRECTIONS}

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .errors import InputError
+from .i18n import _
 
 STACKS = {"enc": "encoder", "dec": "decoder"}
 WEIGHTS, CARD, INDEX = "transcoders.safetensors", "transcoders.json", "transcoders_index.npz"
@@ -65,7 +66,7 @@ def site(block: str) -> tuple:
 def block_label(block: str) -> str:
     """On the page: "encoder layer 3" for "enc.2"."""
     stack, layer = block.split(".")
-    return f"{STACKS[stack]} layer {int(layer) + 1}"
+    return (_("encoder layer {layer}") if stack == "enc" else _("decoder layer {layer}")).format(layer=int(layer) + 1)
 
 
 # the transcoder -----------------------------------------------------------------------------------------------
@@ -352,7 +353,7 @@ def load(folder, device="cpu", dtype=torch.float32) -> tuple[dict, dict]:
     for b in card["blocks"]:
         D, width = state[f"{b}.W_enc"].shape
         tc = Transcoder(D, width, recipe["k"], recipe["skip"])
-        tc.load_state_dict({name: state[f"{b}.{name}"].to(dtype) for name, _ in tc.named_parameters()})
+        tc.load_state_dict({name: state[f"{b}.{name}"].to(dtype) for name, _param in tc.named_parameters()})
         dicts[b] = tc.to(device).eval().requires_grad_(False)
     return dicts, card
 
@@ -374,7 +375,7 @@ def parse_edits(spec: str | None, dicts: dict) -> dict:
     a feature without "=s" is switched off. Scales from -10 to 10."""
     edits = {}
     for item in filter(None, (p.strip() for p in (spec or "").split(","))):
-        name, _, scale = item.partition("=")
+        name, _eq, scale = item.partition("=")
         try:
             s = float(scale) if scale else 0.0
         except ValueError:
@@ -393,8 +394,8 @@ def edit_patch(dicts: dict, edits: dict) -> dict:
         per_block.setdefault(block, []).append((f, s))
 
     def make(tc, items):
-        idx = torch.tensor([f for f, _ in items], device=tc.W_dec.device)
-        scale = torch.tensor([s - 1.0 for _, s in items], device=tc.W_dec.device)
+        idx = torch.tensor([f for f, _s in items], device=tc.W_dec.device)
+        scale = torch.tensor([s - 1.0 for _f, s in items], device=tc.W_dec.device)
 
         def edit(out, x):
             a = tc.encode(x.to(tc.W_enc.dtype))[..., idx]  # (..., n)
@@ -586,9 +587,9 @@ def switched_off_effect(model, tc: Transcoder, block: str, src_ids, tgt_ids, row
     out = []
     for start in range(0, len(rows), batch):
         chunk = rows[start:start + batch]
-        src = pad([src_ids[s] for _, s in chunk], model.cfg.pad_id)
-        tgt = pad([tgt_ids[s] for _, s in chunk], model.cfg.pad_id)
-        feats = torch.tensor([f for f, _ in chunk])
+        src = pad([src_ids[s] for _f, s in chunk], model.cfg.pad_id)
+        tgt = pad([tgt_ids[s] for _f, s in chunk], model.cfg.pad_id)
+        feats = torch.tensor([f for f, _s in chunk])
 
         def edit(out_, x):
             a = tc.encode(x).gather(-1, feats[:, None, None].expand(-1, x.shape[1], 1))  # (B, S, 1)
@@ -807,7 +808,7 @@ def _main(argv=None):
     translator = cli.load_translator(args)
     folder = checkpoint_folder(args.checkpoint)
     if args.cmd == "feature":
-        dicts, _ = load(folder, translator.device)
+        dicts = load(folder, translator.device)[0]
         print(files.dumps(feature_page(translator, read_index(folder), args.name, dicts), indent=1))
         return 0
     data_dir = args.data_dir or default_data_dir()
@@ -828,7 +829,7 @@ def _main(argv=None):
         print(files.dumps({"out": str(folder / WEIGHTS), "bleu": card["test2016_bleu"],
                            "bleu_all_replaced": card["test2016_bleu_all_replaced"], "blocks": page_summary(card)}))
     else:
-        dicts, _ = load(folder, translator.device)
+        dicts = load(folder, translator.device)[0]
         arrays = build_index(translator, dicts, data_dir, progress, limit=args.limit)
         tmp = folder / (INDEX + ".tmp.npz")
         np.savez_compressed(tmp, **arrays)

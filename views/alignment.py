@@ -14,7 +14,7 @@ import streamlit as st
 import viz
 from model import align
 from model.errors import InputError
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 from model.export import table_csv
 from model.tables import command_line
 from model.vocab import tokenize
@@ -177,9 +177,9 @@ def alignment_view(ctx: Context):
     s.setdefault("align_layer", cfg.n_dec_layers - 1)  # the last layer aligns best in both shipped models
     s.setdefault("align_head", MEAN)
     s.setdefault("align_rule", "argmax")
-    source = st.segmented_control(_("Links from"), list(SOURCES), format_func=lambda k: _(SOURCES[k]),
+    source = st.segmented_control(_("Links from"), list(SOURCES), format_func=kept(lambda k: _(SOURCES[k])),
                                   key="align_from", required=True)
-    rule = st.segmented_control(_("Rule"), list(RULES), format_func=lambda r: rule_name(r, short=True),
+    rule = st.segmented_control(_("Rule"), list(RULES), format_func=kept(lambda r: rule_name(r, short=True)),
                                 key="align_rule", required=True,
                                 help=_("argmax: the row that writes the {target} word (Garg et al., 2019); Shift-Att: "
                                        "the row that reads it, one step later (Chen et al., 2020); threshold: every "

@@ -13,7 +13,7 @@ import streamlit as st
 import viz
 from model.export import _csv
 from model.heads import KIND_NAMES, n_layers
-from model.i18n import N_, SOURCE, _, language, ngettext
+from model.i18n import N_, SOURCE, _, kept, language, ngettext
 from model.result import Translation
 from viz.labels import SIDES, positioned, subtitle, token_labels
 
@@ -91,7 +91,7 @@ def attention_view(ctx: Context, kind: str):
     st.session_state.setdefault("attn_values", "weights")
     values = controls.segmented_control(
         _("Values"), list(VALUES), key="attn_values", required=True, width="content",
-        format_func=lambda v: _(VALUES[v]),
+        format_func=kept(lambda v: _(VALUES[v])),
         help=_("Weights: the softmax α, each row sums to 1. Weighted norms (Kobayashi et al., EMNLP 2020): "
                "‖α·f(x)‖, the length of what each key actually adds to the query's output through this head "
                "(f(x) = (x·W_V + b_V)·W_O of the head): a large weight on a short vector moves little. Norms are "
@@ -100,7 +100,7 @@ def attention_view(ctx: Context, kind: str):
     if st.session_state.get("vs") not in compare.options(ctx):  # e.g. vs=model from a link, one model here
         st.session_state.vs = "none"
     controls.segmented_control(_("Compare with"), compare.options(ctx), key="vs", required=True, width="content",
-                               format_func=lambda o: _(compare.OPTIONS[o]))
+                               format_func=kept(lambda o: _(compare.OPTIONS[o])))
     norm_maps = weighted_norms(ctx.checkpoint, ctx.result.source, tuple(s.token for s in ctx.result.steps)
                                ).norms[kind] if norms else None  # (L, H, Tq, Tk) like the maps
     second = compare.second_run(ctx) if st.session_state.vs != "none" else None

@@ -21,7 +21,7 @@ from model import faithfulness
 from model.attribute import METHODS, SIGNED
 from model.methods import METHODS as TABLE
 from model.errors import InputError
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 from viz.attributions import largest_score
 from viz.labels import subtitle, token_labels
 
@@ -149,7 +149,7 @@ def attributions_view(ctx: Context):
     if method == "contrastive":
         picked = st.columns([2, 3])[0].selectbox(
             _("Foil: the word each step is contrasted with"), [RUNNER_UP, *english_words(ctx.checkpoint)],
-            key=FOIL_KEY, format_func=lambda w: _(RUNNER_UP) if w == RUNNER_UP else w,
+            key=FOIL_KEY, format_func=kept(lambda w: _(RUNNER_UP) if w == RUNNER_UP else w),
             help=_("Each step's target is log p(its word) − log p(the foil). The runner-up is the word the step "
                    "found most likely after its own."))
         foil = None if picked == RUNNER_UP else picked

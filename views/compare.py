@@ -11,7 +11,7 @@ import streamlit as st
 
 from model.errors import InputError
 from model.heads import HeadSet
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 from model.result import Translation
 
 from . import Context
@@ -124,8 +124,8 @@ def second_run(ctx: Context) -> tuple[str, str, Translation] | None:
         if st.session_state.get("vs_step") not in range(len(r.steps)):  # from a link, or a longer output before
             st.session_state.pop("vs_step", None)
         step = c1.selectbox(_("At step"), range(len(r.steps)), key="vs_step",
-                            format_func=lambda t: _("{step}: the model said “{token}”").format(
-                                step=t + 1, token=r.steps[t].token))
+                            format_func=kept(lambda t: _("{step}: the model said “{token}”").format(
+                                step=t + 1, token=r.steps[t].token)))
         others = alternatives(r, step)
         if st.session_state.get("vs_word") not in others:
             st.session_state.pop("vs_word", None)

@@ -20,7 +20,7 @@ import streamlit as st
 
 from model import faithfulness as F
 from model.checkpoint import checkpoint_folder
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 from model.methods import Explanation, by_name
 from model.translator import MAX_OUTPUT
 from viz.faithfulness import deletion_curves
@@ -122,12 +122,12 @@ def faithful_view(ctx: Context):
     st.session_state[STEP_KEY] = min(max(int(st.session_state.get(STEP_KEY, 1)), 1), T)
     left, right = st.columns([3, 2])
     step = left.selectbox(_("Step"), list(range(1, T + 1)), key=STEP_KEY,
-                          format_func=lambda t: _("step {step}: {read} → {chosen}").format(
-                              step=t, read=result.tgt_tokens[t - 1], chosen=tokens[t - 1]))
+                          format_func=kept(lambda t: _("step {step}: {read} → {chosen}").format(
+                              step=t, read=result.tgt_tokens[t - 1], chosen=tokens[t - 1])))
     st.session_state.setdefault(SIDE_KEY, "source")
     names = dict(src=ctx.names[0], tgt=ctx.names[1])
     side = right.segmented_control(_("Tokens removed"), list(SIDES), key=SIDE_KEY, required=True,
-                                   format_func=lambda k: _(SIDES[k]).format(**names))
+                                   format_func=kept(lambda k: _(SIDES[k]).format(**names)))
     t = step - 1
 
     with waiting_notice(_("Faithfulness")) as waiting, st.spinner(

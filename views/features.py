@@ -23,7 +23,7 @@ from model import transcoders
 from model.checkpoint import checkpoint_folder
 from model.errors import InputError
 from model.export import table_csv
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 
 from . import Context
 from .calls import HEAVY, load_translator, waiting_notice
@@ -171,7 +171,7 @@ def features_view(ctx: Context):
                 block=repr(st.session_state[BLOCK_KEY]), blocks=", ".join(blocks))))
         st.session_state[BLOCK_KEY] = blocks[0]
     block = st.segmented_control(_("Feed-forward block"), blocks, key=BLOCK_KEY, required=True,
-                                 format_func=transcoders.block_label)
+                                 format_func=kept(transcoders.block_label))
     m = card["measures"][block]
     st.caption(_("This block's transcoder on the validation set: {fvu:.1%} of the block's output variance "
                  "unexplained, {l0:.1f} features active per token, {dead:.1%} of its {width} features never active, "
@@ -202,7 +202,7 @@ def features_view(ctx: Context):
         return f"{n} · “{names[b][f]}”"
 
     name = st.selectbox(_("Open a feature's page (or click its cell in the table)"), options, key=FEATURE_KEY,
-                        index=None, placeholder=_("pick a feature…"), format_func=option)
+                        index=None, placeholder=_("pick a feature…"), format_func=kept(option))
     if name:
         page_panel(ctx, name, dicts)
     edits_panel(ctx, dicts, table, name)
@@ -286,7 +286,7 @@ def page_panel(ctx: Context, name: str, dicts: dict):
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     scale = c1.select_slider(_("Scale {feature} by (0 switches it off, 1 would leave it as it is)").format(
                                  feature=name), SCALES, key=SCALE_KEY,
-                             format_func=lambda s: _("0 (off)") if s == 0 else f"{s:g}")
+                             format_func=kept(lambda s: _("0 (off)") if s == 0 else f"{s:g}"))
     c2.button(_("Switch {feature} off").format(feature=name) if scale == 0 else
               _("Scale {feature} by {scale:g}").format(feature=name, scale=scale), on_click=apply_edit,
               args=(name, dicts), key="feature_apply", type="primary")
@@ -339,7 +339,7 @@ def maps(ctx: Context, after, same: bool):
     result, (source, target) = ctx.result, ctx.names
     layers = ["mean", *range(ctx.cfg.n_dec_layers)]
     layer = st.segmented_control(_("Cross-attention layer"), layers, key=LAYER_KEY, default="mean", required=True,
-                                 format_func=lambda x: _("all (mean)") if x == "mean" else str(x + 1))
+                                 format_func=kept(lambda x: _("all (mean)") if x == "mean" else str(x + 1)))
     which = (_("mean of every head") if layer == "mean" else
              _("layer {layer}, mean of heads").format(layer=layer + 1))
 

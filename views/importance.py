@@ -9,7 +9,7 @@ import streamlit as st
 import viz
 from model.head_importance import head_importance_for_sentence
 from model.heads import KIND_NAMES, Head
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 from model.tables import command_line
 
 from . import Context
@@ -84,7 +84,7 @@ def corpus_importance(ctx: Context, table: dict):
         st.caption(_("Noise: single-head BLEU changes below ~0.3 are within the run-to-run noise of test BLEU."))
     # The switch's values stay English (the code compares them); they are translated where shown
     metric = st.segmented_control(_("Measure"), [N_("BLEU drop"), N_("loss rise")], key="importance_metric",
-                                  default="BLEU drop", required=True, format_func=_)
+                                  default="BLEU drop", required=True, format_func=kept(_))
     values, ci_key, digits = (drops, "bleu_drop_ci", 2) if metric == "BLEU drop" else (rises, "loss_rise_ci", 3)
     caption = (_("Test set BLEU drop with each head alone switched off, {kind}") if metric == "BLEU drop" else
                _("Test set loss rise with each head alone switched off, {kind}"))
@@ -102,6 +102,6 @@ def corpus_importance(ctx: Context, table: dict):
     drop = {head: d for d, head in ranked}
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     c1.selectbox(_("Look at a head (largest BLEU drop first)"), list(drop), key="importance_pick",
-                 format_func=lambda h: _("{head}: BLEU {bleu:+.2f}, loss {loss:+.3f}").format(
-                     head=h.label(), bleu=-drop[h], loss=rise[h]))
+                 format_func=kept(lambda h: _("{head}: BLEU {bleu:+.2f}, loss {loss:+.3f}").format(
+                     head=h.label(), bleu=-drop[h], loss=rise[h])))
     c2.button(_("Open in its view"), on_click=lambda: open_head(st.session_state.importance_pick), width="stretch")

@@ -12,7 +12,7 @@ import streamlit as st
 
 import viz
 from model.heads import KIND_NAMES, n_layers
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 from viz.labels import positioned, token_labels
 
 from . import Context, guess
@@ -65,7 +65,7 @@ def inside_view(ctx: Context):
     # picked in the browser (views/inside.js), which holds every layer, head and query of that kind.
     st.session_state.setdefault("inside_kind", "cross")
     kind = st.segmented_control(_("Attention"), KIND_ORDER, key="inside_kind", required=True,
-                                format_func=lambda k: _(KIND_NAMES[k]), width="content")
+                                format_func=kept(lambda k: _(KIND_NAMES[k])), width="content")
     L = n_layers(cfg, kind)
     layer = st.session_state.inside_layer = min(st.session_state.get("inside_layer", 0), L - 1)
     q_side = "src" if kind == "enc" else "tgt"

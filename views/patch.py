@@ -14,7 +14,7 @@ import streamlit as st
 
 from model.contrast import changed_words, read_pairs, swapped
 from model.errors import InputError
-from model.i18n import N_, _, ngettext
+from model.i18n import N_, _, kept, ngettext
 from model.patch import DIRECTIONS, patch
 from model.tables import command_line
 from model.translator import ROOT
@@ -120,8 +120,8 @@ def patch_view(ctx: Context):
     st.markdown(_("**Where the difference travels:** {summary}").format(summary=literal(p["summary"])))
     st.session_state.setdefault(DIR_KEY, "denoising")
     d = st.segmented_control(_("Direction"), list(DIRECTIONS), key=DIR_KEY, required=True,
-                             format_func=lambda x: {"denoising": _("clean into corrupted"),
-                                                    "noising": _("corrupted into clean")}[x])
+                             format_func=kept(lambda x: {"denoising": _("clean into corrupted"),
+                                                    "noising": _("corrupted into clean")}[x]))
     ld = p["ld"]
     st.caption(_(SAID[d]) + " " + _("The metric: (LD_patched − LD_corrupt) / (LD_clean − LD_corrupt) at step {step}, "
                                     "LD = logit(“{word}”) − logit(“{other}”): {clean:.2f} in the clean run, "

@@ -8,7 +8,7 @@ import streamlit as st
 
 import viz
 from model.export import table_csv
-from model.i18n import N_, _
+from model.i18n import N_, _, kept
 
 from . import Context
 from .calls import load_translator, model_name, models, translate
@@ -59,7 +59,7 @@ def positions_view(ctx: Context):
                N_("model, target (decoder)"): (tables["target"], len(result.tgt_tokens)),
                N_("sinusoidal (the paper)"): (viz.sinusoidal(P, D), len(result.src_tokens))}
     which = st.segmented_control(_("Table"), list(choices), key="pos_table", default=list(choices)[0], required=True,
-                                 format_func=_)
+                                 format_func=kept(_))
     table, used = choices[which]
     c1, c2 = st.columns(2)
     with c1:

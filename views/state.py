@@ -241,6 +241,19 @@ def speak():
     use(st.session_state.get(LANG, SOURCE))
 
 
+def relabel():
+    """After a change of language: every widget that shows its options by a label (a select box, a segmented
+    control, a radio group) is given its value again, so that the page sends the value's label in the new language.
+    Otherwise the browser keeps the old language's label and sends it back with the next click, where it names no
+    option (taken for a new value: the example picker failed, a view could be lost)."""
+    state = get_script_run_ctx().session_state._state  # the widgets' registry: which key holds labelled options
+    for key in list(st.session_state.keys()):
+        widget = state.get_widget_id_from_key(key)
+        meta = widget and state.get_widget_metadata(widget)
+        if meta and meta.formatted_options is not None:
+            st.session_state[key] = st.session_state[key]
+
+
 FLAGS = {"guess": "guess first: a question before each picture (views/guess.py)",
          "present": "the presenter layout: one compact row for the frame, larger type (app.py)"}
 

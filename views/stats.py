@@ -14,7 +14,7 @@ import viz
 from model.export import table_csv
 from model.head_stats import APPLIES, DEFINITIONS, NAMES, STATS, translation_stats
 from model.heads import KIND_NAMES, KIND_SHORT, Head
-from model.i18n import _
+from model.i18n import _, kept
 from model.tables import command_line
 
 from . import Context
@@ -72,7 +72,7 @@ def stats_view(ctx: Context):
     st.caption(_("One number per head for what its attention does, for this sentence and, where the file ships "
                  "beside the model, averaged over the 1,000 sentences of the test set: sharper or more uniform, near "
                  "or far, on special tokens or punctuation, in source order or not."))
-    stat = st.selectbox(_("Statistic"), STATS, key="stats_stat", format_func=lambda s: _(NAMES[s]))
+    stat = st.selectbox(_("Statistic"), STATS, key="stats_stat", format_func=kept(lambda s: _(NAMES[s])))
     stat_name, definition = _(NAMES[stat]), literal(_(DEFINITIONS[stat]))
     st.caption(f"**{literal(stat_name)}**: {definition}.")
     kinds = APPLIES[stat]

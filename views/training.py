@@ -14,7 +14,7 @@ from model.checkpoint import DEFAULT_CHECKPOINT
 from model.export import table_csv
 from model.head_stats import APPLIES, NAMES, STATS
 from model.heads import KIND_NAMES
-from model.i18n import _
+from model.i18n import _, kept
 from model.replay import dequantize
 from viz.training import snapshot_map
 
@@ -108,7 +108,7 @@ def training_view(ctx: Context):
     st.caption(_("One training run of the {model}-position model, replayed: {n} snapshots from the untrained weights "
                  "(step 0) to the end. Models like this one first learn what English looks like, then word-for-word "
                  "translation, then word order (Voita, Sennrich & Titov, 2021): watch the translation, the maps and "
-                 "the heads change.").format(model=m["model"], n=len(points)))
+                 "the heads change.").format(model=_(m["model"]), n=len(points)))
     source = ctx.result.source.strip()
     if source in examples:
         example = examples.index(source)
@@ -123,7 +123,7 @@ def training_view(ctx: Context):
     if s.get("training_at") not in steps:
         s.training_at = steps[-1]
     at = st.select_slider(_("Snapshot"), steps, key="training_at",
-                          format_func=lambda step: label(points[steps.index(step)]))
+                          format_func=kept(lambda step: label(points[steps.index(step)])))
     i = steps.index(at)
     point = points[i]
     ex = point["examples"][example]
@@ -142,7 +142,7 @@ def training_view(ctx: Context):
         "BLEU": (_("validation BLEU"), [p["val_bleu"] for p in points]),
         "(ALTI+)": (_("source share (ALTI+)"), [p["source_share"] for p in points])}
     # said beside the curves: the switch above may name another
-    run = _("the {model}-position model's training").format(model=m["model"])
+    run = _("the {model}-position model's training").format(model=_(m["model"]))
     picked = st.session_state.get("model")
     if picked != m["model"]:
         st.caption(_("These curves, the translations above and the maps below replay {run}: no replay ships for the "
@@ -160,7 +160,7 @@ def training_view(ctx: Context):
     s.setdefault("training_kind", "cross")
     s.setdefault("training_layer", 1)
     s.setdefault("training_head", MEAN)
-    kind = st.segmented_control(_("Attention"), list(KIND_NAMES), format_func=lambda k: _(KIND_NAMES[k]),
+    kind = st.segmented_control(_("Attention"), list(KIND_NAMES), format_func=kept(lambda k: _(KIND_NAMES[k])),
                                 key="training_kind", required=True)
     maps = point_maps(point["file"], example)[kind]
     layer = st.segmented_control(_("Layer"), list(range(maps.shape[0])), format_func=lambda l: str(l + 1),
@@ -188,9 +188,9 @@ def training_view(ctx: Context):
     stats = [AER, *STATS]
     c1, c2 = st.columns(2)
     stat = c1.selectbox(_("Per head, over training"), stats, key="training_stat",
-                        format_func=lambda x: _("alignment error (AER, argmax)") if x == AER else _(NAMES[x]))
+                        format_func=kept(lambda x: _("alignment error (AER, argmax)") if x == AER else _(NAMES[x])))
     kinds = ["cross"] if stat == AER else list(APPLIES[stat])
-    grid_kind = c2.segmented_control(_("Of"), kinds, format_func=lambda k: _(KIND_NAMES[k]),
+    grid_kind = c2.segmented_control(_("Of"), kinds, format_func=kept(lambda k: _(KIND_NAMES[k])),
                                      key=f"training_grid_kind_{stat}", default=kinds[-1], required=True)
     values = over_time(points, stat, grid_kind)
     name = "AER" if stat == AER else _(NAMES[stat])

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.i18n import _
+from model.i18n import _, kept
 from viz.labels import wrap_title
 
 from .calls import MARIAN, faithfulness_table, family
@@ -322,4 +322,4 @@ def text_box(where, label: str, key: str, what: str, on_change: Callable | None 
 def head_picker(where, n_heads: int, key: str, **kwargs):
     """The "Head" switch of a view: the mean of the layer's heads, then each head counted from 1."""
     return where.segmented_control(_("Head"), [MEAN, *range(n_heads)], key=key, required=True,
-                                   format_func=lambda h: _("mean") if h == MEAN else str(h + 1), **kwargs)
+                                   format_func=kept(lambda h: _("mean") if h == MEAN else str(h + 1)), **kwargs)

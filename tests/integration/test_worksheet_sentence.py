@@ -85,3 +85,22 @@ def test_the_exercises_that_read_a_table_say_so_and_stay_the_same(translator, sh
     sheet, _, _ = sheets("--sentence", OTHER, "--exercises", "1,10")
     assert sheet.count("The same for every sentence: it reads ") == 1
     assert "The same for every sentence: it reads the test set&#x27;s head statistics (head_stats.json)." in sheet
+
+
+def test_the_sheet_in_korean_has_the_same_answers_and_links_that_open_the_page_in_korean(sheets):
+    """--lang ko: the sheet and its key in Korean (the catalogue's words), every link with lang=ko, and the answers
+    those of the English sheet (numbers and tokens are never translated)."""
+    from model.i18n import catalogue
+
+    ko = catalogue("ko")
+    sheet, key, _out = sheets("--exercises", "1,15", "--lang", "ko")
+    english_sheet, english_key, _out = sheets("--exercises", "1,15")
+    assert '<html lang="ko">' in sheet and '<html lang="en">' in english_sheet
+    heading = html.escape(ko.gettext("Exercise {n}").format(n=1))
+    assert heading != "Exercise 1" and f"<h2>{heading}</h2>" in sheet
+    said = re.findall(re.escape(html.escape(ko.gettext("Answer: {answer}")).split("{")[0]) + r"(.*?)</strong>", key)
+    assert said == list(answers(english_key).values())
+    links = [parse_qs(urlsplit(html.unescape(u)).query) for u in re.findall(r'href="([^"]+)"', sheet)]
+    assert links and all(q["lang"] == ["ko"] for q in links)
+    assert all("lang" not in parse_qs(urlsplit(html.unescape(u)).query)
+               for u in re.findall(r'href="([^"]+)"', english_sheet))
