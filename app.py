@@ -80,6 +80,14 @@ def family_picked():
 # radio group's again.
 
 
+def language_switch(where):
+    """The page's language, each named in itself; the model's output, tokens and formulas stay as they are."""
+    where.segmented_control(
+        "🌐", list(LANGUAGES), key=LANG, required=True, format_func=LANGUAGES.get, label_visibility="collapsed",
+        on_change=relabel, help=_("The page's language (lang= in the link). Model output, tokens and formulas stay "
+                                  "as the model writes them."))
+
+
 def safely(read, *args) -> list[str]:
     """A reading of the link, its notes; a link that still breaks it (a case no reader foresaw) is one note and one
     log line, and the page goes on with its defaults."""
@@ -118,10 +126,8 @@ else:
     header = st.container(horizontal=True, vertical_alignment="center")
     header.title(_("Inside a Transformer translator"), width="content")
     frame = []  # the usual layout: the frame's parts one under another
-(frame[0] if present else header).segmented_control(
-    "🌐", list(LANGUAGES), key=LANG, required=True, format_func=LANGUAGES.get, label_visibility="collapsed",
-    on_change=relabel,
-    help=_("The page's language (lang= in the link). Model output, tokens and formulas stay as the model writes them."))
+if not present:  # on a projector it waits with the other switches, folded (a class has picked its language)
+    language_switch(header)
 if st.session_state.get("model") not in available:
     st.session_state.model = next(iter(available))
 if len(available) > 1:
@@ -248,6 +254,8 @@ switches.toggle(_("Guess first"), key="guess", help=_(
     + ("" if VIEWS[view].asks else " " + _("(This view asks nothing.)")))
 switches.toggle(_("Presenter layout"), key="present", help=_("For a projector: the frame in one row, larger type, the "
                                                              "translation's details folded."))
+if present:
+    language_switch(switches)
 if not present:
     st.caption(_("Link: the address bar holds this page's state (sentence, view, layer, head, step, …): copy it to "
                  "share exactly what you see."))
