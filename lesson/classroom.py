@@ -372,8 +372,10 @@ def store() -> Store:
 
 def asked_of(exercises, walk=()) -> list[Asked]:
     """A class's questions: the walk's (stop index from 0, a question with options, answer and why: views/guess.py)
-    in its order, then the exercises with choices (a typed number has no bars to draw), numbered from 1."""
-    found = [(f"Walk, stop {n + 1}", q.text, tuple(q.options), q.options.index(q.answer), q.why) for n, q in walk]
-    found += [(f"Exercise {ex.number}", ex.question, tuple(ex.options), ex.options.index(ex.answer), ex.why)
-              for ex in exercises if ex.options]
+    in its order, then the exercises with choices (a typed number has no bars to draw), numbered from 1. They are
+    kept as the page that starts the class says them: in its language (model/i18n.py), for every seat."""
+    found = [(_("Walk, stop {n}").format(n=n + 1), q.text, tuple(q.options), q.options.index(q.answer), q.why)
+             for n, q in walk]
+    found += [(_("Exercise {n}").format(n=ex.number), ex.question, tuple(ex.options), ex.options.index(ex.answer),
+               ex.why) for ex in exercises if ex.options]
     return [Asked(i, *rest) for i, rest in enumerate(found, start=1)]

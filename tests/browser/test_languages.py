@@ -181,7 +181,7 @@ def test_the_sweep_finds_english_where_it_is():
 
 
 
-@pytest.mark.parametrize("lang, width", [("ko", 1400), ("de", 1400), ("de", 390)])
+@pytest.mark.parametrize("lang, width", [("ko", 1400), ("ko", 390), ("de", 1400), ("de", 390)])
 def test_every_view_says_nothing_in_english_and_fits(browser, server, lang, width):
     """Every view of the page, opened by its link in Korean or German: no sentence of the interface left in English
     (the model's output and tokens aside), and at a phone's width no text wider than its box (German's long words).

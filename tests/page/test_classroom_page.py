@@ -103,3 +103,25 @@ def test_the_short_link_opens_the_classs_sentence(classes, monkeypatch):
     code, _, _ = started_class(monkeypatch)
     at = from_url(monkeypatch, **{"class": code})
     assert at.text_input(key="sentence").value == SENTENCE and f"Class {code}" in text_of(at)
+
+
+def test_a_class_started_in_korean_is_asked_in_korean_and_its_links_keep_the_language(classes, monkeypatch):
+    """The teacher's page in Korean: the class's questions are kept as that page says them (the walk's first stop,
+    its question and title from the catalogue), the links carry lang=ko, and a student who opens the link reads the
+    question in Korean; the answer is the same choice as in English (an index, never a word)."""
+    from model.i18n import catalogue
+
+    ko = catalogue("ko")
+    at = from_url(monkeypatch, s=SENTENCE, view="exercises", lang="ko")
+    at.button(key="class_start").click().run()
+    links = [c.value for c in at.code if "class=" in c.value]
+    assert len(links) == 2 and all(params(link)["lang"] == "ko" for link in links)
+    code = params(links[0])["class"]
+    first = classroom.store().state(code).questions[0]
+    title, question = ko.gettext("Walk, stop {n}").format(n=1), ko.gettext("How many tokens does the model read for "
+                                                                            "this sentence?")
+    assert title != "Walk, stop 1" and (first.title, first.text) == (title, question)
+    assert first.options[first.answer] == str(len(Translator.load().source_ids(SENTENCE)[0]))
+    ana = from_url(monkeypatch, **params(links[0]))
+    assert ko.gettext("**Class {code}**: join with a nickname (any name you like; no account, no e-mail).").format(
+        code=code).replace("**", "") in text_of(ana).replace("**", "")
