@@ -223,7 +223,7 @@ const Explorer = (() => {
     // smaller font that fits the room (about 0.55 em a character; Plotly's default title size is 17 px).
     const text = layout.title && layout.title.text;
     if (text) {
-      const size = Math.max(11, Math.min(17, Math.floor((Math.min(room, width) - 20) / (0.55 * text.length))));
+      const size = Math.max(11, Math.min(17, Math.floor((Math.min(room, width) - 20) / (0.55 * columns(text)))));
       if (size < 17) out.title = {...layout.title, font: {...(layout.title.font || {}), size}};
       // wider than the room (it scrolls): the title starts at the left edge, where the room shows it whole
       if (width > room) out.title = {...(out.title || layout.title), x: 0, xanchor: "left", xref: "container"};
@@ -245,6 +245,14 @@ const Explorer = (() => {
     return out;
   }
 
+  function columns(text) {
+    // A text's width in Latin characters: Hangul and the CJK scripts draw about twice as wide (viz/labels.py columns)
+    const wide = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60]/;
+    let n = 0;
+    for (const c of text) n += wide.test(c) ? 2 : 1;
+    return n;
+  }
+
   function titled(layout, room) {
     // A title wider than its room (a phone) wraps at spaces into lines that fit: Plotly neither wraps a title nor
     // keeps it inside the chart (fitted shrinks its font first, down to 11 px). The top margin grows a line a line.
@@ -257,7 +265,7 @@ const Explorer = (() => {
     for (const part of text.split("<br>")) {
       let line = "";
       for (const word of part.split(" ")) {
-        if (line && (line + " " + word).length > fits) {
+        if (line && columns(line + " " + word) > fits) {
           lines.push(line);
           line = word;
         } else line = line ? line + " " + word : word;

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from model.i18n import _, kept
-from viz.labels import wrap_title
+from viz.labels import columns, wrap_title
 
 from .calls import MARIAN, faithfulness_table, family
 from .instant import figure_json, show
@@ -203,7 +203,7 @@ def chart(fig, key: str, name: str = "", width: str = "stretch"):
     if width not in ("stretch", "content"):
         raise ValueError(f"width is 'stretch' or 'content', not {width!r}")
     title = fig.layout.title.text
-    if title and len(title) > TITLE_CHARS:
+    if title and columns(title) > TITLE_CHARS:
         text = wrap_title(title, TITLE_CHARS)
         added = 22 * (text.count("<br>") - title.count("<br>"))
         if added:

@@ -7,6 +7,7 @@ figure goes through `plain`, which escapes it: the user's text is always text.
 
 import html
 import string
+import unicodedata
 
 import numpy as np
 
@@ -100,13 +101,19 @@ def subtitle(sentence: str, width: int = 120) -> str:
     return plain(sentence if len(sentence) <= width else sentence[:width - 1] + "…")
 
 
+def columns(text: str) -> int:
+    """A text's width in Latin characters: a wide character (Hangul, the CJK scripts: Unicode's East Asian Width W or
+    F) draws about as wide as two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def wrap_title(text: str, width: int) -> str:
     """A figure title longer than `width` characters broken into the fewest lines that width allows, each break at
     the space nearest an equal share (no short last word alone on its line), joined by Plotly's <br>; lines it
     already has are kept. Plotly neither wraps a title nor keeps it inside the chart."""
     lines = []
     for part in text.split("<br>"):
-        n = -(-len(part) // width)  # lines
+        n = -(-columns(part) // width)  # lines
         spaces = [i for i, c in enumerate(part) if c == " "]
         cuts = sorted({min(spaces, key=lambda i: abs(i - k * len(part) / n)) for k in range(1, n)} if spaces else ())
         starts = [0, *(c + 1 for c in cuts)]

@@ -378,3 +378,16 @@ def test_a_features_histogram_is_its_counts_on_a_log_axis_with_few_labels():
     assert viz.feature_histogram(edges, [0, 0, 0, 0]).data[0].y is not None  # a silent feature still draws
     with pytest.raises(ValueError, match="one longer than counts"):
         viz.feature_histogram(edges, counts[:3])
+
+
+def test_a_title_in_hangul_wraps_by_its_width_not_its_length():
+    """Hangul draws about twice as wide as Latin letters: 30 of them take the room of 60 (East Asian Width W), so a
+    phone's title of 46 columns breaks them into two lines where 30 Latin letters stay on one."""
+    from viz.labels import columns, wrap_title
+
+    korean, latin = "인코더 셀프 어텐션 층의 헤드 평균 가중치를 봅니다 여기", "Encoder self-attention: the mean"
+    assert columns("헤드 ab") == 2 * 2 + 1 + 2 and columns(latin) == len(latin)
+    assert columns(korean) > 46 and len(korean) < 46
+    assert wrap_title(latin, 46) == latin
+    lines = wrap_title(korean, 46).split("<br>")
+    assert len(lines) == 2 and all(columns(line) <= 46 for line in lines) and " ".join(lines) == korean
