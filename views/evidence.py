@@ -140,8 +140,7 @@ def evidence_view(ctx: Context):
     if ev.pairs:
         st.markdown((_("Corpus pairs that contain it (the first {n}):") if corpus else
                      _("Training pairs that contain it (the first {n}):")).format(n=len(ev.pairs)))
-        st.markdown("".join(f"<p><span lang='de'>{marked(de, ev.word, pieces)}</span><br>"
-                            f"<i lang='en'>{literal(en)}</i> <small>"
+        st.markdown("".join(f"<p lang='de'>{marked(de, ev.word, pieces)}<br><i lang='en'>{literal(en)}</i> <small>"
                             + _("(line {line:,})").format(line=line + 1) + "</small></p>"
                             for line, de, en in ev.pairs), unsafe_allow_html=True)
     steps_view(ctx)
