@@ -517,8 +517,8 @@ def first_step_source_share(c: Sheet) -> tuple:
 @question("contributions", N_("The low source-share threshold"), SHARE)
 def low_share_threshold(c: Sheet) -> tuple:
     low = c.table("source_share.json")["low_share_threshold"]["per_step"]
-    return c.ask(_("Below which source share does the page flag a step as drawing little on the {source} sentence "
-                   "(the lowest 5% of test-set steps)? Answer within 0.01.").format(source=c.source),
+    return c.ask(_("Below which source share does the page flag a step as drawing little on the {source} (the "
+                   "lowest 5% of test-set steps)? Answer within 0.01.").format(source=c.source),
                  "contributions", (), number(low, 4), 0.01,
                  _("Contributions: the note about steps that draw little on the source names the threshold."),
                  _("5% of the test set's steps have a source share below {low:.4f}.").format(low=low))
