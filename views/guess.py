@@ -144,16 +144,17 @@ def map_question(result, kind: str, layer: int, first: int = 1, source: str = "G
     w = maps[row, :len(keys)]
     options = options_of(keys)
     best = int(np.argmax(w))
-    where = dict(kind=_(KIND_NAMES[kind]), layer=layer + 1, source=source)
     if kind == "enc":
-        text = _("{kind}, layer {layer}, its heads averaged: which {source} token does “{token}” weigh most?").format(
-            token=result.src_tokens[row], **where)
+        text = _("In encoder self-attention layer {layer}, its heads averaged: which {source} token does “{token}” "
+                 "weigh most?").format(layer=layer + 1, source=source, token=result.src_tokens[row])
     elif kind == "cross":
-        text = _("{kind}, layer {layer}, its heads averaged: when the model writes “{token}”, which {source} token "
-                 "does it weigh most?").format(token=result.steps[row].token, **where)
+        text = _("In cross-attention layer {layer}, its heads averaged: when the model writes “{token}”, which "
+                 "{source} token does it weigh most?").format(layer=layer + 1, source=source,
+                                                             token=result.steps[row].token)
     else:
-        text = _("{kind}, layer {layer}, its heads averaged: when the model writes “{token}”, which of the tokens "
-                 "already there does it weigh most?").format(token=result.steps[row].token, **where)
+        text = _("In decoder self-attention layer {layer}, its heads averaged: when the model writes “{token}”, which "
+                 "of the tokens already there does it weigh most?").format(layer=layer + 1,
+                                                                          token=result.steps[row].token)
     q = Question(qid(result, kind, layer, row), text, tuple(options), options[best],
                  _("“{token}” gets weight {w:.2f} of 1; the next most weighed gets {next:.2f}.").format(
                      token=keys[best], w=w[best], next=np.sort(w)[-2] if len(w) > 1 else 0))
