@@ -18,7 +18,7 @@ import streamlit as st
 import torch
 
 from model.errors import CheckpointError, InputError
-from model.i18n import LANGUAGES, _, kept
+from model.i18n import LANGUAGES, SOURCE, _, kept
 from model.languages import OURS, language_names
 from model.translator import MAX_OUTPUT
 from views import Context, classroom, guess
@@ -110,7 +110,8 @@ first_run = "url_notes" not in st.session_state  # a new browser session: the li
 if first_run:  # marked read before anything can fail: a link that breaks the page breaks one run, never every reload
     st.session_state.url_notes = []
 notes = safely(read_language) if first_run else []  # first: every string from here on is in the page's language
-st.session_state[LANG] = st.session_state.get(LANG)  # kept when a run stops before the switch (a widget's key is not)
+# kept when a run stops before the switch (a widget's key is not); English where the link's reading failed
+st.session_state[LANG] = st.session_state.get(LANG) or SOURCE
 speak()
 st.set_page_config(page_title=_("Inside a Transformer translator"), page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed")

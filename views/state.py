@@ -238,7 +238,7 @@ def read_language() -> list[str]:
 
 def speak():
     """Speak this session's language for the rest of this run (app.py's run, and each fragment's own run)."""
-    use(st.session_state.get(LANG, SOURCE))
+    use(st.session_state.get(LANG) or SOURCE)  # None: a first run whose link could not be read
 
 
 def relabel():
