@@ -21,9 +21,10 @@ what it was and only that feature changes; the shared weights are never edited.
 Feature names are BLOCK.INDEX, counted from 0 as the model's arrays are: "enc.2.137" is feature 137 of the third
 encoder layer's block, "dec.0.5" feature 5 of the first decoder layer's.
 
-The dictionaries ship beside the checkpoint: transcoders.safetensors (float16), transcoders.json (the recipe and
-the card: per block the fraction of variance unexplained on the validation set, L0, the dead and dense fractions,
-the loss recovered; test2016 BLEU with all six blocks replaced), transcoders_index.npz (the feature pages).
+The dictionaries ship beside the checkpoint: transcoders.safetensors (float16, or int8 with a scale per feature: see
+pack), transcoders.json (the recipe and the card: per block the fraction of variance unexplained on the validation
+set, L0, the dead and dense fractions, the loss recovered; test2016 BLEU with all six blocks replaced; measured on the
+dictionaries as stored), transcoders_index.npz (the feature pages).
 Training teacher-forces the model on the Multi30k training pairs (references, dropout off); it runs in the
 background, niced, with a progress bar, and resumes after an interruption from its work folder.
 """
@@ -85,6 +86,7 @@ class Recipe:
     aux_coef: float = 1 / 32
     dead_after: int = 50_000  # a feature that has not fired for this many training tokens is dead (AuxK)
     seed: int = 0
+    storage: str = "float16"  # how the dictionaries ship: "float16", or "int8" (see pack)
 
 
 class Transcoder(nn.Module):
@@ -199,6 +201,11 @@ def training_pairs(translator, data_dir, split: str = "train") -> tuple[list, li
 
 
 # training ------------------------------------------------------------------------------------------------------
+def _trained_alike(a: dict, b: dict) -> bool:
+    """Two recipes that train the same way (how the result is stored does not matter to a resumed run)."""
+    return {k: v for k, v in a.items() if k != "storage"} == {k: v for k, v in b.items() if k != "storage"}
+
+
 def train_block(X: torch.Tensor, Y: torch.Tensor, recipe: Recipe, work: Path | None = None, progress=None,
                 log=None) -> Transcoder:
     """Train one block's transcoder on (X, Y) (float16 rows), resuming from work/ where a run stopped; after each
@@ -216,7 +223,7 @@ def train_block(X: torch.Tensor, Y: torch.Tensor, recipe: Recipe, work: Path | N
     state_file = None if work is None else work / "state.pt"
     if state_file is not None and state_file.is_file():
         state = torch.load(state_file, weights_only=True)
-        if state["recipe"] == asdict(recipe):
+        if _trained_alike(state["recipe"], asdict(recipe)):
             tc.load_state_dict(state["model"])
             opt.load_state_dict(state["opt"])
             since, epoch, seconds = state["since"], state["epoch"], state.get("seconds", 0.0)
@@ -324,11 +331,64 @@ def corpus_bleu(translator, src_lines, ref_lines, patch=None) -> float:
 
 
 # the dictionaries on disk ---------------------------------------------------------------------------------------
+STORAGES = ("float16", "int8")
+
+
+def _scale_dim(name: str) -> int:
+    """The dimension an int8 matrix's scale runs across: one scale per feature (W_enc's columns, W_dec's rows) and
+    per output number (W_skip's columns)."""
+    return 0 if name == "W_dec" else 1
+
+
+def pack(dicts: dict, storage: str = "float16") -> dict:
+    """The dictionaries as stored: every parameter in float16; or, for "int8", each weight matrix W as int8 Q with
+    one float16 scale s per feature (per output column for W_skip), s = max|W| / 127 over that feature's numbers,
+    Q = round(W / s), read back as Q * s (the biases stay float16)."""
+    if storage not in STORAGES:
+        raise InputError(f"storage is one of {', '.join(STORAGES)}, not {storage!r}")
+    state = {}
+    for b, tc in dicts.items():
+        for name, p in tc.named_parameters():
+            p = p.detach().float()
+            key = f"{b}.{name}"
+            if storage == "int8" and p.dim() == 2:
+                d = _scale_dim(name)
+                scale = (p.abs().amax(dim=1 - d) / 127).clamp_min(1e-12).half()
+                s = scale.float().unsqueeze(1 - d)
+                state[key] = (p / s).round().clamp(-127, 127).to(torch.int8).contiguous()
+                state[key + ".scale"] = scale.contiguous()
+            else:
+                state[key] = p.half().contiguous()
+    return state
+
+
+def unpack(state: dict, blocks: list, k: int, skip: bool, dtype=torch.float32) -> dict:
+    """{block: Transcoder} from a stored state (either storage: int8 matrices are told by their dtype)."""
+    dicts = {}
+    for b in blocks:
+        D, width = state[f"{b}.W_enc"].shape
+        tc = Transcoder(D, width, k, skip)
+        params = {}
+        for name, _param in tc.named_parameters():
+            t = state[f"{b}.{name}"]
+            if t.dtype == torch.int8:
+                t = t.float() * state[f"{b}.{name}.scale"].float().unsqueeze(1 - _scale_dim(name))
+            params[name] = t.to(dtype)
+        tc.load_state_dict(params)
+        dicts[b] = tc.eval().requires_grad_(False)
+    return dicts
+
+
+def stored(dicts: dict, storage: str) -> dict:
+    """The dictionaries exactly as they will read back from disk (the card measures these)."""
+    one = next(iter(dicts.values()))
+    return unpack(pack(dicts, storage), list(dicts), one.k, one.W_skip is not None)
+
+
 def save(folder: Path, dicts: dict, card: dict):
     from safetensors.torch import save_file
 
-    state = {f"{b}.{name}": p.detach().half().contiguous() for b, tc in dicts.items()
-             for name, p in tc.named_parameters()}
+    state = pack(dicts, card["recipe"].get("storage", "float16"))
     tmp = folder / (WEIGHTS + ".tmp")
     save_file(state, tmp, metadata={"format": "pt"})
     os.chmod(tmp, 0o644)  # readable by the server's user, as the checkpoint's other files
@@ -347,15 +407,9 @@ def load(folder, device="cpu", dtype=torch.float32) -> tuple[dict, dict]:
         raise InputError(f"{folder} has no transcoders: train them with `python -m model.transcoders train "
                          f"--checkpoint {folder}`")
     card = json.loads((folder / CARD).read_text())
-    state = load_file(folder / WEIGHTS)
     recipe = card["recipe"]
-    dicts = {}
-    for b in card["blocks"]:
-        D, width = state[f"{b}.W_enc"].shape
-        tc = Transcoder(D, width, recipe["k"], recipe["skip"])
-        tc.load_state_dict({name: state[f"{b}.{name}"].to(dtype) for name, _param in tc.named_parameters()})
-        dicts[b] = tc.to(device).eval().requires_grad_(False)
-    return dicts, card
+    dicts = unpack(load_file(folder / WEIGHTS), card["blocks"], recipe["k"], recipe["skip"], dtype)
+    return {b: tc.to(device) for b, tc in dicts.items()}, card
 
 
 # features: names, interventions, one sentence's ------------------------------------------------------------------
@@ -549,11 +603,13 @@ def train(translator, folder: Path, data_dir, recipe: Recipe, progress: bool = T
                                    log=lambda m, b=b: bar.write(f"{b} {m}"))
     train_seconds = time.time() - t0
     del acts
+    block_seconds = round(sum(tc.seconds for tc in dicts.values()))
+    dicts = stored(dicts, recipe.storage)  # the card measures what ships
     log("measuring the card (validation; test2016 BLEU with all blocks replaced)")
     card = {"recipe": asdict(recipe), "blocks": names}
     card.update(card_measures(translator, dicts, data_dir, progress))
     card["train_pairs"] = len(src)
-    card["seconds"] = {"train_blocks": round(sum(tc.seconds for tc in dicts.values())),
+    card["seconds"] = {"train_blocks": block_seconds,
                        "this_run": round(time.time() - t0), "this_run_training": round(train_seconds)}
     comparison = folder / "transcoders_compare.json"
     if comparison.is_file():
@@ -788,6 +844,8 @@ def _parser():
             s.add_argument("--width", type=cli.whole, default=CHOICE["width"], help="features per block")
             s.add_argument("--k", type=cli.whole, default=CHOICE["k"], help="active features per token (TopK)")
             s.add_argument("--epochs", type=cli.whole, default=Recipe.epochs, help="passes over the training pairs")
+            s.add_argument("--storage", choices=STORAGES, default=Recipe.storage,
+                           help="how the dictionaries ship: float16, or int8 with a float16 scale per feature")
         cli.add_checkpoint(s)
         cli.add_device(s)
     return p
@@ -824,7 +882,8 @@ def _main(argv=None):
     elif args.cmd == "train":
         if args.width < 1 or args.k < 0 or args.epochs < 1:
             raise InputError("--width and --epochs are at least 1, --k at least 0")
-        card = train(translator, folder, data_dir, Recipe(width=args.width, k=args.k, epochs=args.epochs), progress,
+        card = train(translator, folder, data_dir, Recipe(width=args.width, k=args.k, epochs=args.epochs,
+                                                          storage=args.storage), progress,
                      limit=args.limit)
         print(files.dumps({"out": str(folder / WEIGHTS), "bleu": card["test2016_bleu"],
                            "bleu_all_replaced": card["test2016_bleu_all_replaced"], "blocks": page_summary(card)}))

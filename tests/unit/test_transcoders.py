@@ -171,9 +171,43 @@ def test_training_resumes_where_it_stopped(tmp_path):
     with pytest.raises(Stopped):
         T.train_block(X, Y, recipe, tmp_path, log=stop_after_two)
     assert torch.load(tmp_path / "state.pt", weights_only=True)["epoch"] == 2
-    resumed = T.train_block(X, Y, recipe, tmp_path)
-    for (name, p), q in zip(whole.named_parameters(), resumed.parameters()):
+    resumed = T.train_block(X, Y, T.Recipe(width=16, k=2, epochs=4, batch=64, storage="int8"), tmp_path)
+    for (name, p), q in zip(whole.named_parameters(), resumed.parameters()):  # the storage does not train
         torch.testing.assert_close(p, q, msg=name)
+
+
+def test_int8_storage_is_a_scale_per_feature_and_rounded_numbers():
+    """pack's int8 against a literal loop: per feature (W_enc's column, W_dec's row; W_skip's output column) the
+    scale is the largest |number| over 127, held in float16, and each number is stored as round(w / scale); read
+    back, no number moves by more than half its scale. float16 storage reads back as float16 rounding."""
+    dicts = {"enc.0": small(D=6, width=10, k=3), "dec.1": small(D=6, width=10, k=3, seed=1)}
+    state = T.pack(dicts, "int8")
+    back = T.stored(dicts, "int8")
+    for b, tc in dicts.items():
+        for name, rows_are_features in (("W_enc", False), ("W_dec", True), ("W_skip", False)):
+            w = getattr(tc, name).detach().double()
+            if rows_are_features:
+                w = w.T  # one feature a column from here on
+            q, scale = state[f"{b}.{name}"], state[f"{b}.{name}.scale"]
+            assert q.dtype == torch.int8 and scale.dtype == torch.float16 and scale.shape == (w.shape[1],)
+            r = getattr(back[b], name).detach().double()
+            r = r.T if rows_are_features else r
+            qq = q.T if rows_are_features else q
+            for f in range(w.shape[1]):
+                s = float(torch.tensor(max(abs(float(w[i, f])) for i in range(w.shape[0])) / 127).half())
+                assert float(scale[f]) == s, (b, name, f)
+                for i in range(w.shape[0]):
+                    assert int(qq[i, f]) == max(-127, min(127, round(float(w[i, f]) / s))), (b, name, i, f)
+                    assert abs(float(r[i, f]) - float(w[i, f])) <= s / 2 * 1.01, (b, name, i, f)
+        for name in ("b_enc", "b_dec"):
+            assert state[f"{b}.{name}"].dtype == torch.float16
+            assert torch.equal(getattr(back[b], name), getattr(tc, name).detach().half().float())
+    half = T.stored(dicts, "float16")
+    for b, tc in dicts.items():
+        for (name, p), q in zip(tc.named_parameters(), half[b].parameters()):
+            assert torch.equal(q, p.detach().half().float()), name
+    with pytest.raises(InputError, match="storage"):
+        T.pack(dicts, "int4")
 
 
 def test_block_measures_equal_literal_counts():
@@ -345,9 +379,11 @@ def test_a_feature_page_reads_the_index(tmp_path):
     assert sum(k[0] == str(tmp_path / T.INDEX) for k in T._INDEX_CACHE) == 1  # the old reading is let go
 
 
-def test_train_writes_the_dictionaries_and_a_card_that_reads_them_back(tmp_path, monkeypatch):
-    """`train` end to end on a tiny model and corpus: the saved dictionaries load back, and the card's BLEU with
-    all blocks replaced is the BLEU of a translation run with that patch."""
+@pytest.mark.parametrize("storage", T.STORAGES)
+def test_train_writes_the_dictionaries_and_a_card_that_reads_them_back(tmp_path, monkeypatch, storage):
+    """`train` end to end on a tiny model and corpus, either storage: the saved dictionaries load back as stored,
+    and the card's BLEU with all blocks replaced is the BLEU of a translation run with the dictionaries read back
+    from the file (the card measures what ships)."""
     import gzip
     import shutil
 
@@ -361,9 +397,14 @@ def test_train_writes_the_dictionaries_and_a_card_that_reads_them_back(tmp_path,
     folder = tmp_path / "ckpt"
     save_checkpoint(tr.model, tr.src_vocab, tr.tgt_vocab, folder)
     monkeypatch.setattr(T, "work_folder", lambda f: tmp_path / "work")
-    card = T.train(tr, folder, data, T.Recipe(width=24, k=3, epochs=2, batch=16), progress=False, log=lambda m: None)
+    card = T.train(tr, folder, data, T.Recipe(width=24, k=3, epochs=2, batch=16, storage=storage), progress=False,
+                   log=lambda m: None)
     dicts, read = T.load(folder)
     assert read["blocks"] == T.blocks(tr.cfg) and read["recipe"]["width"] == 24
+    assert read["recipe"]["storage"] == storage
+    from safetensors.torch import load_file
+
+    assert load_file(folder / T.WEIGHTS)["enc.0.W_dec"].dtype == getattr(torch, storage)
     assert set(card["measures"]["enc.0"]) >= {"fvu", "l0", "dead", "dense", "loss_recovered"}
     src, ref = (gzip.decompress((data / f"test_2016_flickr.{x}.gz").read_bytes()).decode().splitlines()
                 for x in ("de", "en"))
