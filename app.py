@@ -26,7 +26,7 @@ from views.calls import load_translator, model_name, models, origin, translate
 from views.familiarity import familiarity_note
 from views.registry import DEFAULT_VIEW, FAMILIES, FAMILY_OF, VIEWS
 from views.state import (CODE as CLASS, LANG, MODEL_CHOICE, judge_url, read_flags, read_language, read_model, read_url,
-                         relabel, speak, write_url)
+                         relabel, rerun_on_reconnect, speak, write_url)
 from views.widgets import CSS, PRESENT_CSS, focus, literal, text_box, token_chips
 
 ROOT = Path(__file__).resolve().parent
@@ -116,6 +116,7 @@ speak()
 st.set_page_config(page_title=_("Inside a Transformer translator"), page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed")
 st.markdown(CSS, unsafe_allow_html=True)
+rerun_on_reconnect()  # before anything can stop the run: every page has its timer
 notes += safely(read_model, available) + safely(read_flags) if first_run else []
 # The presenter layout (?present=1, for a projector at 1366 x 768): no title, the model, the sentence and the view
 # in one row, the translation's details folded, larger type; the walk's stop and its picture start on the screen.

@@ -338,15 +338,20 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
 
     views: the view switch's registry (slug -> View); the view the link names reads its own parameters.
 
-    A page that lost its server (a replica killed behind the proxy) reconnects to a new session, and Streamlit's page
-    reruns nothing when it reconnects while idle: the new session's first run is the student's next interaction,
-    say a new sentence and Enter, sent with every widget's value as the page shows it and with the link as it was
-    before. The link holds the rest (every run writes it, views/explorer.js adds the picks made in the browser), but
-    not what was just typed: the text boxes' values the browser sent win.
+    A page that lost its server (a replica killed behind the proxy) reconnects to a new session and asks for a run at
+    once (rerun_on_reconnect): the new session's first run, sent with every widget's value as the page holds it and
+    with the link as it was before. The link holds the rest (every run writes it, views/explorer.js adds the picks made in the browser), but
+    not what was just typed: the text boxes' values the browser sent win. They are not written again where nothing
+    overrode them: a value written by the page replaces what the box shows, and a sentence typed but not yet sent
+    (its Enter pressed while the socket was down) stays in the box for the next Enter.
     """
     params, notes = st.query_params, []
+    ctx = get_script_run_ctx()
+    sent = {key: w.string_value for w in (ctx.session_state.get_widget_states() if ctx else [])  # none: a page opened
+            if (key := user_key_from_element_id(w.id)) in ("sentence", "s2", "reference")
+            and w.HasField("string_value")}
     sentence = text_param(params, "s", _("the sentence"), notes)
-    if sentence is not None:
+    if sentence is not None and "sentence" not in sent:
         st.session_state.sentence = sentence
     slug = params.get("view")
     if slug is not None and slug not in views:
@@ -356,11 +361,30 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
     if view:
         st.session_state.view = view.slug
         view.read(params, cfg, notes)
-    ctx = get_script_run_ctx()
-    for w in ctx.session_state.get_widget_states() if ctx else []:  # none when a page is opened
-        if (key := user_key_from_element_id(w.id)) in ("sentence", "s2", "reference") and w.HasField("string_value"):
-            st.session_state[key] = w.string_value[:MAX_SENTENCE]  # the boxes' keys (widgets.text_box), bounded
+    for key, value in sent.items():  # the boxes' keys (widgets.text_box): what the browser sent stays, bounded
+        if len(value) > MAX_SENTENCE or st.session_state.get(key) not in (None, value):  # None: the link set none
+            st.session_state[key] = value[:MAX_SENTENCE]
     return notes
+
+
+RECONNECT_S = 3600  # the reconnect fragment's own period: it has nothing to do but to be there
+
+
+def rerun_on_reconnect():
+    """Make the page ask for a whole run whenever its socket comes back.
+
+    Streamlit's page asks for a run after a reconnect only while a run, or a fragment's timer, is pending. A sentence
+    whose Enter went into a dying socket (a replica killed that moment) was lost with it, and the page, idle when its
+    socket came back, kept the old translation and the old link under the new sentence in the box. A fragment with a
+    timer of its own (empty, hidden, rerun once an hour at most) makes every reconnect ask for a run: the new
+    session's first run then reads the link and the boxes' values as the page shows them (read_url)."""
+    with st.container(key="reconnect"):  # hidden by views/widgets.py CSS
+        _reconnect_timer()
+
+
+@st.fragment(run_every=RECONNECT_S)
+def _reconnect_timer():
+    pass
 
 
 def judge_url(result, views: dict[str, View]) -> list[str]:

@@ -41,6 +41,7 @@ from .state import MAX_SENTENCE, MEAN
 # that the keyboard cannot reach (axe-core's scrollable-region-focusable); its copy button still takes the line whole.
 # !important where Streamlit's own class rules (`outline: none`, the primary colour) outrank a rule on the element.
 CSS = """<style>
+.st-key-reconnect {display:none}
 .chip {display:inline-block; padding:1px 7px; margin:2px 1px; border-radius:6px; color:inherit;
        background:rgba(128,128,128,0.16); border:1px solid rgba(128,128,128,0.38);
        font-family: ui-monospace, monospace; font-size:0.92em}
