@@ -340,10 +340,10 @@ def read_url(cfg, views: dict[str, View]) -> list[str]:
 
     A page that lost its server (a replica killed behind the proxy) reconnects to a new session and asks for a run at
     once (rerun_on_reconnect): the new session's first run, sent with every widget's value as the page holds it and
-    with the link as it was before. The link holds the rest (every run writes it, views/explorer.js adds the picks made in the browser), but
-    not what was just typed: the text boxes' values the browser sent win. They are not written again where nothing
-    overrode them: a value written by the page replaces what the box shows, and a sentence typed but not yet sent
-    (its Enter pressed while the socket was down) stays in the box for the next Enter.
+    with the link as it was before. The link holds the rest (every run writes it, views/explorer.js adds the picks
+    made in the browser), but not what was just typed: the text boxes' values the browser sent win. They are not
+    written again where nothing overrode them: a value written by the page replaces what the box shows, and a
+    sentence typed but not yet sent (its Enter pressed while the socket was down) stays in the box for the next Enter.
     """
     params, notes = st.query_params, []
     ctx = get_script_run_ctx()
