@@ -289,6 +289,14 @@ def main():
             teacher = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
             teacher.goto(f"{server}/?class={code}&key={key}&present=1", timeout=120_000)
             teacher.locator(".st-key-class_panel").wait_for(timeout=120_000)
+
+            def projector(last: float) -> float | None:
+                """Seconds from the last click until the projector shows every answer (not timed with --kill)."""
+                if args.kill:
+                    return None
+                teacher.get_by_text(f"{args.students} of {store.state(code).seats}").wait_for(timeout=60_000)
+                return time.monotonic() - last
+
             if loop:
                 students = asyncio.run_coroutine_threadsafe(
                     ws_students(server, code, question, args, run_dir, clicked), loop)
@@ -296,13 +304,12 @@ def main():
                     if students.done():
                         students.result()  # raises what stopped it
                         break
-            else:
-                outcome = browser_students(browser, server, code, question, args, run_dir, clicked)
-            if not args.kill:
-                teacher.get_by_text(f"{args.students} of {store.state(code).seats}").wait_for(timeout=60_000)
-            chart = time.monotonic() - times["last"]
-            if loop:
+                chart = projector(times["last"])
                 outcome = students.result()
+            else:  # one thread drives every page: the projector is read before the students' acknowledgements
+                outcome = browser_students(browser, server, code, question, args, run_dir,
+                                           lambda t: times.update(chart=projector(t)))
+                chart = times["chart"]
             browser.close()
         waits, acked = outcome["waits"], outcome["acked"]
         counted = store.state(code).answered
@@ -319,7 +326,7 @@ def main():
             ok = counted >= len(waits)
             print(f"every acknowledged answer counted: {ok} ({len(waits)} acknowledged, {counted} in the database)")
         print(f"summary: students {args.students} answered {len(waits)} counted {counted} p95 {p95:.2f} s chart "
-              + (f"{chart:.2f} s" if not args.kill else "(not timed with --kill)"))
+              + (f"{chart:.2f} s" if chart is not None else "(not timed with --kill)"))
     finally:
         stop()
         if loop:
