@@ -106,9 +106,13 @@ def say_unused(box, notes: list[str]):
 
 
 available = models()  # slug -> checkpoint; $TRANSFORMER_CHECKPOINT leaves only that one
-first_run = "url_notes" not in st.session_state  # a new browser session: the link's state is read once
-if first_run:  # marked read before anything can fail: a link that breaks the page breaks one run, never every reload
-    st.session_state.url_notes = []
+# The link's state is read in a browser session's first run, and again in its second where the first was cut short
+# before read_url (the visitor typed while a reconnected page was being drawn: a new run stops the old one); never in a
+# third, so a link that breaks the page breaks at most two runs, never every run after. Each reader is `safely`.
+tries = st.session_state.get("link_tries", 0)
+first_run = "url_notes" not in st.session_state and tries < 2
+if first_run:
+    st.session_state.link_tries = tries + 1
 notes = safely(read_language) if first_run else []  # first: every string from here on is in the page's language
 # kept when a run stops before the switch (a widget's key is not); English where the link's reading failed
 st.session_state[LANG] = st.session_state.get(LANG) or SOURCE
@@ -182,7 +186,7 @@ with details.expander(_("About this model and the colours")):  # on the page, no
 if first_run:
     st.session_state.url_notes = notes + safely(read_url, cfg, VIEWS)
 link_note = st.empty()  # the link's notes; the translation below may add one (a forced word it does not offer)
-unused, st.session_state.url_notes = st.session_state.url_notes, []  # said once; the next interaction clears it
+unused, st.session_state.url_notes = st.session_state.get("url_notes", []), []  # said once; the next run clears it
 say_unused(link_note, unused)
 classroom.panel()  # a class's question, or the teacher's projector panel (only with ?class= in the link)
 

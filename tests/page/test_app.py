@@ -333,6 +333,36 @@ def test_a_link_restores_view_layer_and_head(monkeypatch):
                                      "layer": "2", "head": "5"}  # picks made in the browser: tests/test_browser.py
 
 
+@pytest.mark.parametrize("cut", [1, 2])
+def test_a_first_run_cut_short_reads_the_link_in_the_next_never_after_two(monkeypatch, cut):
+    """A session's first run stopped before the link is read (as a new run stops it when the visitor types on a page
+    that reconnected): the next run reads the link. Where the second is stopped too, the third draws the defaults:
+    a link never holds up every run."""
+    import streamlit as st
+
+    import views.state
+
+    flags, stopped = views.state.read_flags, []
+
+    def cut_short():  # read_flags runs once per run that reads the link, before read_url
+        if len(stopped) < cut:
+            stopped.append(1)
+            st.stop()
+        return flags()
+    monkeypatch.setattr(views.state, "read_flags", cut_short)
+    at = from_url(monkeypatch, s="Zwei Männer spielen Fußball auf einer Wiese.", view="enc", layer="2", head="5")
+    for _ in range(cut):
+        assert not at.get("text_input") and not at.exception  # stopped before the box was drawn
+        at.run()
+    assert not at.exception and len(stopped) == cut
+    if cut == 1:
+        assert at.session_state.view == "enc" and at.text_input(key="sentence").value.startswith("Zwei Männer")
+        assert maps_data(at)[0]["pick"] == {"layer": 1, "head": 4, "draw": "map", "stretch": False}
+    else:  # the defaults: a first visit's walk, no sentence
+        assert "view" not in at.session_state and not at.text_input(key="sentence").value
+        assert at.info[0].value.startswith("Type a German sentence above")
+
+
 def test_a_link_restores_step_ablation_reference_and_beam(monkeypatch):
     s = "Ein Mann fährt Fahrrad."
     at = from_url(monkeypatch, s=s, view="trace", step="3")
