@@ -47,6 +47,41 @@ ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "t
            "x", "y", "z", "u", "v", "w"]
 
 
+# Two workers (pyproject.toml's addopts: pytest-xdist's `-n 2`, each file on one worker, so that a module's server
+# and browser start once): each worker, and each process it starts (a tool run, a server), gets one torch thread, as
+# the two cores are theirs to share (a tool's two threads beside the other worker ran 4x slower). A test marked
+# `alone` times something against a bar: it waits for the other worker's test to end and holds that worker back while
+# it runs (a readers-writer lock on two files that every worker of the run shares: the gate keeps a test waiting to run
+# alone from being passed over by the next test of the other worker).
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["OMP_NUM_THREADS"] = "1"  # read by torch as a started process imports it
+        torch.set_num_threads(1)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: nothing runs beside the test
+        yield
+        return
+    import fcntl
+
+    lock = Path(item.config.option.basetemp).parent / "turns"  # the run's folder: a worker's is popen-gwN in it
+    alone = item.get_closest_marker("alone") is not None
+    with open(f"{lock}.gate", "a") as gate, open(f"{lock}.room", "a") as room:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if alone:
+            fcntl.flock(room, fcntl.LOCK_EX)  # waits for the other worker's test; the gate holds back its next
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(room, fcntl.LOCK_SH)
+        try:
+            yield  # setup (a module's server too), the test, teardown
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+
+
 @pytest.fixture(autouse=True)
 def torch_threads():
     """app.py sets torch to one thread per call (for its sessions), and AppTest runs app.py inside this

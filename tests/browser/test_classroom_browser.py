@@ -38,6 +38,7 @@ def join(browser, link: str, name: str):
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the projector shows the answer within 2 s
 @pytest.mark.browser
 def test_a_class_votes_and_the_projector_follows_live(browser, class_server):
     server, folder = class_server

@@ -255,6 +255,7 @@ def test_every_view_runs_under_the_policy(served):
     assert found["cross"][1] >= 2 and found["positions"][1] >= 1, found  # the views drew their charts
 
 
+@pytest.mark.alone  # the lost sessions are back within BACK_WITHIN s
 def test_a_replica_lost_mid_class(served, data_dir):
     """4 sessions on 2 replicas, each its own sentence and view; one replica killed. Survivors keep their socket and
     page; lost sessions come back through the proxy with the sentence typed first after the kill, and their view; no
