@@ -10,9 +10,9 @@ Four tiers, one folder each, all under this file (the README's "Run the tests"):
   data set, one real `python -m` run per tool, whole-corpus runs, and the slower tiny-model checks.
 - tests/page: the page under AppTest on the shipped model.
 - tests/browser: the app served (a server per test module) and driven in headless Chromium (a browser per module).
-`python -m pytest` runs them all on two workers (below); `-m "not slow"` still leaves out browsers, AppTest, real processes and
-whole-corpus runs. tests/ is on the path (pyproject.toml), so `from conftest import ...`, `from appserver import ...`
-and a tier's module (`from unit.test_cli import corpus`) import as they are.
+`python -m pytest` runs them all on two workers (below); `-m "not slow"` still leaves out browsers, AppTest, real
+processes and whole-corpus runs. tests/ is on the path (pyproject.toml), so `from conftest import ...`,
+`from appserver import ...` and a tier's module (`from unit.test_cli import corpus`) import as they are.
 """
 
 import base64

@@ -42,8 +42,9 @@ def test_an_alone_test_overlaps_no_other_while_the_others_run_side_by_side(tmp_p
     env.pop("OMP_NUM_THREADS", None)
     env.pop("PYTEST_XDIST_WORKER", None)  # the run below has workers of its own
     # -p conftest: this suite's hooks, as its tests get them; --dist load: the module's tests go to both workers
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-o", "addopts=", "-n", "2", "--dist", "load",
-                        "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "base"), str(tmp_path / "test_turns.py")],
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-o", "addopts=", "-n", "2", "--dist",
+                        "load", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "base"),
+                        str(tmp_path / "test_turns.py")],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     runs = {name: (t0, t1, threads) for name, t0, t1, threads in map(json.loads, log.read_text().splitlines())}
