@@ -48,8 +48,7 @@ ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "t
 
 
 # Two workers (pyproject.toml's addopts: pytest-xdist's `-n 2`, each file on one worker, so that a module's server
-# and browser start once; the files in the order collected, the browser tier's long sweeps first and the unit tier's
-# short tests last to even out the end, where xdist's default puts the files with the most tests first): each worker, and each process it starts (a tool run, a server), gets one torch thread, as
+# and browser start once): each worker, and each process it starts (a tool run, a server), gets one torch thread, as
 # the two cores are theirs to share (a tool's two threads beside the other worker ran 4x slower). A test marked
 # `alone` times something against a bar: it waits for the other worker's test to end and holds that worker back while
 # it runs (a readers-writer lock on two files that every worker of the run shares: the gate keeps a test waiting to run
