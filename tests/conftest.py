@@ -52,7 +52,9 @@ ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "t
 # the two cores are theirs to share (a tool's two threads beside the other worker ran 4x slower). A test marked
 # `alone` times something against a bar: it waits for the other worker's test to end and holds that worker back while
 # it runs (a readers-writer lock on two files that every worker of the run shares: the gate keeps a test waiting to run
-# alone from being passed over by the next test of the other worker).
+# alone from being passed over by the next test of the other worker). And one browser test at a time (a file of
+# tests/browser): two Chromium pages, each with its server, side by side starved both and failed two in a run, while a
+# browser test beside a test of the other tiers keeps its timeouts.
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["OMP_NUM_THREADS"] = "1"  # read by torch as a started process imports it
@@ -68,7 +70,8 @@ def pytest_runtest_protocol(item, nextitem):
 
     lock = Path(item.config.option.basetemp).parent / "turns"  # the run's folder: a worker's is popen-gwN in it
     alone = item.get_closest_marker("alone") is not None
-    with open(f"{lock}.gate", "a") as gate, open(f"{lock}.room", "a") as room:
+    browser = item.path.parent.name == "browser"
+    with open(f"{lock}.gate", "a") as gate, open(f"{lock}.room", "a") as room, open(f"{lock}.browser", "a") as tier:
         fcntl.flock(gate, fcntl.LOCK_EX)
         if alone:
             fcntl.flock(room, fcntl.LOCK_EX)  # waits for the other worker's test; the gate holds back its next
@@ -76,9 +79,12 @@ def pytest_runtest_protocol(item, nextitem):
         else:
             fcntl.flock(gate, fcntl.LOCK_UN)
             fcntl.flock(room, fcntl.LOCK_SH)
+        if browser:  # taken after the room, always in this order: no two workers wait on each other
+            fcntl.flock(tier, fcntl.LOCK_EX)
         try:
             yield  # setup (a module's server too), the test, teardown
         finally:
+            fcntl.flock(tier, fcntl.LOCK_UN)
             fcntl.flock(room, fcntl.LOCK_UN)
 
 
