@@ -55,6 +55,8 @@ def test_an_answer_box_has_no_counter_and_says_when_an_answer_is_too_long(browse
         box = owner.get_by_label("Your answer (a number; press Enter)")
         box.fill("1" * 45)
         box.press("Enter")
+        # the answer's run is done: wait_idle alone returned before that run had started once, on a busy machine
+        pg.get_by_text("Your answer has 45 characters").first.wait_for(timeout=30_000)
         wait_idle(pg)
         assert box.input_value() == "1" * 45  # kept whole, not cut to 40
         assert "/40" not in owner.inner_text()
