@@ -10,8 +10,8 @@ Four tiers, one folder each, all under this file (the README's "Run the tests"):
   data set, one real `python -m` run per tool, whole-corpus runs, and the slower tiny-model checks.
 - tests/page: the page under AppTest on the shipped model.
 - tests/browser: the app served (a server per test module) and driven in headless Chromium (a browser per module).
-`python -m pytest` runs them all (`-n 2`: on two workers, below); `-m "not slow"` still leaves out browsers, AppTest, real
-processes and whole-corpus runs. tests/ is on the path (pyproject.toml), so `from conftest import ...`,
+`python -m pytest` runs them all (`-n 2`: on two workers, below); `-m "not slow"` still leaves out browsers,
+AppTest, real processes and whole-corpus runs. tests/ is on the path (pyproject.toml), so `from conftest import ...`,
 `from appserver import ...` and a tier's module (`from unit.test_cli import corpus`) import as they are.
 """
 
@@ -47,14 +47,14 @@ ENGLISH = ["<unk>", "<pad>", "<sos>", "<eos>", ".", "a", "dog", "runs", "in", "t
            "x", "y", "z", "u", "v", "w"]
 
 
-# Two workers (`python -m pytest -n 2`; pyproject.toml's addopts put each file on one worker, so that a module's
-# server and browser start once): each worker, and each process it starts (a tool run, a server), gets one torch thread, as
-# the two cores are theirs to share (a tool's two threads beside the other worker ran 4x slower). A test marked
-# `alone` times something against a bar: it waits for the other worker's test to end and holds that worker back while
-# it runs (a readers-writer lock on two files that every worker of the run shares: the gate keeps a test waiting to run
-# alone from being passed over by the next test of the other worker). And one browser test at a time (a file of
-# tests/browser): two Chromium pages, each with its server, side by side starved both and failed two in a run, while a
-# browser test beside a test of the other tiers keeps its timeouts.
+# Two workers (`python -m pytest -n 2`; pyproject.toml's addopts put each file on one worker, so that a module's server
+# and browser start once): each worker, and each process it starts (a tool run, a server), gets one torch thread, as the
+# two cores are theirs to share (a tool's two threads beside the other worker ran 4x slower). A test marked `alone`
+# times something against a bar: it waits for the other worker's test to end and holds that worker back while it runs (a
+# readers-writer lock on two files that every worker of the run shares: the gate keeps a test waiting to run alone from
+# being passed over by the next test of the other worker). And one browser test at a time (a file of tests/browser): two
+# Chromium pages, each with its server, side by side starved both and failed two in a run, while a browser test beside a
+# test of the other tiers keeps its timeouts.
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["OMP_NUM_THREADS"] = "1"  # read by torch as a started process imports it
