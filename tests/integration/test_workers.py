@@ -1,6 +1,6 @@
-"""The suite's two workers (tests/conftest.py, pyproject.toml's addopts): a test marked `alone` runs with the other
-worker held back, while the other tests run side by side; two tests of tests/browser never run at once; and every
-process a worker starts gets one torch thread."""
+"""The suite on two workers (`python -m pytest -n 2`, tests/conftest.py's hooks): a test marked `alone` runs with
+the other worker held back, while the other tests run side by side; two tests of tests/browser never run at once;
+and every process a worker starts gets one torch thread."""
 
 import json
 import os
