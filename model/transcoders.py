@@ -29,6 +29,7 @@ Training teacher-forces the model on the Multi30k training pairs (references, dr
 background, niced, with a progress bar, and resumes after an interruption from its work folder.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -75,18 +76,18 @@ def block_label(block: str) -> str:
 class Recipe:
     """How one block's transcoder is built and trained (docs/contract.md, "Transcoders")."""
 
-    width: int = 2048  # F features
-    k: int = 16  # TopK: active features per token; 0: ReLU with an L1 penalty (Dunefsky et al.)
+    width: int = 1024  # F features
+    k: int = 32  # TopK: active features per token; 0: ReLU with an L1 penalty (Dunefsky et al.)
     skip: bool = True  # the affine skip x W_skip (Paulo et al.)
     l1: float = 0.0  # the L1 coefficient of the ReLU variant
-    epochs: int = 8
+    epochs: int = 16
     batch: int = 4096  # tokens per step
     lr: float = 1e-3  # Adam; linear decay to 0 over the last fifth of the steps
     aux_k: int = 256  # AuxK (Gao et al.): dead features reconstruct the error, with this many at most
     aux_coef: float = 1 / 32
-    dead_after: int = 50_000  # a feature that has not fired for this many training tokens is dead (AuxK)
+    dead_after: int = 10_000  # a feature that has not fired for this many training tokens is dead (AuxK)
     seed: int = 0
-    storage: str = "float16"  # how the dictionaries ship: "float16", or "int8" (see pack)
+    storage: str = "int8"  # how the dictionaries ship: "int8" (see pack), or "float16"
 
 
 class Transcoder(nn.Module):
@@ -201,6 +202,15 @@ def training_pairs(translator, data_dir, split: str = "train") -> tuple[list, li
 
 
 # training ------------------------------------------------------------------------------------------------------
+def recipe_key(recipe: Recipe) -> str:
+    """A run's own folder name under the work folder: the first 12 of the sha256 of how it trains (not how it is
+    stored), so a run of another recipe never writes over a finished one and a run resumes across storages."""
+    from .files import dumps
+
+    trains = {k: v for k, v in asdict(recipe).items() if k != "storage"}
+    return hashlib.sha256(dumps(trains, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def _trained_alike(a: dict, b: dict) -> bool:
     """Two recipes that train the same way (how the result is stored does not matter to a resumed run)."""
     return {k: v for k, v in a.items() if k != "storage"} == {k: v for k, v in b.items() if k != "storage"}
@@ -502,8 +512,10 @@ COMPARED = (  # (name, Recipe fields): the variants and widths `compare` measure
 )
 COMPARE_SENTENCES = 8000  # training pairs each variant is trained on in `compare`
 COMPARE_BLOCKS = ("enc.1", "dec.1")
-CHOICE = {"width": 2048, "k": 16, "skip": True}  # `compare`'s choice (checkpoints/transcoders_compare.json, the card)
+CHOICE = {"width": 1024, "k": 32, "skip": True}  # what ships: choose_run over every full run (transcoders_runs.json)
 MAX_L0 = 32  # the choice's sparsity cap: the configurations with more active features per token are not chosen
+MAX_BLEU_DROP = 1.0  # the gates: test2016 BLEU within 1.0 of the model's with all six blocks replaced,
+MAX_DEAD = 0.2  # and at most 20% of each block's features dead (never active on the validation set)
 
 
 def work_folder(folder: Path) -> Path:
@@ -551,8 +563,28 @@ def choose(rows: list) -> str:
     """The chosen configuration: the highest mean loss recovered over the compared blocks, among those with at most
     MAX_L0 active features per token and at most 20% dead features on every block."""
     names = dict.fromkeys(r["name"] for r in rows)
-    ok = [n for n in names if all(r["l0"] <= MAX_L0 and r["dead"] <= 0.2 for r in rows if r["name"] == n)]
+    ok = [n for n in names if all(r["l0"] <= MAX_L0 and r["dead"] <= MAX_DEAD for r in rows if r["name"] == n)]
     return max(ok, key=lambda n: np.mean([r["loss_recovered"] for r in rows if r["name"] == n]))
+
+
+def meets_gates(run: dict) -> bool:
+    """Whether a full run's card (its measures and test2016 BLEU) meets both gates (MAX_BLEU_DROP, MAX_DEAD)."""
+    drop = run["test2016_bleu"] - run["test2016_bleu_all_replaced"]
+    return drop <= MAX_BLEU_DROP and all(m["dead"] <= MAX_DEAD for m in run["measures"].values())
+
+
+def choose_run(runs: list) -> dict:
+    """The configuration that ships: among the full runs that meet both gates, the one with the highest loss
+    recovered with all six blocks replaced; where none does, among those within the BLEU gate, the one whose worst
+    block has the fewest dead features. Its width, k and skip. (`compare`'s short runs, 8,000 pairs for 4 epochs,
+    leave no feature dead, so they rank the variants but cannot see the dead gate; the full runs can.)"""
+    both = [r for r in runs if meets_gates(r)]
+    if both:
+        best = max(both, key=lambda r: r["loss_recovered_all"])
+    else:
+        best = min((r for r in runs if r["test2016_bleu"] - r["test2016_bleu_all_replaced"] <= MAX_BLEU_DROP),
+                   key=lambda r: max(m["dead"] for m in r["measures"].values()))
+    return {k: best["recipe"][k] for k in ("width", "k", "skip")}
 
 
 def card_measures(translator, dicts: dict, data_dir, progress: bool = True) -> dict:
@@ -593,7 +625,7 @@ def train(translator, folder: Path, data_dir, recipe: Recipe, progress: bool = T
     log(f"collecting the blocks' inputs and outputs over {len(src)} training pairs")
     acts = collect(translator.model, src, tgt)
     names = blocks(translator.cfg)
-    work = work_folder(folder) / (f"limit{limit}" if limit else "all")
+    work = work_folder(folder) / (f"limit{limit}" if limit else "all") / recipe_key(recipe)
     steps = sum(math.ceil(len(acts.X[b]) / recipe.batch) * recipe.epochs for b in names)
     dicts = {}
     with _bar(steps, "transcoders", not progress) as bar:
@@ -844,8 +876,10 @@ def _parser():
             s.add_argument("--width", type=cli.whole, default=CHOICE["width"], help="features per block")
             s.add_argument("--k", type=cli.whole, default=CHOICE["k"], help="active features per token (TopK)")
             s.add_argument("--epochs", type=cli.whole, default=Recipe.epochs, help="passes over the training pairs")
+            s.add_argument("--dead-after", type=cli.whole, default=Recipe.dead_after,
+                           help="training rows without firing after which a feature counts as dead (AuxK)")
             s.add_argument("--storage", choices=STORAGES, default=Recipe.storage,
-                           help="how the dictionaries ship: float16, or int8 with a float16 scale per feature")
+                           help="how the dictionaries ship: int8 with a float16 scale per feature, or float16")
         cli.add_checkpoint(s)
         cli.add_device(s)
     return p
@@ -880,10 +914,10 @@ def _main(argv=None):
         files.write_text(folder / "transcoders_compare.json", files.dumps(result, indent=1))
         print(files.dumps({"chosen": result["chosen"], "out": str(folder / "transcoders_compare.json")}))
     elif args.cmd == "train":
-        if args.width < 1 or args.k < 0 or args.epochs < 1:
-            raise InputError("--width and --epochs are at least 1, --k at least 0")
+        if args.width < 1 or args.k < 0 or args.epochs < 1 or args.dead_after < 1:
+            raise InputError("--width, --epochs and --dead-after are at least 1, --k at least 0")
         card = train(translator, folder, data_dir, Recipe(width=args.width, k=args.k, epochs=args.epochs,
-                                                          storage=args.storage), progress,
+                                                          dead_after=args.dead_after, storage=args.storage), progress,
                      limit=args.limit)
         print(files.dumps({"out": str(folder / WEIGHTS), "bleu": card["test2016_bleu"],
                            "bleu_all_replaced": card["test2016_bleu_all_replaced"], "blocks": page_summary(card)}))

@@ -33,9 +33,9 @@ def test_the_card_is_measured_again_from_the_shipped_dictionaries(shipped):
     for b, tc in dicts.items():
         want, got = card["measures"][b], T.block_measures(tc, val.X[b], val.Y[b])
         assert got["tokens"] == want["tokens"], b
-        # the learned model's card was measured on its dictionaries as trained (float32), its file holds them in
-        # float16: the two differ by at most 3e-6 in fvu, 4e-4 in L0 and one dead feature (enc.2); a card measured
-        # on the dictionaries as stored (the recipe names a storage: the sinusoidal model's int8) agrees to rounding
+        # each card is measured on the dictionaries as stored (int8, the recipe's storage), so measured again it
+        # agrees to the rounding of float sums (a card measured as trained, float32, against a float16 file: within
+        # 3e-6 in fvu, 4e-4 in L0 and one dead feature, these bounds)
         assert got["fvu"] == pytest.approx(want["fvu"], rel=1e-4), b
         assert got["l0"] == pytest.approx(want["l0"], abs=2e-3), b
         assert abs(got["dead"] - want["dead"]) <= 2 / tc.width, b

@@ -19,12 +19,26 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHECKPOINT / T.WEIGHTS).
                                                           "(python -m model.transcoders train, then index)")]
 
 S = "Zwei Hunde spielen im Schnee."
-EDIT = ("dec.2", 1763)  # x4 turns "two dogs play in the snow ." into "two dogs are playing in the snow ."
 
 
 @pytest.fixture(scope="module")
 def dicts(shipped_models):
     return T.load(CHECKPOINT)[0]
+
+
+@pytest.fixture(scope="module")
+def edit(translator, dicts) -> tuple:
+    """("dec.2", f): of the last decoder block's features among the strongest at some step of S, the strongest one
+    (its largest activation) whose scaling by 4 changes the words written."""
+    found = {b.block: b for b in T.sentence_features(translator, dicts, translator.force(S))}["dec.2"]
+    strongest = {}
+    for f, v in (fv for step in found.top for fv in step):
+        strongest[f] = max(v, strongest.get(f, 0.0))
+    before = translator.translate(S).output_tokens
+    for f in sorted(strongest, key=strongest.get, reverse=True):
+        if translator.translate_batch([S], patch=T.edit_patch(dicts, {("dec.2", f): 4.0}))[0].output_tokens != before:
+            return "dec.2", f
+    pytest.fail("no feature of dec.2 among S's strongest changes its words when scaled by 4")
 
 
 def table(at):
@@ -62,25 +76,25 @@ def test_the_table_is_the_blocks_features(monkeypatch, shipped_models, model):
     assert dict(at.query_params)["fblock"] == "dec.1"
 
 
-def test_the_link_round_trips_its_picks(monkeypatch):
-    name = f"{EDIT[0]}.{EDIT[1]}"
+def test_the_link_round_trips_its_picks(monkeypatch, edit):
+    name = f"{edit[0]}.{edit[1]}"
     link = {"s": S, "view": "features", "fblock": "enc.2", "feat": name, "fedit": f"{name}=4,enc.2.7=0"}
     at = from_url(monkeypatch, **link)
     assert not at.exception and not at.error and not at.warning
     assert at.segmented_control(key="feat_block").value == "enc.2"
     assert at.selectbox(key="feat_pick").value == name  # a feature of another block than the one shown
-    assert "**Edits in force:** dec.2.1763 × 4, enc.2.7 off" in shown(markdown(at))
+    assert f"**Edits in force:** {name} × 4, enc.2.7 off" in shown(markdown(at))
     assert dict(at.query_params) == link
     at.segmented_control(key="feat_block").set_value("enc.0").run()  # the default block leaves the link
     assert "fblock" not in dict(at.query_params) and dict(at.query_params)["feat"] == name
 
 
-def test_an_edit_is_the_patched_model(monkeypatch, translator, dicts):
-    """fedit=dec.2.1763=4: the words, each step's probability and the maps are translate_batch's with edit_patch."""
-    name = f"{EDIT[0]}.{EDIT[1]}"
+def test_an_edit_is_the_patched_model(monkeypatch, translator, dicts, edit):
+    """fedit=dec.2.F=4: the words, each step's probability and the maps are translate_batch's with edit_patch."""
+    name = f"{edit[0]}.{edit[1]}"
     at = from_url(monkeypatch, s=S, view="features", fedit=f"{name}=4")
     assert not at.exception and not at.error and not at.warning
-    patch = T.edit_patch(dicts, {EDIT: 4.0})
+    patch = T.edit_patch(dicts, {edit: 4.0})
     before, after = translator.translate(S), translator.translate_batch([S], patch=patch)[0]
     assert after.output_tokens != before.output_tokens  # the edit changes the words: the test can see it
     md = shown(markdown(at))
@@ -101,7 +115,7 @@ def test_an_edit_is_the_patched_model(monkeypatch, translator, dicts):
     for what, r in (("original", before), ("with the edits", after)):
         z = array(chart(at, f"Cross-attention, layer 3, mean of heads: {what}")["data"][0]["z"])
         np.testing.assert_allclose(z, r.cross_attentions[2].mean(axis=0), atol=1e-5)
-    assert T.parse_edits(dict(at.query_params)["fedit"], dicts) == {EDIT: 4.0}
+    assert T.parse_edits(dict(at.query_params)["fedit"], dicts) == {edit: 4.0}
 
 
 def test_an_edit_that_keeps_the_words_draws_the_difference_and_its_table(monkeypatch, translator, dicts):

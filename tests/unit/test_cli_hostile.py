@@ -116,6 +116,8 @@ FAILURES = {  # case: (tool, its arguments from ctx, what the error line says)
     "train limit -5": (train, lambda c: [*c.train, "--limit", "-5"], ["--limit must be at least 0, got -5"]),
     "train epochs 0": (train, lambda c: [*c.train, "--epochs", "0"], ["--epochs must be at least 1, got 0"]),
     "train seed -1": (train, lambda c: [*c.train, "--seed", "-1"], ["--seed must be at least 0, got -1"]),
+    "transcoders dead-after 0": (transcoders, lambda c: ["train", "--checkpoint", c.ck, "--dead-after", "0"],
+                                 ["--width, --epochs and --dead-after are at least 1"]),
     "train snapshot step superscript": (train, lambda c: [*c.train, "--snapshots", "e\u00b2"], ["is not a step"]),
     "head_importance limit -5": (head_importance, lambda c: ["--checkpoint", c.ck, "--src", c.src, "--ref", c.ref,
                                                              "--limit", "-5", *c.out], ["--limit must be at least 0"]),

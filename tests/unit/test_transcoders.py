@@ -158,7 +158,7 @@ def test_training_resumes_where_it_stopped(tmp_path):
     same optimiser state, same learning-rate schedule)."""
     g = torch.Generator().manual_seed(2)
     X, Y = torch.randn(300, 8, generator=g).half(), torch.randn(300, 8, generator=g).half()
-    recipe = T.Recipe(width=16, k=2, epochs=4, batch=64)
+    recipe = T.Recipe(width=16, k=2, epochs=4, batch=64, storage="float16")
     whole = T.train_block(X, Y, recipe)
 
     class Stopped(Exception):
@@ -225,6 +225,46 @@ def test_block_measures_equal_literal_counts():
     assert m["l0"] == pytest.approx(active.sum() / 200)
     fvu = float(((Y - y_hat) ** 2).sum() / ((Y - Y.mean(0)) ** 2).sum())
     assert m["fvu"] == pytest.approx(fvu, rel=1e-5)
+
+
+def run_card(drop: float, dead: list, recovered: float, width: int) -> dict:
+    """A full run's card as transcoders_runs.json keeps it: BLEU 40 before, its drop, one dead share per block."""
+    return {"recipe": {"width": width, "k": 16, "skip": True}, "test2016_bleu": 40.0,
+            "test2016_bleu_all_replaced": 40.0 - drop, "loss_recovered_all": recovered,
+            "measures": {f"enc.{i}": {"dead": d} for i, d in enumerate(dead)}}
+
+
+def test_the_chosen_run_is_the_best_of_those_that_meet_both_gates():
+    """Known answers: the runs that miss a gate (BLEU down 1.01; one block 20.1% dead) lose to a worse run that meets
+    both, whatever their loss recovered; both gates are inclusive. Where no run meets both, the run within the BLEU
+    gate whose worst block has the fewest dead features; none within it is an error."""
+    over_bleu, over_dead = run_card(1.01, [0.0, 0.1], 0.99, 4096), run_card(0.5, [0.201, 0.1], 0.98, 2048)
+    edge, better = run_card(1.0, [0.2, 0.2], 0.90, 512), run_card(0.9, [0.1, 0.19], 0.95, 1024)
+    assert [T.meets_gates(r) for r in (over_bleu, over_dead, edge, better)] == [False, False, True, True]
+    assert T.choose_run([over_bleu, over_dead, edge, better]) == {"width": 1024, "k": 16, "skip": True}
+    assert T.choose_run([over_bleu, edge, over_dead]) == {"width": 512, "k": 16, "skip": True}
+    deader = run_card(0.2, [0.1, 0.38], 0.99, 256)
+    assert T.choose_run([over_bleu, deader, over_dead]) == {"width": 2048, "k": 16, "skip": True}
+    with pytest.raises(ValueError):
+        T.choose_run([over_bleu])
+
+
+@pytest.mark.parametrize("folder", ["", "sinusoidal"])
+def test_each_shipped_card_is_the_configuration_chosen_from_its_models_full_runs(folder):
+    """checkpoints/[sinusoidal/]transcoders_runs.json: the gates read by hand on every run; the shipped card is one
+    of the runs, meets both gates where a run does, and has the chosen configuration, which is T.CHOICE (the
+    command's default)."""
+    from conftest import CHECKPOINT
+
+    runs = json.loads((CHECKPOINT / folder / "transcoders_runs.json").read_text())["runs"]
+    card = json.loads((CHECKPOINT / folder / "transcoders.json").read_text())
+    for r in runs:
+        drop = r["test2016_bleu"] - r["test2016_bleu_all_replaced"]
+        assert T.meets_gates(r) == (drop <= 1.0 and max(m["dead"] for m in r["measures"].values()) <= 0.2), r["run"]
+    assert T.choose_run(runs) == T.CHOICE == {k: card["recipe"][k] for k in T.CHOICE}
+    assert T.meets_gates(card) == any(T.meets_gates(r) for r in runs)
+    assert [r["run"] for r in runs if r["recipe"] == card["recipe"] and r["measures"] == card["measures"]
+            and r["test2016_bleu_all_replaced"] == card["test2016_bleu_all_replaced"]], "the card is not a run"
 
 
 def test_names_and_edits_are_checked():
@@ -410,4 +450,15 @@ def test_train_writes_the_dictionaries_and_a_card_that_reads_them_back(tmp_path,
                 for x in ("de", "en"))
     assert card["test2016_bleu_all_replaced"] == pytest.approx(T.corpus_bleu(tr, src, ref, T.replace_patch(dicts)))
     assert card["test2016_bleu"] == pytest.approx(T.corpus_bleu(tr, src, ref))
-    assert (tmp_path / "work" / "all" / "dec.1" / "state.pt").is_file()
+    recipe = T.Recipe(width=24, k=3, epochs=2, batch=16, storage=storage)
+    assert (tmp_path / "work" / "all" / T.recipe_key(recipe) / "dec.1" / "state.pt").is_file()
+
+
+def test_each_recipe_trains_in_a_folder_of_its_own_and_a_storage_shares_it():
+    """Two runs that train differently (here only AuxK's threshold) never share a state file (a later run wrote over a
+    finished one when they did); two that differ only in how they are stored do, so one resumes the other."""
+    base = T.Recipe(width=24, k=3, epochs=2, storage="float16")
+    assert T.recipe_key(base) == T.recipe_key(T.Recipe(width=24, k=3, epochs=2, storage="int8"))
+    keys = {T.recipe_key(r) for r in (base, T.Recipe(width=24, k=3, epochs=2, dead_after=50_000, storage="float16"),
+                                      T.Recipe(width=24, k=3, epochs=3, storage="float16"))}
+    assert len(keys) == 3 and all(len(k) == 12 and int(k, 16) >= 0 for k in keys)
