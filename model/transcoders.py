@@ -202,18 +202,17 @@ def training_pairs(translator, data_dir, split: str = "train") -> tuple[list, li
 
 
 # training ------------------------------------------------------------------------------------------------------
+def _trains(recipe: dict) -> dict:
+    """How a run trains: its recipe without how the result is stored (a run resumes across storages)."""
+    return {k: v for k, v in recipe.items() if k != "storage"}
+
+
 def recipe_key(recipe: Recipe) -> str:
-    """A run's own folder name under the work folder: the first 12 of the sha256 of how it trains (not how it is
-    stored), so a run of another recipe never writes over a finished one and a run resumes across storages."""
+    """A run's own folder name under the work folder: the first 12 of the sha256 of how it trains, so a run of
+    another recipe never writes over a finished one and a run resumes across storages."""
     from .files import dumps
 
-    trains = {k: v for k, v in asdict(recipe).items() if k != "storage"}
-    return hashlib.sha256(dumps(trains, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def _trained_alike(a: dict, b: dict) -> bool:
-    """Two recipes that train the same way (how the result is stored does not matter to a resumed run)."""
-    return {k: v for k, v in a.items() if k != "storage"} == {k: v for k, v in b.items() if k != "storage"}
+    return hashlib.sha256(dumps(_trains(asdict(recipe)), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def train_block(X: torch.Tensor, Y: torch.Tensor, recipe: Recipe, work: Path | None = None, progress=None,
@@ -233,7 +232,7 @@ def train_block(X: torch.Tensor, Y: torch.Tensor, recipe: Recipe, work: Path | N
     state_file = None if work is None else work / "state.pt"
     if state_file is not None and state_file.is_file():
         state = torch.load(state_file, weights_only=True)
-        if _trained_alike(state["recipe"], asdict(recipe)):
+        if _trains(state["recipe"]) == _trains(asdict(recipe)):
             tc.load_state_dict(state["model"])
             opt.load_state_dict(state["opt"])
             since, epoch, seconds = state["since"], state["epoch"], state.get("seconds", 0.0)
@@ -567,10 +566,14 @@ def choose(rows: list) -> str:
     return max(ok, key=lambda n: np.mean([r["loss_recovered"] for r in rows if r["name"] == n]))
 
 
+def _within_bleu(run: dict) -> bool:
+    """A full run's card (or its line in transcoders_runs.json) within the BLEU gate (MAX_BLEU_DROP)."""
+    return run["test2016_bleu"] - run["test2016_bleu_all_replaced"] <= MAX_BLEU_DROP
+
+
 def meets_gates(run: dict) -> bool:
     """Whether a full run's card (its measures and test2016 BLEU) meets both gates (MAX_BLEU_DROP, MAX_DEAD)."""
-    drop = run["test2016_bleu"] - run["test2016_bleu_all_replaced"]
-    return drop <= MAX_BLEU_DROP and all(m["dead"] <= MAX_DEAD for m in run["measures"].values())
+    return _within_bleu(run) and all(m["dead"] <= MAX_DEAD for m in run["measures"].values())
 
 
 def choose_run(runs: list) -> dict:
@@ -582,8 +585,7 @@ def choose_run(runs: list) -> dict:
     if both:
         best = max(both, key=lambda r: r["loss_recovered_all"])
     else:
-        best = min((r for r in runs if r["test2016_bleu"] - r["test2016_bleu_all_replaced"] <= MAX_BLEU_DROP),
-                   key=lambda r: max(m["dead"] for m in r["measures"].values()))
+        best = min(filter(_within_bleu, runs), key=lambda r: max(m["dead"] for m in r["measures"].values()))
     return {k: best["recipe"][k] for k in ("width", "k", "skip")}
 
 
