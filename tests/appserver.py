@@ -104,17 +104,21 @@ def translate_in_page(page, sentence: str, timeout_ms=30_000):
                            arg=browser_views(), timeout=timeout_ms)
 
 
-def pick_view(page, label: str, timeout_ms=30_000):
-    """Pick a view by its label on the page's switch as a visitor does: its family's button (where another family is
-    open), then the view's button (views/registry.py FAMILIES)."""
+def pick_view(page, label: str, timeout_ms=30_000, lang: str = "en"):
+    """Pick a view by its (English) label on the page's switch as a visitor does: its family's button (where another
+    family is open), then the view's button (views/registry.py FAMILIES). `lang`: the page's language, whose
+    catalogue names the buttons."""
+    from model.i18n import catalogue
     from views.registry import FAMILY_OF, VIEWS
 
+    said = str if lang == "en" else catalogue(lang).gettext
     slug = next(s for s, v in VIEWS.items() if v.label == label)
-    family = page.get_by_role("radiogroup", name="Sections").get_by_role("radio", name=FAMILY_OF[slug].name, exact=True)
+    family = page.get_by_role("radiogroup", name=said("Sections")).get_by_role("radio", name=said(FAMILY_OF[slug].name),
+                                                                              exact=True)
     if family.get_attribute("aria-checked") != "true":
         family.click()  # opens the family's first view: it may be the one wanted
         wait_idle(page, timeout_ms)
-    view = page.get_by_role("radiogroup", name="View").get_by_role("radio", name=label, exact=True)
+    view = page.get_by_role("radiogroup", name=said("View")).get_by_role("radio", name=said(label), exact=True)
     if view.get_attribute("aria-checked") != "true":  # a click on the open view would only take the focus from it
         view.click()
 

@@ -1,6 +1,6 @@
 """What the tests share, in one place: tiny vocabularies and models for unit tests, a tiny checkpoint for the
 command-line tools, the shipped checkpoint and the data set when present, ways to run a tool, the page under
-AppTest, and the app in headless Chromium (a server per test module, a browser, a page, a download).
+AppTest, and the app in headless Chromium (one server and one browser per session, a page, a download).
 
 Four tiers, one folder each, all under this file (the README's "Run the tests"):
 - tests/unit: tiny models built here or in the test, in this process; no shipped checkpoint, no data set, no AppTest,
@@ -9,7 +9,8 @@ Four tiers, one folder each, all under this file (the README's "Run the tests"):
 - tests/integration: the shipped models (shipped_models, translator: loaded once per session, read-only), the Multi30k
   data set, one real `python -m` run per tool, whole-corpus runs, and the slower tiny-model checks.
 - tests/page: the page under AppTest on the shipped model.
-- tests/browser: the app served (a server per test module) and driven in headless Chromium (a browser per module).
+- tests/browser: the app served (one server per session) and driven in headless Chromium (one browser per session;
+  a module that needs a server of another environment starts its own).
 `python -m pytest` runs them all (`-n 2`: on two workers, below); `-m "not slow"` still leaves out browsers,
 AppTest, real processes and whole-corpus runs. tests/ is on the path (pyproject.toml), so `from conftest import ...`,
 `from appserver import ...` and a tier's module (`from unit.test_cli import corpus`) import as they are.
@@ -384,7 +385,10 @@ def array(value) -> np.ndarray:
 # the page in a real browser (slow tier) ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+# One server and one browser per session (per worker under `-n 2`), shared by every module of tests/browser that needs
+# no environment of its own: its caches stay warm from module to module, and a module starts neither. Each test opens
+# its own context and pages (a page is a Streamlit session of its own, with its own state) and closes them.
+@pytest.fixture(scope="session")
 def server():
     if not (CHECKPOINT / "model.safetensors").is_file():
         pytest.skip("no shipped checkpoint")
@@ -394,7 +398,7 @@ def server():
     stop_app(proc)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def chromium():
     """Debian's Chromium, or the test is skipped (the README says how to install it)."""
     if not Path(CHROMIUM).exists():
@@ -402,7 +406,7 @@ def chromium():
     return CHROMIUM
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(chromium):
     from playwright.sync_api import sync_playwright
 
