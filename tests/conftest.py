@@ -385,6 +385,16 @@ def array(value) -> np.ndarray:
 # the page in a real browser (slow tier) ---------------------------------------------------------------
 
 
+def run_async(coro):
+    """asyncio.run(coro) in a thread of its own: while the session's browser (sync Playwright) is open, this thread has
+    an event loop running, and asyncio.run refuses to start another in it."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 # One server and one browser per session (per worker under `-n 2`), shared by every module of tests/browser that needs
 # no environment of its own: its caches stay warm from module to module, and a module starts neither. Each test opens
 # its own context and pages (a page is a Streamlit session of its own, with its own state) and closes them.

@@ -76,10 +76,9 @@ def test_st_session_speaks_to_a_real_page(tmp_path):
     """bench/st_session.Session against a real `streamlit run` of a small page: the fragment's auto-reruns come from
     the client's own timer, a button in the fragment reruns the fragment only (the page outside is not sent again),
     a form's text goes with its submit, a button press lasts one run, the link the server writes is carried on."""
-    import asyncio
-
     from appserver import free_port, start_app, stop_app
     from bench.st_session import Session
+    from conftest import run_async
 
     page = tmp_path / "page.py"
     page.write_text(CLIENT_PAGE)
@@ -112,6 +111,6 @@ def test_st_session_speaks_to_a_real_page(tmp_path):
         await s.close()
 
     try:
-        asyncio.run(drive())
+        run_async(drive())
     finally:
         stop_app(proc)

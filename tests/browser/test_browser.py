@@ -5,7 +5,7 @@ import json
 import pytest
 
 from appserver import CHROMIUM_ARGS, draw_every_chart, free_port, pick_view, start_app, stop_app, translate_in_page, wait_idle
-from conftest import CHECKPOINT, ROOT, download, fresh_page
+from conftest import CHECKPOINT, ROOT, download, fresh_page, run_async
 
 ARTIFACTS = ROOT / "tests/artifacts"
 
@@ -475,8 +475,6 @@ def test_a_row_of_the_head_statistics_opens_that_head(page, server):
 def test_sessions_at_once_each_get_their_own_translation_and_ablation(chromium, server, data_dir):
     """The load test small (many sessions share one model): 6 browser sessions press Enter together, 3 of them with a head switched
     off by their link; each must show exactly what python -m model.translate gives (bench/load_test.py)."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
 
     from bench import load_test
     from model.data import load_split
@@ -491,8 +489,7 @@ def test_sessions_at_once_each_get_their_own_translation_and_ablation(chromium, 
             result = await load_test.sessions_round(browser, server + "/", sentences, expected, 6)
             await browser.close()
             return result
-    with ThreadPoolExecutor(1) as pool:  # its own thread: the sync Playwright of the other tests may be running
-        r = pool.submit(asyncio.run, go()).result()
+    r = run_async(go())
     assert not r["wrong"] and not r["errors"], (r["wrong"], r["errors"])
     assert r["max"] < 60
 

@@ -5,7 +5,6 @@ that stay bounded.
 Drives the same code as `python bench/load_test.py --proxy 2 --lost 4`, smaller.
 """
 
-import asyncio
 import os
 import re
 import shutil
@@ -16,13 +15,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from appserver import CHROMIUM, CHROMIUM_ARGS
-from conftest import CHECKPOINT
+from conftest import CHECKPOINT, run_async
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -248,8 +246,7 @@ def test_every_view_runs_under_the_policy(served):
             heard = await page.evaluate("window.violations")
             await browser.close()
             return views_logged, found, refused, heard
-    with ThreadPoolExecutor(1) as pool:  # its own thread: the sync Playwright of the other tests may be running
-        logged, found, refused, heard = pool.submit(asyncio.run, go()).result()
+    logged, found, refused, heard = run_async(go())
     assert refused == [False, "EvalError"] and len(heard) == 2, (refused, heard)
     assert {slug: v for slug, (v, _) in found.items() if v} == {} and not logged, (found, logged)
     assert found["cross"][1] >= 2 and found["positions"][1] >= 1, found  # the views drew their charts
@@ -277,8 +274,7 @@ def test_a_replica_lost_mid_class(served, data_dir):
                                                       expected, 4)
             await browser.close()
             return result
-    with ThreadPoolExecutor(1) as pool:  # its own thread: the sync Playwright of the other tests may be running
-        r = pool.submit(asyncio.run, go()).result()
+    r = run_async(go())
     assert r["spread"].keys() == {"1", "2"}, r["spread"]
     assert not r["wrong"] and not r["errors"], (r["wrong"], r["errors"])
     # the sentence typed first after the kill is the one the page shows, translates and links; box, link and

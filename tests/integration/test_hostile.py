@@ -6,6 +6,7 @@ import asyncio
 import pytest
 
 from appserver import free_port, start_app, stop_app, until_quiet
+from conftest import run_async
 
 
 def threads_and_rss(pid: int) -> tuple[int, int]:
@@ -66,7 +67,7 @@ def test_clear_cache_messages_leave_memory_and_threads_flat():
             await anext(steps)
             return before, threads_and_rss(proc.pid)
 
-        (threads_before, rss_before), (threads_after, rss_after) = asyncio.run(drive())
+        (threads_before, rss_before), (threads_after, rss_after) = run_async(drive())
     finally:
         stop_app(proc)
     assert threads_after <= threads_before + 1, (threads_before, threads_after)
