@@ -48,7 +48,7 @@ import torch
 from . import files
 from .data import pad
 from .errors import InputError
-from .i18n import _
+from .i18n import _, ngettext
 from .evidence import keep_corpus, principal_components, projected, quantise, read_corpus, texts_of, unit
 from .evidence import build as build_steps
 from .vocab import SPECIALS
@@ -278,10 +278,12 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
                            _("it does not look German: few of its words are German words the model knows"))
         if unknown:
             listed = ", ".join(unknown[:6]) + (", …" if len(unknown) > 6 else "")
-            reasons.append((_("{n} of its {total} words never occurred in training ({words})")
+            reasons.append((ngettext("{n} of its {total} words never occurred in training ({words})",
+                                     "{n} of its {total} words never occurred in training ({words})", len(unknown))
                             if translator.src_vocab.pieces is None else
-                            _("{n} of its {total} pieces are not in the model's vocabulary ({words})")).format(
-                n=len(unknown), total=len(ws), words=listed))
+                            ngettext("{n} of its {total} pieces is not in the model's vocabulary ({words})",
+                                     "{n} of its {total} pieces are not in the model's vocabulary ({words})",
+                                     len(unknown))).format(n=len(unknown), total=len(ws), words=listed))
         if too_long:  # the share rounded down, so that "longer than" stays true
             reasons.append(_("it is longer than {share:g}% of the training sentences: {length} tokens, {framing} "
                              "included, where half of them have {half} or fewer").format(

@@ -428,8 +428,8 @@ def parse_feature(name: str, dicts: dict) -> tuple[str, int]:
     block = ".".join(parts[:2])
     if len(parts) != 3 or block not in dicts or not parts[2].isdigit() or int(parts[2]) >= dicts[block].width:
         width = next(iter(dicts.values())).width if dicts else 0
-        raise InputError(f"{name!r} is not a feature: write BLOCK.INDEX, BLOCK one of {', '.join(dicts)} and INDEX "
-                         f"from 0 to {width - 1}, e.g. enc.2.137")
+        raise InputError(_("{name!r} is not a feature: write BLOCK.INDEX, BLOCK one of {blocks} and INDEX from 0 to "
+                           "{last}, e.g. enc.2.137").format(name=name, blocks=", ".join(dicts), last=width - 1))
     return block, int(parts[2])
 
 
@@ -444,7 +444,8 @@ def parse_edits(spec: str | None, dicts: dict) -> dict:
         except ValueError:
             s = math.nan
         if not math.isfinite(s) or abs(s) > 10:
-            raise InputError(f"{item!r}: a feature's scale is a number from -10 to 10 (0 switches it off)")
+            raise InputError(_("{item!r}: a feature's scale is a number from -10 to 10 (0 switches it off)").format(
+                item=item))
         edits[parse_feature(name, dicts)] = s
     return edits
 

@@ -185,6 +185,23 @@ def test_bad_link_values_are_notes(monkeypatch, params, note):
     assert list(params)[0] not in dict(at.query_params)  # and the bad value leaves the link
 
 
+def test_bad_link_values_are_notes_in_the_pages_language(monkeypatch):
+    """With lang=de the notes on a bad feature and a bad scale are the catalogue's German, not the English of the
+    command line (they were English on the German page)."""
+    from model.i18n import catalogue
+
+    german = catalogue("de").gettext
+    at = from_url(monkeypatch, s=S, view="features", lang="de", feat="enc.2.99999", fedit="enc.0.1=50")
+    assert not at.exception and not at.error
+    notes = [shown(w.value) for w in at.warning]
+    feature = german("{name!r} is not a feature: write BLOCK.INDEX, BLOCK one of {blocks} and INDEX from 0 to "
+                     "{last}, e.g. enc.2.137").split(":")[0].format(name="enc.2.99999")
+    scale = german("{item!r}: a feature's scale is a number from -10 to 10 (0 switches it off)").format(
+        item="enc.0.1=50")
+    assert any(f"feat: {feature}" in n for n in notes) and any(f"fedit: {scale}" in n for n in notes), notes
+    assert not any("is not a feature" in n or "a feature's scale" in n for n in notes), notes
+
+
 def test_a_checkpoint_without_transcoders_says_how_to_make_them(monkeypatch, tmp_path):
     """A checkpoint folder with the model alone (as model.convert writes one): one line with the command."""
     from streamlit.testing.v1 import AppTest

@@ -151,6 +151,21 @@ def test_a_known_translation_and_the_source_language():
     assert german != english
 
 
+def test_a_count_picks_its_form_one_against_two():
+    """The familiarity note's counts: the verb agrees with one word or piece against two, in German and English (it
+    read "1 seiner 5 Wörter kamen" and "1 of its 5 pieces are")."""
+    words = "{n} of its {total} words never occurred in training ({words})"
+    pieces = ("{n} of its {total} pieces is not in the model's vocabulary ({words})",
+              "{n} of its {total} pieces are not in the model's vocabulary ({words})")
+    said = {}
+    for lang in ("de", "en"):
+        with i18n.speaking(lang):
+            said[lang] = [(i18n.ngettext(words, words, n), i18n.ngettext(*pieces, n)) for n in (1, 2)]
+    (w1, p1), (w2, p2) = said["de"]
+    assert " kam " in w1 and " kamen " in w2 and " ist " in p1 and " sind " in p2
+    assert said["en"] == [(words, pieces[0]), (words, pieces[1])]
+
+
 def test_the_language_belongs_to_one_thread_and_one_block():
     seen = {}
 
