@@ -174,7 +174,7 @@ def features_view(ctx: Context):
                                  format_func=kept(transcoders.block_label))
     m = card["measures"][block]
     st.caption(_("This block's transcoder on the validation set: {fvu:.1%} of the block's output variance "
-                 "unexplained, {l0:.1f} features active per token, {dead:.1%} of its {width} features never active, "
+                 "unexplained, {l0:.1f} features active per token, {dead:.1%} of its {width:,} features never active, "
                  "loss recovered {recovered:.2f}. All six replaced (no error term): test2016 BLEU {replaced:.2f} "
                  "against the model's {bleu:.2f}.").format(
                    fvu=m["fvu"], l0=m["l0"], dead=m["dead"], width=dicts[block].width, recovered=m["loss_recovered"],

@@ -74,6 +74,8 @@ def test_the_table_is_the_blocks_features(monkeypatch, shipped_models, model):
     np.testing.assert_allclose(t["error share"], np.array(found.error) / np.array(found.norm))
     assert at.segmented_control(key="feat_block").value == "dec.1"
     assert dict(at.query_params)["fblock"] == "dec.1"
+    width = dicts["dec.1"].width  # the block's card names its width as a count ("1,024 features")
+    assert width >= 1000 and any(f"of its {width:,} features never active" in c.value for c in at.caption)
 
 
 def test_the_link_round_trips_its_picks(monkeypatch, edit):
