@@ -278,12 +278,14 @@ def measure(translator, result, index: Index, k: int = 3) -> Familiarity:
                            _("it does not look German: few of its words are German words the model knows"))
         if unknown:
             listed = ", ".join(unknown[:6]) + (", …" if len(unknown) > 6 else "")
-            reasons.append((ngettext("{n} of its {total} words never occurred in training ({words})",
-                                     "{n} of its {total} words never occurred in training ({words})", len(unknown))
-                            if translator.src_vocab.pieces is None else
-                            ngettext("{n} of its {total} pieces is not in the model's vocabulary ({words})",
-                                     "{n} of its {total} pieces are not in the model's vocabulary ({words})",
-                                     len(unknown))).format(n=len(unknown), total=len(ws), words=listed))
+            n = len(unknown)
+            if translator.src_vocab.pieces is None:  # English says both counts alike; German does not
+                said = ngettext("{n} of its {total} words never occurred in training ({words})",
+                                "{n} of its {total} words never occurred in training ({words})", n)
+            else:
+                said = ngettext("{n} of its {total} pieces is not in the model's vocabulary ({words})",
+                                "{n} of its {total} pieces are not in the model's vocabulary ({words})", n)
+            reasons.append(said.format(n=n, total=len(ws), words=listed))
         if too_long:  # the share rounded down, so that "longer than" stays true
             reasons.append(_("it is longer than {share:g}% of the training sentences: {length} tokens, {framing} "
                              "included, where half of them have {half} or fewer").format(
